@@ -1,0 +1,102 @@
+# libprof — one entry point: make, make run, make test, make asan, make bench, make install
+#
+#   make          build/libprof.so and build/prof
+#   make run      install missing packages, build, profile the bundled example, print the table
+#   make test     unit tests (cmocka) and end-to-end tests
+#   make asan     the same suite built with AddressSanitizer and UndefinedBehaviorSanitizer
+#   make bench    overhead and throughput benchmarks (ratios measured side by side)
+#   make install  PREFIX=/usr/local (library, command, header, Python module)
+
+BUILD   ?= build
+PREFIX  ?= /usr/local
+CC      ?= cc
+PYTHON  ?= python3
+
+WARN     = -Wall -Wextra -Werror
+CFLAGS  ?= -O2 -g
+CFLAGS  += -std=gnu11 $(WARN) -fPIC -Iinclude -Iformats -Ipreload -Icollector $(SAN)
+LDFLAGS += $(SAN)
+
+PRELOAD_SRC   := $(sort $(wildcard preload/*.c))
+FORMATS_SRC   := $(sort $(wildcard formats/*.c))
+COLLECTOR_SRC := $(sort $(wildcard collector/*.c))
+# The pure preload pieces the collector and the unit tests share.
+SHARED_PRELOAD_SRC := preload/ring.c preload/config.c preload/session.c preload/clock.c
+CORE_SRC := $(FORMATS_SRC) $(filter-out collector/main.c,$(COLLECTOR_SRC)) $(SHARED_PRELOAD_SRC)
+UNIT_SRC := $(sort $(wildcard test/unit/test_*.c))
+
+obj = $(patsubst %.c,$(BUILD)/obj/%.o,$(1))
+
+LIB  := $(BUILD)/libprof.so
+PROF := $(BUILD)/prof
+CORE := $(BUILD)/libprofcore.a
+UNIT_BINS := $(patsubst test/unit/%.c,$(BUILD)/test/%,$(UNIT_SRC))
+
+.PHONY: all run test unit e2e asan bench install deps clean
+all: $(LIB) $(PROF)
+
+$(BUILD)/obj/preload/%.o: CFLAGS += -fvisibility=hidden -ftls-model=initial-exec
+$(BUILD)/obj/%.o: %.c $(wildcard include/*.h formats/*.h preload/*.h collector/*.h)
+	@mkdir -p $(dir $@)
+	@echo "  CC $<"
+	@$(CC) $(CFLAGS) -c $< -o $@
+
+$(LIB): $(call obj,$(PRELOAD_SRC))
+	@echo "  LD $@"
+	@$(CC) -shared -o $@ $^ $(LDFLAGS) -ldl -lpthread -Wl,--version-script=preload/libprof.map
+
+$(CORE): $(call obj,$(CORE_SRC))
+	@rm -f $@
+	@ar rcs $@ $^
+
+$(PROF): $(call obj,collector/main.c) $(CORE)
+	@echo "  LD $@"
+	@$(CC) -o $@ $^ $(LDFLAGS) -lzstd -lm -lpthread
+
+$(BUILD)/test/%: test/unit/%.c $(CORE)
+	@mkdir -p $(dir $@)
+	@echo "  LD $@"
+	@$(CC) $(CFLAGS) -o $@ $< $(CORE) $(LDFLAGS) -lcmocka -lzstd -lm -lpthread
+
+deps:
+	@scripts/install-deps.sh
+
+run: deps all
+	@$(MAKE) --no-print-directory -C examples BUILD=$(abspath $(BUILD))
+	@cd $(BUILD) && rm -f example.* && \
+	  PROFILER_AUTOSTART=1 PROFILER_OUTPUT=example LD_PRELOAD=$(abspath $(LIB)) ./example_train
+	@echo; cat $(BUILD)/example.txt
+	@echo; echo "Open $(BUILD)/example.json in ui.perfetto.dev or chrome://tracing."
+
+unit: $(UNIT_BINS)
+	@set -e; for t in $(UNIT_BINS); do echo "== $$t"; $$t; done
+
+e2e: all
+	@BUILD=$(abspath $(BUILD)) $(PYTHON) test/e2e/run.py
+
+test: deps
+	@$(MAKE) --no-print-directory all unit e2e
+
+asan: deps
+	@$(MAKE) --no-print-directory BUILD=build-asan \
+	  SAN="-fsanitize=address,undefined -fno-omit-frame-pointer -fno-sanitize-recover=undefined" \
+	  CFLAGS="-O1 -g" all unit e2e
+
+bench: all
+	@$(MAKE) --no-print-directory -C bench BUILD=$(abspath $(BUILD))
+	@BUILD=$(abspath $(BUILD)) $(PYTHON) bench/run.py
+
+install: all
+	install -d $(DESTDIR)$(PREFIX)/lib $(DESTDIR)$(PREFIX)/bin $(DESTDIR)$(PREFIX)/include
+	install -m 0755 $(LIB) $(DESTDIR)$(PREFIX)/lib/libprof.so
+	install -m 0755 $(PROF) $(DESTDIR)$(PREFIX)/bin/prof
+	install -m 0644 include/prof.h $(DESTDIR)$(PREFIX)/include/prof.h
+	install -d $(DESTDIR)$(PREFIX)/lib/libprof/python
+	install -m 0644 scripts/libprof.py $(DESTDIR)$(PREFIX)/lib/libprof/python/libprof.py
+	@site=$$($(PYTHON) -c 'import sysconfig;print(sysconfig.get_path("purelib",vars={"base":"$(PREFIX)"}))' 2>/dev/null); \
+	  if [ -n "$$site" ]; then install -d $(DESTDIR)$$site && \
+	  install -m 0644 scripts/libprof.py $(DESTDIR)$$site/libprof.py && echo "python module: $$site/libprof.py"; fi
+
+clean:
+	rm -rf build build-asan
+	@$(MAKE) --no-print-directory -C examples clean BUILD=$(abspath $(BUILD)) 2>/dev/null || true

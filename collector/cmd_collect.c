@@ -1,0 +1,63 @@
+/* `prof collect --session SID`: the collector that libprof.so starts for a program run
+ * with bare LD_PRELOAD. Not meant to be typed by people. */
+#define _GNU_SOURCE
+#include <fcntl.h>
+#include <signal.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <unistd.h>
+
+#include "collector.h"
+#include "commands.h"
+
+/* The program's descriptors (pipes above all) must not stay open in the collector, or a
+ * reader at the other end would wait for the collector too; stderr stays for messages. */
+static void drop_inherited_descriptors(void)
+{
+	int null = open("/dev/null", O_RDWR | O_CLOEXEC);
+	if (null >= 0) {
+		dup2(null, 0);
+		dup2(null, 1);
+	}
+	for (int fd = 3; fd < 1024; fd++)
+		if (fd != null)
+			close(fd);
+	if (null > 2)
+		close(null);
+}
+
+int cmd_collect(int argc, char **argv)
+{
+	const char *sid = 0;
+	for (int i = 1; i < argc; i++) {
+		if (!strcmp(argv[i], "--session") && i + 1 < argc)
+			sid = argv[++i];
+		else if (!strcmp(argv[i], "--help") || !strcmp(argv[i], "-h")) {
+			printf("usage: prof collect --session SID\n"
+			       "The collector libprof.so starts for a program run with LD_PRELOAD;\n"
+			       "it drains the session's rings and writes the outputs at its end.\n");
+			return 0;
+		} else {
+			fprintf(stderr, "prof collect: unexpected argument '%s'\n", argv[i]);
+			return 2;
+		}
+	}
+	struct prof_session_shm *s = prof_session_open(sid);
+	if (!s) {
+		fprintf(stderr, "prof collect: no session '%s'\n", sid ? sid : "");
+		return 2;
+	}
+	drop_inherited_descriptors();
+	signal(SIGINT, SIG_IGN);
+	signal(SIGHUP, SIG_IGN);
+	signal(SIGPIPE, SIG_IGN);
+	atomic_store(&s->collector_pid, (uint32_t)getpid());
+	struct collector_options o = {.sid = sid, .session = s};
+	int rc = collector_run(&o);
+	if (atomic_load(&s->state) == SESSION_RUNNING)
+		atomic_store(&s->state, rc ? SESSION_FAILED : SESSION_DONE);
+	prof_futex_wake(&s->state);
+	prof_session_unlink(sid);
+	return rc;
+}

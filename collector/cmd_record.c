@@ -1,0 +1,217 @@
+/* `prof record [options] [--] cmd args`: profile a command without touching LD_PRELOAD,
+ * like `nsys profile` or `uftrace record`. This process is the collector. */
+#define _GNU_SOURCE
+#include <errno.h>
+#include <limits.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "collector.h"
+#include "commands.h"
+#include "config.h"
+
+extern char **environ;
+
+static void usage(FILE *f)
+{
+	fprintf(f,
+		"usage: prof record [options] [--] command [args...]\n"
+		"Runs command with libprof preloaded and writes PREFIX.json (Chrome trace),\n"
+		"PREFIX.txt (tables) and PREFIX.prof (raw capture) when every process of it ended.\n"
+		"\n"
+		"  -o, --output PREFIX   output prefix (default: profile; %%p pid, %%h host,\n"
+		"                        %%t start time, %%r rank)\n"
+		"  --ring-size SIZE      per-thread ring (default 4M; e.g. 64K, 16M)\n"
+		"  --block               writers wait for room instead of dropping events\n"
+		"  --max-json-events N   cap on events in the Chrome trace (default 4000000)\n"
+		"  --no-memory           do not trace the allocator\n"
+		"  -q, --quiet           no summary line on stderr\n"
+		"  -h, --help            this text\n"
+		"\n"
+		"PROFILER_* environment variables are read as well (see README.md); options win.\n"
+		"The exit status is the command's (128+N when killed by signal N).\n");
+}
+
+static void warn_line(const char *line)
+{
+	fprintf(stderr, "prof record: %s\n", line);
+}
+
+/* libprof.so beside this binary (build tree) or in ../lib (installed). */
+static int find_library(char *out, size_t len)
+{
+	const char *env = getenv("PROFILER_LIBRARY");
+	if (env && *env)
+		return snprintf(out, len, "%s", env) < (int)len && access(out, R_OK) == 0 ? 0 : -1;
+	char exe[PATH_MAX];
+	ssize_t n = readlink("/proc/self/exe", exe, sizeof exe - 1);
+	if (n <= 0)
+		return -1;
+	exe[n] = 0;
+	char *slash = strrchr(exe, '/');
+	*slash = 0;
+	if (snprintf(out, len, "%s/libprof.so", exe) < (int)len && access(out, R_OK) == 0)
+		return 0;
+	if (snprintf(out, len, "%s/../lib/libprof.so", exe) >= (int)len)
+		return -1;
+	return access(out, R_OK);
+}
+
+/* The Python module's folder, so `import libprof` works in the profiled program. */
+static void add_python_path(const char *lib)
+{
+	char dir[PATH_MAX], candidate[PATH_MAX + 64];
+	snprintf(dir, sizeof dir, "%s", lib);
+	char *slash = strrchr(dir, '/');
+	if (!slash)
+		return;
+	*slash = 0;
+	const char *rel[] = {"/../scripts", "/libprof/python"};
+	for (int i = 0; i < 2; i++) {
+		snprintf(candidate, sizeof candidate, "%s%s/libprof.py", dir, rel[i]);
+		if (access(candidate, R_OK))
+			continue;
+		*strrchr(candidate, '/') = 0;
+		const char *old = getenv("PYTHONPATH");
+		char value[2 * PATH_MAX + 80];
+		snprintf(value, sizeof value, "%s%s%s", candidate, old && *old ? ":" : "",
+			 old ? old : "");
+		setenv("PYTHONPATH", value, 1);
+		return;
+	}
+}
+
+static int set_option(struct prof_config *c, const char *key, const char *value)
+{
+	char err[512];
+	if (prof_config_set(c, key, value, err, sizeof err) == 0)
+		return 0;
+	fprintf(stderr, "prof record: %s\n", err);
+	return -1;
+}
+
+static int parse(int argc, char **argv, struct prof_config *c, int *cmd_at)
+{
+	int i;
+	for (i = 1; i < argc && argv[i][0] == '-'; i++) {
+		const char *a = argv[i];
+		const char *next = i + 1 < argc ? argv[i + 1] : 0;
+		if (!strcmp(a, "--")) {
+			i++;
+			break;
+		} else if (!strcmp(a, "-h") || !strcmp(a, "--help")) {
+			usage(stdout);
+			exit(0);
+		} else if ((!strcmp(a, "-o") || !strcmp(a, "--output")) && next) {
+			if (set_option(c, "output", argv[++i]))
+				return -1;
+		} else if (!strcmp(a, "--ring-size") && next) {
+			if (set_option(c, "ring_size", argv[++i]))
+				return -1;
+		} else if (!strcmp(a, "--max-json-events") && next) {
+			if (set_option(c, "trace_max_events", argv[++i]))
+				return -1;
+		} else if (!strcmp(a, "--block")) {
+			c->block = 1;
+		} else if (!strcmp(a, "--no-memory")) {
+			c->profile_memory = 0;
+		} else if (!strcmp(a, "-q") || !strcmp(a, "--quiet")) {
+			c->quiet = 1;
+		} else {
+			fprintf(stderr, "prof record: unknown option or missing value: '%s' (see "
+					"prof record --help)\n", a);
+			return -1;
+		}
+	}
+	if (i >= argc) {
+		fprintf(stderr, "prof record: no command to run (see prof record --help)\n");
+		return -1;
+	}
+	*cmd_at = i;
+	return 0;
+}
+
+static void child_environment(const struct prof_config *c, const char *lib, const char *sid)
+{
+	const char *old = getenv("LD_PRELOAD");
+	char preload[2 * PATH_MAX + 2];
+	snprintf(preload, sizeof preload, "%s%s%s", lib, old && *old ? ":" : "", old ? old : "");
+	setenv("LD_PRELOAD", preload, 1);
+	setenv("PROFILER_SESSION", sid, 1);
+	setenv("PROFILER_AUTOSTART", "1", 1);
+	if (!c->profile_memory)
+		setenv("PROFILER_PROFILE_MEMORY", "0", 1);
+	add_python_path(lib);
+}
+
+int cmd_record(int argc, char **argv)
+{
+	struct prof_config cfg;
+	int cmd_at;
+	prof_config_defaults(&cfg);
+	prof_config_from_env(&cfg, environ, warn_line);
+	if (parse(argc, argv, &cfg, &cmd_at))
+		return 2;
+	char lib[PATH_MAX];
+	if (find_library(lib, sizeof lib)) {
+		fprintf(stderr, "prof record: cannot find libprof.so next to prof or in ../lib "
+				"(set PROFILER_LIBRARY)\n");
+		return 2;
+	}
+	char sid[PROF_SID_LEN + 1], err[512];
+	prof_new_sid(sid);
+	struct prof_session_shm *s = prof_session_create(sid);
+	if (!s) {
+		fprintf(stderr, "prof record: cannot create the session in /dev/shm: %s\n",
+			strerror(errno));
+		return 2;
+	}
+	/* set before the command starts: it joins only a session whose collector lives */
+	atomic_store(&s->collector_pid, (uint32_t)getpid());
+	if (prof_session_configure(s, &cfg, getpid(), err, sizeof err)) {
+		fprintf(stderr, "prof record: %s\n", err);
+		prof_session_unlink(sid);
+		return 2;
+	}
+	s->root_pid = 0; /* nobody waits in the program: this process does */
+	pid_t child = fork();
+	if (child < 0) {
+		fprintf(stderr, "prof record: fork: %s\n", strerror(errno));
+		prof_session_unlink(sid);
+		return 2;
+	}
+	if (child == 0) {
+		child_environment(&cfg, lib, sid);
+		execvp(argv[cmd_at], argv + cmd_at);
+		fprintf(stderr, "prof record: cannot run '%s': %s\n", argv[cmd_at], strerror(errno));
+		_exit(127);
+	}
+	/* Ctrl-C reaches the whole process group: the command decides, we finish the job */
+	signal(SIGINT, SIG_IGN);
+	signal(SIGQUIT, SIG_IGN);
+	/* %p names the command's pid, and the header its command line, not prof's */
+	prof_session_configure(s, &cfg, child, err, sizeof err);
+	s->root_pid = 0;
+	size_t used = 0;
+	for (int i = cmd_at; i < argc && used + 2 < sizeof s->command; i++)
+		used += (size_t)snprintf(s->command + used, sizeof s->command - used, "%s%s",
+					 i > cmd_at ? " " : "", argv[i]);
+	struct collector_options o = {.sid = sid, .session = s, .child = child};
+	int rc = collector_run(&o);
+	atomic_store(&s->state, rc ? SESSION_FAILED : SESSION_DONE);
+	prof_futex_wake(&s->state);
+	prof_session_unlink(sid);
+	if (!o.child_status)
+		waitpid(child, &o.child_status, 0);
+	int st = o.child_status & 0xffff;
+	if (WIFEXITED(st))
+		return WEXITSTATUS(st);
+	if (WIFSIGNALED(st))
+		return 128 + WTERMSIG(st);
+	return rc;
+}

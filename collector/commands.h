@@ -1,0 +1,10 @@
+/* The prof subcommands, one file each (collector/cmd_*.c). Each returns the exit status. */
+#ifndef PROF_COLLECTOR_COMMANDS_H
+#define PROF_COLLECTOR_COMMANDS_H
+
+int cmd_record(int argc, char **argv);
+int cmd_report(int argc, char **argv);
+int cmd_export(int argc, char **argv);
+int cmd_collect(int argc, char **argv);
+
+#endif

@@ -1,0 +1,534 @@
+/* The collector's drain loop. One pass every millisecond (at once while rings fill up):
+ * new process segments, new strings, each ring's new events (ticks converted to session
+ * nanoseconds), liveness. The shared memory outlives a crashed program, so whatever
+ * reached a ring before a death still reaches the capture. */
+#define _GNU_SOURCE
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "capture.h"
+#include "outputs.h"
+#include "clock.h"
+#include "collector.h"
+#include "ring.h"
+
+#define EVENT_CHUNK 4096
+#define LIVENESS_EVERY_NS 10000000ull /* 10 ms */
+#define SCAN_EVERY_NS 5000000ull      /* 5 ms */
+#define CLOCK_EVERY_NS 100000000ull   /* 100 ms */
+#define PENDING_FORK_GRACE_NS 2000000000ull
+
+struct proc_entry {
+	struct proc_entry *next;
+	char name[264];
+	struct prof_proc_shm *shm;
+	pid_t pid;
+	uint64_t strings_read;
+	uint32_t categories_read;
+	uint32_t *slot_gen;
+	int finished;
+	uint64_t lost;
+};
+
+struct collector {
+	struct collector_options *o;
+	struct prof_session_shm *s;
+	struct cap_writer *w;
+	int write_failed;
+	struct prof_clock_map clock;
+	struct proc_entry *procs;
+	char shm_prefix[128];
+	char capture_path[PROF_PATH_MAX + 8];
+	uint64_t events, lost, processes;
+	uint64_t last_scan, last_live, last_clock, last_dump, all_gone_since;
+	int root_released;
+	/* the events of one drain call, converted */
+	struct prof_event buf[EVENT_CHUNK];
+	uint32_t buf_n, buf_pid, buf_tid;
+	uint64_t buf_lost;
+};
+
+static void write_failed(struct collector *c)
+{
+	if (!c->write_failed)
+		fprintf(stderr, "libprof: %s; the capture keeps what was written before\n",
+			cap_writer_error(c->w));
+	c->write_failed = 1;
+}
+
+static void put(struct collector *c, uint32_t type, const void *head, size_t hlen,
+		const void *tail, size_t tlen)
+{
+	if (c->write_failed)
+		return;
+	if (cap_write2(c->w, type, head, hlen, tail, tlen))
+		write_failed(c);
+}
+
+static void flush_events(struct collector *c)
+{
+	if (!c->buf_n)
+		return;
+	struct cap_events h = {.pid = c->buf_pid, .tid = c->buf_tid, .count = c->buf_n};
+	put(c, CAP_EVENTS, &h, sizeof h, c->buf, c->buf_n * sizeof(struct prof_event));
+	c->events += c->buf_n;
+	c->buf_n = 0;
+}
+
+static void add_event(struct collector *c, const struct prof_event *src, int in_ticks)
+{
+	struct prof_event *e = &c->buf[c->buf_n++];
+	*e = *src;
+	if (in_ticks) {
+		e->t0 = prof_clock_to_ns(&c->clock, src->t0);
+		e->t1 = prof_clock_to_ns(&c->clock, src->t1);
+	}
+	if (e->type == PROF_EV_LOST)
+		c->buf_lost += e->a;
+	if (c->buf_n == EVENT_CHUNK)
+		flush_events(c);
+}
+
+static void on_ring_events(void *ctx, const struct prof_event *ev, uint64_t n)
+{
+	struct collector *c = ctx;
+	for (uint64_t i = 0; i < n; i++)
+		add_event(c, &ev[i], 1);
+}
+
+static void read_thread_name(pid_t pid, uint32_t tid, char *out, size_t len)
+{
+	char path[64];
+	snprintf(path, sizeof path, "/proc/%d/task/%u/comm", (int)pid, tid);
+	int fd = open(path, O_RDONLY | O_CLOEXEC);
+	ssize_t n = fd < 0 ? -1 : read(fd, out, len - 1);
+	if (fd >= 0)
+		close(fd);
+	if (n <= 0) {
+		snprintf(out, len, "thread %u", tid);
+		return;
+	}
+	out[n] = 0;
+	if (out[n - 1] == '\n')
+		out[n - 1] = 0;
+}
+
+static void read_strings(struct collector *c, struct proc_entry *p)
+{
+	struct prof_proc_shm *shm = p->shm;
+	uint64_t used = atomic_load_explicit(&shm->strings_used, memory_order_acquire);
+	if (used > shm->strings_size)
+		used = shm->strings_size;
+	const char *area = prof_proc_strings(shm);
+	while (p->strings_read + 4 <= used) {
+		const struct prof_string_entry *e = (const void *)(area + p->strings_read);
+		uint64_t size = (4 + (uint64_t)e->len + 3) & ~3ull;
+		if (p->strings_read + size > used)
+			break;
+		struct cap_string h = {.pid = (uint32_t)p->pid, .id = (uint32_t)p->strings_read};
+		put(c, CAP_STRING, &h, sizeof h, e->bytes, e->len);
+		p->strings_read += size;
+	}
+	uint32_t ncat = atomic_load_explicit(&shm->ncategories, memory_order_acquire);
+	for (; p->categories_read < ncat && p->categories_read < PROF_MAX_CATEGORIES;
+	     p->categories_read++) {
+		const char *name = shm->categories[p->categories_read];
+		struct cap_string h = {.pid = (uint32_t)p->pid,
+				       .id = PROF_CAT_FIRST_DYNAMIC + p->categories_read};
+		put(c, CAP_CATEGORY, &h, sizeof h, name, strnlen(name, PROF_CATEGORY_NAME_MAX));
+	}
+}
+
+static void lost_event(struct collector *c, uint64_t count, uint64_t first, uint64_t last,
+		       int in_ticks)
+{
+	struct prof_event e = {.t0 = first, .t1 = last, .a = count, .cat = PROF_CAT_LOST,
+			       .type = PROF_EV_LOST};
+	add_event(c, &e, in_ticks);
+}
+
+/* final: the writer is gone (thread retired, or process ended), so its pending gap
+ * counters are stable and can be reported. */
+static uint64_t drain_slot(struct collector *c, struct proc_entry *p, unsigned i, int final)
+{
+	struct prof_proc_shm *shm = p->shm;
+	struct prof_slot *s = prof_proc_slot(shm, i);
+	uint32_t state = atomic_load_explicit(&s->state, memory_order_acquire);
+	if (state == SLOT_FREE)
+		return 0;
+	uint32_t gen = atomic_load_explicit(&s->gen, memory_order_acquire);
+	if (gen != p->slot_gen[i]) {
+		char name[64];
+		read_thread_name(p->pid, s->tid, name, sizeof name);
+		struct cap_thread h = {.pid = (uint32_t)p->pid, .tid = s->tid};
+		put(c, CAP_THREAD, &h, sizeof h, name, strlen(name));
+		p->slot_gen[i] = gen;
+	}
+	c->buf_pid = (uint32_t)p->pid;
+	c->buf_tid = s->tid;
+	uint64_t n = ring_drain(s, prof_proc_ring(shm, i), shm->ring_cap, on_ring_events, c);
+	if (state == SLOT_RETIRED || final) {
+		uint64_t pending = atomic_load_explicit(&s->lost_pending, memory_order_acquire);
+		if (pending)
+			lost_event(c, pending, atomic_load(&s->lost_first), atomic_load(&s->lost_last),
+				   1);
+	}
+	flush_events(c);
+	if (state == SLOT_RETIRED && !final) {
+		atomic_store(&s->lost_pending, 0);
+		atomic_store(&s->head, 0);
+		atomic_store(&s->tail, 0);
+		atomic_store_explicit(&s->state, SLOT_FREE, memory_order_release);
+	}
+	/* how full it was: the loop skips its sleep while rings fill quickly */
+	return n;
+}
+
+static uint64_t drain_process(struct collector *c, struct proc_entry *p, int final)
+{
+	uint64_t most = 0;
+	read_strings(c, p);
+	uint64_t before = c->buf_lost;
+	for (unsigned i = 0; i < p->shm->nslots; i++) {
+		uint64_t n = drain_slot(c, p, i, final);
+		if (n > most)
+			most = n;
+	}
+	p->lost += c->buf_lost - before;
+	return most * 4 / p->shm->ring_cap; /* >0 when a ring was a quarter full */
+}
+
+static void finish_process(struct collector *c, struct proc_entry *p, int32_t status)
+{
+	if (p->finished)
+		return;
+	drain_process(c, p, 1);
+	uint64_t no_slot = atomic_load(&p->shm->lost_no_slot);
+	if (no_slot) {
+		/* dropped before any ring existed for them: reported on the main thread */
+		c->buf_pid = (uint32_t)p->pid;
+		c->buf_tid = (uint32_t)p->pid;
+		lost_event(c, no_slot, p->shm->created_ns, prof_mono_ns(), 0);
+		flush_events(c);
+		p->lost += no_slot;
+	}
+	c->lost += p->lost;
+	struct cap_process_end e = {.pid = (uint32_t)p->pid, .status = status,
+				    .end_ns = prof_mono_ns(), .lost = p->lost};
+	put(c, CAP_PROCESS_END, &e, sizeof e, 0, 0);
+	p->finished = 1;
+	shm_unlink(p->name);
+}
+
+static int32_t child_status(struct collector *c, pid_t pid)
+{
+	if (c->o->child != pid || !c->o->child_status)
+		return INT32_MIN;
+	int st = c->o->child_status;
+	return WIFEXITED(st) ? WEXITSTATUS(st) : WIFSIGNALED(st) ? -WTERMSIG(st) : INT32_MIN;
+}
+
+static void add_process(struct collector *c, const char *name, struct prof_proc_shm *shm)
+{
+	struct proc_entry *p = calloc(1, sizeof *p);
+	uint32_t *gens = calloc(shm->nslots, sizeof *gens);
+	if (!p || !gens) {
+		free(p);
+		free(gens);
+		prof_proc_unmap(shm);
+		return;
+	}
+	p->shm = shm;
+	p->slot_gen = gens;
+	p->pid = (pid_t)shm->pid;
+	snprintf(p->name, sizeof p->name, "/%.255s", name);
+	uint32_t exec_seq = 0;
+	for (struct proc_entry *q = c->procs; q; q = q->next) {
+		if (q->pid != p->pid)
+			continue;
+		exec_seq++;
+		/* a newer image of the same pid: the old one has exec'd, all of its records
+		 * must precede the new image's (the readers rely on it) */
+		finish_process(c, q, INT32_MIN);
+	}
+	struct cap_process h = {.pid = shm->pid, .ppid = shm->ppid, .exec_seq = exec_seq,
+				.start_ns = shm->created_ns};
+	uint32_t len = shm->cmdline_len < PROF_CMDLINE_MAX ? shm->cmdline_len : 0;
+	put(c, CAP_PROCESS, &h, sizeof h, shm->cmdline, len);
+	p->next = c->procs;
+	c->procs = p;
+	c->processes++;
+}
+
+struct found {
+	char name[256];
+	struct prof_proc_shm *shm;
+};
+
+static int by_creation(const void *a, const void *b)
+{
+	const struct found *x = a, *y = b;
+	return x->shm->created_ns < y->shm->created_ns ? -1 : x->shm->created_ns > y->shm->created_ns;
+}
+
+static int known(struct collector *c, const char *name)
+{
+	for (struct proc_entry *p = c->procs; p; p = p->next)
+		if (!strcmp(p->name + 1, name))
+			return 1;
+	return 0;
+}
+
+/* New process segments, oldest first (an exec'd image after the one it replaced). */
+static int scan_segments(struct collector *c)
+{
+	DIR *d = opendir("/dev/shm");
+	if (!d)
+		return 0;
+	struct found found[64];
+	int n = 0, added = 0;
+	size_t plen = strlen(c->shm_prefix);
+	struct dirent *e;
+	while ((e = readdir(d)) && n < 64) {
+		if (strncmp(e->d_name, c->shm_prefix, plen) || known(c, e->d_name))
+			continue;
+		struct prof_proc_shm *shm = prof_proc_open(e->d_name);
+		if (!shm)
+			continue; /* still being made: next scan */
+		snprintf(found[n].name, sizeof found[n].name, "%.255s", e->d_name);
+		found[n++].shm = shm;
+	}
+	closedir(d);
+	qsort(found, (size_t)n, sizeof *found, by_creation);
+	for (int i = 0; i < n; i++, added++)
+		add_process(c, found[i].name, found[i].shm);
+	return added;
+}
+
+static void check_liveness(struct collector *c)
+{
+	if (c->o->child > 0 && !c->o->child_status) {
+		int st;
+		if (waitpid(c->o->child, &st, WNOHANG) == c->o->child)
+			c->o->child_status = st ? st : 0x10000; /* non-zero: reaped */
+	}
+	for (struct proc_entry *p = c->procs; p; p = p->next) {
+		if (p->finished)
+			continue;
+		uint32_t st = atomic_load_explicit(&p->shm->state, memory_order_acquire);
+		if (st == PROC_EXITED)
+			finish_process(c, p, child_status(c, p->pid));
+		else if (!prof_proc_alive(p->pid, p->shm->proc_start_ticks))
+			finish_process(c, p, child_status(c, p->pid));
+	}
+}
+
+static int root_alive(struct collector *c)
+{
+	if (c->o->child > 0)
+		return !c->o->child_status;
+	pid_t root = (pid_t)c->s->root_pid;
+	if (root <= 0)
+		return 0;
+	for (struct proc_entry *p = c->procs; p; p = p->next)
+		if (p->pid == root && !p->finished)
+			return 1;
+	/* not registered yet (or gone): ask the kernel */
+	int registered = 0;
+	for (struct proc_entry *p = c->procs; p; p = p->next)
+		registered |= p->pid == root;
+	return !registered && prof_proc_start_ticks(root) != 0;
+}
+
+static int live_processes(struct collector *c)
+{
+	int n = 0;
+	for (struct proc_entry *p = c->procs; p; p = p->next)
+		n += !p->finished;
+	return n;
+}
+
+static void release_root_if_alone(struct collector *c)
+{
+	if (c->root_released || c->o->child)
+		return;
+	pid_t root = (pid_t)c->s->root_pid;
+	int root_exited = 0, others = 0;
+	for (struct proc_entry *p = c->procs; p; p = p->next) {
+		if (p->pid == root && p->finished)
+			root_exited = 1;
+		else if (!p->finished)
+			others++;
+	}
+	if (!root_exited || !others)
+		return;
+	if (!c->s->quiet)
+		fprintf(stderr, "libprof: the program exited; %d of its processes still run, the "
+				"outputs follow when they end\n", others);
+	atomic_store(&c->s->root_release, 1);
+	prof_futex_wake(&c->s->state);
+	c->root_released = 1;
+}
+
+static uint64_t drain_all(struct collector *c)
+{
+	uint64_t busy = 0;
+	for (struct proc_entry *p = c->procs; p; p = p->next)
+		if (!p->finished)
+			busy |= drain_process(c, p, 0);
+	return busy;
+}
+
+static int session_over(struct collector *c, uint64_t now)
+{
+	if (live_processes(c) || root_alive(c))
+		return 0;
+	uint64_t started = atomic_load(&c->s->forks_started);
+	uint64_t registered = atomic_load(&c->s->forks_registered);
+	if (!c->all_gone_since)
+		c->all_gone_since = now;
+	/* a forked child that has not made its segment yet would be missed */
+	if (started > registered && now - c->all_gone_since < PENDING_FORK_GRACE_NS)
+		return 0;
+	return 1;
+}
+
+static void answer_dump(struct collector *c)
+{
+	struct prof_session_shm *s = c->s;
+	uint32_t req = atomic_load(&s->dump_request);
+	if (req == atomic_load(&s->dump_done))
+		return;
+	drain_all(c);
+	int rc = c->write_failed ? -1 : cap_flush(c->w);
+	if (rc == 0 && s->dump_kind == DUMP_TABLES) {
+		FILE *f = fopen(s->dump_path, "we");
+		struct table_options opt = {.sort = SORT_TOTAL};
+		struct output_summary sum;
+		char err[512];
+		rc = f && tables_write(c->capture_path, f, &opt, &sum, err, sizeof err) != 2 ? 0 : -1;
+		if (f && fclose(f))
+			rc = -1;
+	} else if (rc == 0) {
+		rc = collector_make_outputs(c->capture_path, s->output_prefix, s->max_json_events,
+					    (int)s->aggregate_stats, 1);
+	}
+	atomic_store(&s->dump_status, rc);
+	atomic_store(&s->dump_done, req);
+	prof_futex_wake(&s->dump_done);
+}
+
+static void write_session_header(struct collector *c)
+{
+	char text[PROF_CMDLINE_MAX + 1024], host[256] = "";
+	gethostname(host, sizeof host - 1);
+	snprintf(text, sizeof text,
+		 "command=%s\nhost=%s\nclock=%s\nstart_ns=%llu\nroot_pid=%u\nring_bytes=%llu\n"
+		 "block=%u\nversion=1\n",
+		 c->s->command, host, c->clock.kind == PROF_CLOCK_TSC ? "tsc" : "monotonic",
+		 (unsigned long long)c->clock.first_ns, c->s->root_pid,
+		 (unsigned long long)c->s->ring_bytes, c->s->block);
+	put(c, CAP_SESSION, text, strlen(text), 0, 0);
+}
+
+static void write_session_end(struct collector *c)
+{
+	char text[256];
+	snprintf(text, sizeof text, "end_ns=%llu\nevents=%llu\nlost=%llu\nprocesses=%llu\n",
+		 (unsigned long long)prof_mono_ns(), (unsigned long long)c->events,
+		 (unsigned long long)c->lost, (unsigned long long)c->processes);
+	put(c, CAP_SESSION_END, text, strlen(text), 0, 0);
+}
+
+static void sleep_ms(long ms)
+{
+	struct timespec ts = {0, ms * 1000000};
+	nanosleep(&ts, 0);
+}
+
+int collector_run(struct collector_options *o)
+{
+	struct collector *c = calloc(1, sizeof *c);
+	if (!c)
+		return 1;
+	c->o = o;
+	c->s = o->session;
+	prof_proc_shm_prefix(c->shm_prefix, sizeof c->shm_prefix, o->sid);
+	snprintf(c->capture_path, sizeof c->capture_path, "%s.prof", c->s->output_prefix);
+	char err[512];
+	c->w = cap_writer_open(c->capture_path, err, sizeof err);
+	if (!c->w) {
+		fprintf(stderr, "libprof: %s; not profiling\n", err);
+		atomic_store(&c->s->state, SESSION_FAILED);
+		prof_futex_wake(&c->s->state);
+		free(c);
+		return 1;
+	}
+	prof_clock_map_init(&c->clock, (enum prof_clock_kind)c->s->clock_kind, c->s->clock_tsc,
+			    c->s->clock_ns);
+	write_session_header(c);
+
+	for (;;) {
+		uint64_t now = prof_mono_ns();
+		if (now - c->last_scan >= SCAN_EVERY_NS) {
+			scan_segments(c);
+			c->last_scan = now;
+		}
+		if (now - c->last_clock >= CLOCK_EVERY_NS) {
+			prof_clock_map_update(&c->clock);
+			c->last_clock = now;
+		}
+		uint64_t busy = drain_all(c);
+		if (now - c->last_live >= LIVENESS_EVERY_NS) {
+			check_liveness(c);
+			release_root_if_alone(c);
+			c->last_live = now;
+			if (session_over(c, now)) {
+				/* one more look for segments made in the last moment */
+				if (!scan_segments(c))
+					break;
+			} else {
+				c->all_gone_since = 0;
+			}
+		}
+		answer_dump(c);
+		if (c->s->continuous_dump && now - c->last_dump >= c->s->dump_period_ms * 1000000ull) {
+			if (!c->write_failed && cap_flush(c->w) == 0)
+				collector_make_outputs(c->capture_path, c->s->output_prefix,
+						       c->s->max_json_events,
+						       (int)c->s->aggregate_stats, 1);
+			c->last_dump = now;
+		}
+		if (!busy)
+			sleep_ms(1);
+	}
+	for (struct proc_entry *p = c->procs; p; p = p->next)
+		finish_process(c, p, child_status(c, p->pid));
+	write_session_end(c);
+	int rc = 0;
+	if (cap_writer_close(c->w)) {
+		if (!c->write_failed)
+			fprintf(stderr, "libprof: %s\n", cap_writer_error(c->w));
+		rc = 1;
+	}
+	if (collector_make_outputs(c->capture_path, c->s->output_prefix, c->s->max_json_events,
+				   (int)c->s->aggregate_stats, (int)c->s->quiet))
+		rc = 1;
+	for (struct proc_entry *p = c->procs, *next; p; p = next) {
+		next = p->next;
+		prof_proc_unmap(p->shm);
+		free(p->slot_gen);
+		free(p);
+	}
+	free(c);
+	return rc;
+}

@@ -1,0 +1,49 @@
+/* prof: the libprof command. */
+#include <stdio.h>
+#include <string.h>
+
+#include "commands.h"
+
+#define PROF_VERSION "0.1.0"
+
+static void usage(FILE *f)
+{
+	fprintf(f,
+		"usage: prof <command> [options]\n"
+		"\n"
+		"  record [-o PREFIX] [--] cmd args   profile a command (writes PREFIX.json,\n"
+		"                                     PREFIX.txt, PREFIX.prof)\n"
+		"  report FILE.prof [options]         print the tables again from a raw capture\n"
+		"  export FILE.prof -o OUT.json       make the Chrome trace again\n"
+		"  collect --session SID              (internal) the collector of a session\n"
+		"\n"
+		"Without prof record: PROFILER_AUTOSTART=1 LD_PRELOAD=/path/libprof.so cmd args\n"
+		"'prof <command> --help' says more about each.\n");
+}
+
+int main(int argc, char **argv)
+{
+	if (argc < 2) {
+		usage(stderr);
+		return 2;
+	}
+	const char *cmd = argv[1];
+	if (!strcmp(cmd, "-h") || !strcmp(cmd, "--help") || !strcmp(cmd, "help")) {
+		usage(stdout);
+		return 0;
+	}
+	if (!strcmp(cmd, "--version")) {
+		printf("prof (libprof) %s\n", PROF_VERSION);
+		return 0;
+	}
+	if (!strcmp(cmd, "record"))
+		return cmd_record(argc - 1, argv + 1);
+	if (!strcmp(cmd, "report"))
+		return cmd_report(argc - 1, argv + 1);
+	if (!strcmp(cmd, "export"))
+		return cmd_export(argc - 1, argv + 1);
+	if (!strcmp(cmd, "collect"))
+		return cmd_collect(argc - 1, argv + 1);
+	fprintf(stderr, "prof: unknown command '%s' (see prof --help)\n", cmd);
+	return 2;
+}

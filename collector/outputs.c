@@ -1,0 +1,56 @@
+/* The end of a session: the trace and the tables from the raw capture, and the one-line
+ * summary on stderr. */
+#include <stdio.h>
+#include <string.h>
+
+#include "collector.h"
+#include "outputs.h"
+
+static const char *base(const char *path)
+{
+	const char *s = strrchr(path, '/');
+	return s ? s + 1 : path;
+}
+
+int collector_make_outputs(const char *capture, const char *prefix, uint64_t max_json_events,
+			   int tables, int quiet)
+{
+	char json[4200], txt[4200], err[512];
+	struct output_summary sum = {0};
+	int rc = 0;
+	snprintf(json, sizeof json, "%s.json", prefix);
+	snprintf(txt, sizeof txt, "%s.txt", prefix);
+	int r = chrome_export(capture, json, max_json_events, &sum, err, sizeof err);
+	if (r == 2) {
+		fprintf(stderr, "libprof: %s\n", err);
+		return -1;
+	}
+	if (tables) {
+		FILE *f = fopen(txt, "we");
+		struct table_options opt = {.sort = SORT_TOTAL};
+		struct output_summary tsum;
+		if (!f || tables_write(capture, f, &opt, &tsum, err, sizeof err) == 2) {
+			fprintf(stderr, "libprof: cannot write %s\n", txt);
+			rc = -1;
+		}
+		if (f && fclose(f)) {
+			fprintf(stderr, "libprof: cannot write %s\n", txt);
+			rc = -1;
+		}
+	}
+	if (quiet)
+		return rc;
+	if (sum.damaged)
+		fprintf(stderr, "libprof: %s\n", sum.damage);
+	if (sum.json_dropped)
+		fprintf(stderr,
+			"libprof: the trace keeps %llu of %llu events (the shortest are left out, "
+			"see otherData.json_rule); the tables and %s.prof have them all\n",
+			(unsigned long long)sum.json_events,
+			(unsigned long long)(sum.json_events + sum.json_dropped), base(prefix));
+	fprintf(stderr, "libprof: %llu events (%llu lost) from %llu process%s -> %s, %s%s%s.prof\n",
+		(unsigned long long)sum.events, (unsigned long long)sum.lost,
+		(unsigned long long)sum.processes, sum.processes == 1 ? "" : "es", json,
+		tables ? base(txt) : "", tables ? ", " : "", base(prefix));
+	return rc;
+}

@@ -1,0 +1,52 @@
+/* Settings: PROFILER_* environment variables and prof_set_config keys (MXNet's names
+ * where they make sense). Pure parsing, no allocation: it runs before the allocator is
+ * known. */
+#ifndef PROF_PRELOAD_CONFIG_H
+#define PROF_PRELOAD_CONFIG_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include <sys/types.h>
+#include <time.h>
+
+#include "shm_layout.h"
+
+#define PROF_DEFAULT_RING_BYTES (4ull << 20)
+#define PROF_MIN_RING_BYTES (4ull << 10)
+#define PROF_MAX_RING_BYTES (1ull << 30)
+
+struct prof_config {
+	int autostart;
+	int quiet;
+	int block;
+	int profile_memory;
+	int profile_api;
+	int aggregate_stats;
+	int continuous_dump;
+	uint32_t dump_period_ms;
+	uint64_t ring_bytes;
+	uint64_t max_json_events; /* 0: the exporter's default */
+	char output[PROF_PATH_MAX]; /* prefix before %-expansion */
+	char clock[8];              /* "", "tsc" or "mono" */
+};
+
+void prof_config_defaults(struct prof_config *c);
+
+/* Applies one key (prof_set_config's lowercase names). Returns 0, or -1 with a one-line
+ * reason in err; c is unchanged then. */
+int prof_config_set(struct prof_config *c, const char *key, const char *value, char *err,
+		    size_t errlen);
+
+/* Applies every PROFILER_* variable of env. Each unknown or bad one is reported through
+ * warn (one line, no newline) and skipped. Returns the number of problems. */
+int prof_config_from_env(struct prof_config *c, char *const *env, void (*warn)(const char *));
+
+/* Expands %p %h %t %r %% in pattern. Returns 0, or -1 if it does not fit or has an
+ * unknown % sequence (err says which). */
+int prof_expand_prefix(const char *pattern, char *out, size_t outlen, pid_t pid, time_t start,
+		       char *err, size_t errlen);
+
+/* Parses "4M", "65536", "1G"... Returns 0 or -1. */
+int prof_parse_size(const char *s, uint64_t *out);
+
+#endif

@@ -1,0 +1,215 @@
+/* Start-up, joining or creating the session, fork, and exit. */
+#define _GNU_SOURCE
+#include <errno.h>
+#include <pthread.h>
+#include <signal.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "alloc.h"
+#include "launch.h"
+#include "state.h"
+
+struct prof_config prof_cfg;
+struct prof_session_shm *prof_session;
+struct prof_proc_shm *prof_proc;
+char prof_sid[PROF_SID_LEN + 1];
+int prof_on;
+int prof_memory_on;
+uint32_t prof_names[NAME_COUNT];
+
+extern char **environ;
+
+static const char *const predefined_names[NAME_COUNT] = {
+	"malloc", "free", "calloc", "realloc", "reallocarray", "posix_memalign",
+	"aligned_alloc", "memalign", "valloc", "pvalloc", "step",
+};
+
+void prof_update_flags(void)
+{
+	int on = prof_on && prof_proc;
+	__atomic_store_n(&prof_memory_on, on && prof_cfg.profile_memory, __ATOMIC_RELAXED);
+}
+
+int prof_collector_alive(void)
+{
+	if (!prof_session)
+		return 0;
+	pid_t pid = (pid_t)atomic_load(&prof_session->collector_pid);
+	return pid > 0 && (kill(pid, 0) == 0 || errno == EPERM);
+}
+
+static void warn_line(const char *line)
+{
+	prof_warn("%s", line);
+}
+
+static int make_process_segment(void)
+{
+	char name[160];
+	prof_proc = prof_proc_create(prof_sid, prof_session->ring_bytes, PROF_DEFAULT_SLOTS, name,
+				     sizeof name);
+	if (!prof_proc) {
+		prof_warn("cannot create the ring segment in /dev/shm: %s; not profiling this "
+			  "process", strerror(errno));
+		return -1;
+	}
+	prof_strings_reset();
+	prof_intern("<unnamed>"); /* id 0: what a name that did not fit falls back to */
+	for (int i = 0; i < NAME_COUNT; i++)
+		prof_names[i] = prof_intern(predefined_names[i]);
+	return 0;
+}
+
+static struct prof_session_shm *join_session(void)
+{
+	const char *sid = getenv("PROFILER_SESSION");
+	struct prof_session_shm *s = sid ? prof_session_open(sid) : 0;
+	if (!s)
+		return 0;
+	pid_t c = (pid_t)atomic_load(&s->collector_pid);
+	if (atomic_load(&s->state) != SESSION_RUNNING || c <= 0 ||
+	    (kill(c, 0) && errno != EPERM)) {
+		munmap(s, sizeof *s);
+		return 0;
+	}
+	strcpy(prof_sid, sid);
+	return s;
+}
+
+static struct prof_session_shm *create_session(void)
+{
+	char collector[PROF_PATH_MAX];
+	if (prof_find_collector(collector, sizeof collector)) {
+		prof_warn("cannot find the collector 'prof' next to libprof.so or in ../bin "
+			  "(set PROFILER_COLLECTOR); not profiling");
+		return 0;
+	}
+	prof_new_sid(prof_sid);
+	struct prof_session_shm *s = prof_session_create(prof_sid);
+	if (!s) {
+		prof_warn("cannot create the session in /dev/shm: %s; not profiling",
+			  strerror(errno));
+		return 0;
+	}
+	char err[512];
+	int bad_output = prof_session_configure(s, &prof_cfg, getpid(), err, sizeof err);
+	if (bad_output)
+		prof_warn("%s; not profiling", err);
+	if (bad_output ||
+	    prof_spawn_collector(collector, prof_sid, &s->collector_pid)) {
+		if (!bad_output)
+			prof_warn("cannot start the collector %s; not profiling", collector);
+		prof_session_unlink(prof_sid);
+		munmap(s, sizeof *s);
+		return 0;
+	}
+	setenv("PROFILER_SESSION", prof_sid, 1);
+	return s;
+}
+
+static int prof_start_session(int may_create);
+
+int prof_start(void)
+{
+	return prof_start_session(1);
+}
+
+/* may_create: 0 when the process only follows a session it inherited (no autostart). */
+static int prof_start_session(int may_create)
+{
+	struct prof_thread *t = &prof_thr;
+	if (prof_proc) {
+		prof_on = 1;
+		prof_update_flags();
+		return 0;
+	}
+	t->busy++;
+	int rc = -1;
+	prof_session = join_session();
+	if (!prof_session && may_create)
+		prof_session = create_session();
+	if (prof_session) {
+		prof_clock_use((enum prof_clock_kind)prof_session->clock_kind);
+		if (make_process_segment() == 0) {
+			prof_on = 1;
+			rc = 0;
+		}
+	}
+	prof_update_flags();
+	t->busy--;
+	return rc;
+}
+
+void prof_after_fork_child(void)
+{
+	struct prof_thread *t = &prof_thr;
+	struct prof_proc_shm *parent = prof_proc;
+	if (!parent)
+		return;
+	t->busy++;
+	/* the forking thread is the only one here; its ring belongs to the parent */
+	t->w.slot = 0;
+	t->no_slot = 0;
+	char name[160];
+	prof_proc = prof_proc_create(prof_sid, prof_session->ring_bytes, PROF_DEFAULT_SLOTS, name,
+				     sizeof name);
+	if (prof_proc) {
+		prof_strings_inherit(parent, prof_proc);
+		if (t->counted_fork)
+			atomic_fetch_add(&prof_session->forks_registered, 1);
+	} else {
+		prof_warn("cannot create the ring segment of forked child %d: %s; not profiling it",
+			  (int)getpid(), strerror(errno));
+		prof_on = 0;
+	}
+	t->counted_fork = 0;
+	munmap(parent, parent->segment_size);
+	prof_update_flags();
+	t->busy--;
+}
+
+static void wait_for_outputs(void)
+{
+	struct prof_session_shm *s = prof_session;
+	while (atomic_load(&s->state) == SESSION_RUNNING && !atomic_load(&s->root_release)) {
+		if (!prof_collector_alive()) {
+			prof_warn("the collector (pid %u) is gone; outputs may be missing",
+				  atomic_load(&s->collector_pid));
+			return;
+		}
+		prof_futex_wait(&s->state, SESSION_RUNNING, 200);
+	}
+}
+
+__attribute__((constructor(101))) static void prof_init(void)
+{
+	struct prof_thread *t = &prof_thr;
+	t->busy++;
+	prof_alloc_resolve();
+	prof_config_defaults(&prof_cfg);
+	prof_config_from_env(&prof_cfg, environ, warn_line);
+	pthread_atfork(0, 0, prof_after_fork_child);
+	t->busy--;
+	/* A child of a profiled process follows its session even without autostart; a
+	 * stale session (its collector gone) leaves it idle. */
+	if (prof_cfg.autostart || getenv("PROFILER_SESSION"))
+		prof_start_session(prof_cfg.autostart);
+}
+
+__attribute__((destructor(101))) static void prof_fini(void)
+{
+	struct prof_thread *t = &prof_thr;
+	if (!prof_proc)
+		return;
+	t->busy++;
+	prof_on = 0;
+	prof_update_flags();
+	atomic_store_explicit(&prof_proc->state, PROC_EXITED, memory_order_release);
+	if (prof_session && (pid_t)prof_session->root_pid == getpid())
+		wait_for_outputs();
+	t->busy--;
+}

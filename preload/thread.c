@@ -1,0 +1,102 @@
+/* A thread's first event claims a ring slot in its process segment; its exit hands the
+ * slot back (the collector drains it and frees it for the next thread). */
+#include <pthread.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
+#include "state.h"
+
+__thread struct prof_thread prof_thr __attribute__((tls_model("initial-exec")));
+
+static pthread_key_t exit_key;
+static pthread_once_t exit_key_once = PTHREAD_ONCE_INIT;
+static int warned_no_slot;
+
+void prof_warn(const char *fmt, ...)
+{
+	char line[1024];
+	va_list ap;
+	va_start(ap, fmt);
+	int n = vsnprintf(line, sizeof line - 1, fmt, ap);
+	va_end(ap);
+	if (n < 0)
+		return;
+	if (n > (int)sizeof line - 2)
+		n = sizeof line - 2;
+	line[n++] = '\n';
+	char out[1100];
+	int m = snprintf(out, sizeof out, "libprof: %.*s", n, line);
+	if (m > 0 && write(2, out, (size_t)(m < (int)sizeof out ? m : (int)sizeof out - 1)) < 0)
+		return;
+}
+
+static void retire_slot(struct prof_thread *t)
+{
+	struct prof_slot *s = t->w.slot;
+	if (!s || !prof_proc)
+		return;
+	t->w.slot = 0;
+	atomic_store_explicit(&s->state, SLOT_RETIRED, memory_order_release);
+}
+
+static void on_thread_exit(void *arg)
+{
+	(void)arg;
+	struct prof_thread *t = &prof_thr;
+	t->busy++;
+	retire_slot(t);
+	t->busy--;
+}
+
+static void make_exit_key(void)
+{
+	pthread_key_create(&exit_key, on_thread_exit);
+}
+
+static int stalled_writer(void)
+{
+	return !prof_collector_alive();
+}
+
+int prof_thread_claim(struct prof_thread *t)
+{
+	struct prof_proc_shm *p = prof_proc;
+	if (!p || t->no_slot)
+		goto drop;
+	t->busy++;
+	for (unsigned i = 0; i < p->nslots; i++) {
+		struct prof_slot *s = prof_proc_slot(p, i);
+		uint32_t expect = SLOT_FREE;
+		if (atomic_load_explicit(&s->state, memory_order_relaxed) != SLOT_FREE ||
+		    !atomic_compare_exchange_strong(&s->state, &expect, SLOT_OWNED))
+			continue;
+		struct prof_event *ring = prof_proc_ring(p, i);
+		/* committed now: no page faults on the hot path later, and a full /dev/shm
+		 * fails here instead of raising SIGBUS at some store */
+		if (prof_commit_memory(ring, p->ring_cap * sizeof *ring)) {
+			/* /dev/shm is full: hand the slot back untouched */
+			atomic_store_explicit(&s->state, SLOT_RETIRED, memory_order_release);
+			break;
+		}
+		s->tid = (uint32_t)syscall(SYS_gettid);
+		atomic_fetch_add_explicit(&s->gen, 1, memory_order_release);
+		ring_writer_init(&t->w, s, ring, p->ring_cap, prof_session ? prof_session->block : 0,
+				 stalled_writer);
+		pthread_once(&exit_key_once, make_exit_key);
+		pthread_setspecific(exit_key, (void *)1);
+		t->busy--;
+		return 1;
+	}
+	t->no_slot = 1;
+	if (!__atomic_exchange_n(&warned_no_slot, 1, __ATOMIC_RELAXED))
+		prof_warn("no ring for a new thread (all %u in use, or /dev/shm is full): its "
+			  "events are dropped and counted as lost", p->nslots);
+	t->busy--;
+drop:
+	if (p)
+		atomic_fetch_add_explicit(&p->lost_no_slot, 1, memory_order_relaxed);
+	return 0;
+}

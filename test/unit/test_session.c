@@ -1,0 +1,98 @@
+/* Process liveness as the collector judges it, and the shared-memory segments. */
+#include <setjmp.h>
+#include <signal.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cmocka.h>
+
+#include "session.h"
+
+/* field 22 of /proc/self/stat, counted independently of the code under test */
+static unsigned long long start_time_by_sscanf(void)
+{
+	char buf[1024];
+	FILE *f = fopen("/proc/self/stat", "r");
+	size_t n = fread(buf, 1, sizeof buf - 1, f);
+	fclose(f);
+	buf[n] = 0;
+	char *p = strrchr(buf, ')') + 2;
+	unsigned long long v = 0;
+	sscanf(p, "%*c %*d %*d %*d %*d %*d %*u %*u %*u %*u %*u %*u %*u %*d %*d %*d %*d %*d %*d %llu",
+	       &v);
+	return v;
+}
+
+static void start_ticks_is_field_22(void **state)
+{
+	(void)state;
+	uint64_t before = prof_proc_start_ticks(getpid());
+	assert_int_equal(before, start_time_by_sscanf());
+	/* stable while the process grows (field 23, vsize, would change) */
+	void *volatile big = malloc(64 << 20);
+	memset(big, 1, 64 << 20);
+	assert_int_equal(prof_proc_start_ticks(getpid()), before);
+	free(big);
+	assert_true(prof_proc_alive(getpid(), before));
+	assert_false(prof_proc_alive(getpid(), before + 1));
+}
+
+static void zombies_and_reaped_children_are_gone(void **state)
+{
+	(void)state;
+	pid_t child = fork();
+	if (child == 0)
+		_exit(0);
+	uint64_t ticks = 0;
+	for (int i = 0; i < 1000 && prof_proc_start_ticks(child); i++)
+		usleep(1000); /* exits and becomes a zombie: counts as gone */
+	assert_int_equal(prof_proc_start_ticks(child), ticks);
+	assert_false(prof_proc_alive(child, 0));
+	waitpid(child, 0, 0);
+	assert_false(prof_proc_alive(child, 0));
+}
+
+static void segments_round_trip(void **state)
+{
+	(void)state;
+	char sid[PROF_SID_LEN + 1], name[200];
+	prof_new_sid(sid);
+	struct prof_session_shm *s = prof_session_create(sid);
+	assert_non_null(s);
+	s->root_pid = 1234;
+	struct prof_session_shm *again = prof_session_open(sid);
+	assert_non_null(again);
+	assert_int_equal(again->root_pid, 1234);
+	assert_null(prof_session_create(sid)); /* exclusive */
+	struct prof_proc_shm *p = prof_proc_create(sid, 64 << 10, 4, name, sizeof name);
+	assert_non_null(p);
+	assert_int_equal(p->pid, getpid());
+	assert_int_equal(p->ring_cap, 1024); /* 64 KiB / 48 rounded down to a power of two */
+	struct prof_proc_shm *q = prof_proc_open(name + 1);
+	assert_non_null(q);
+	assert_int_equal(q->nslots, 4);
+	char prefix[128];
+	prof_proc_shm_prefix(prefix, sizeof prefix, sid);
+	assert_memory_equal(name + 1, prefix, strlen(prefix));
+	prof_proc_unmap(q);
+	prof_proc_unmap(p);
+	shm_unlink(name);
+	prof_session_unlink(sid);
+	assert_null(prof_session_open(sid));
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(start_ticks_is_field_22),
+		cmocka_unit_test(zombies_and_reaped_children_are_gone),
+		cmocka_unit_test(segments_round_trip),
+	};
+	return cmocka_run_group_tests(tests, 0, 0);
+}
