@@ -14,7 +14,9 @@ PYTHON  ?= python3
 
 WARN     = -Wall -Wextra -Werror
 CFLAGS  ?= -O2 -g
-CFLAGS  += -std=gnu11 $(WARN) -fPIC -Iinclude -Iformats -Ipreload -Icollector $(SAN)
+# what the build needs whatever CFLAGS the user gives
+BASE_CFLAGS = -std=gnu11 $(WARN) -fPIC -Iinclude -Iformats -Ipreload -Icollector
+XCFLAGS  = $(BASE_CFLAGS) $(SAN)
 LDFLAGS += $(SAN)
 
 PRELOAD_SRC   := $(sort $(wildcard preload/*.c))
@@ -26,6 +28,10 @@ CORE_SRC := $(FORMATS_SRC) $(filter-out collector/main.c,$(COLLECTOR_SRC)) $(SHA
 UNIT_SRC := $(sort $(wildcard test/unit/test_*.c))
 
 obj = $(patsubst %.c,$(BUILD)/obj/%.o,$(1))
+# libprof.so's objects are built apart: hidden visibility, initial-exec TLS, and under
+# `make asan` only UBSan (ASan's runtime must own malloc, which libprof interposes).
+libobj = $(patsubst %.c,$(BUILD)/obj/lib/%.o,$(1))
+PRELOAD_SAN ?= $(SAN)
 
 LIB  := $(BUILD)/libprof.so
 PROF := $(BUILD)/prof
@@ -35,15 +41,20 @@ UNIT_BINS := $(patsubst test/unit/%.c,$(BUILD)/test/%,$(UNIT_SRC))
 .PHONY: all run test unit e2e asan bench install deps clean
 all: $(LIB) $(PROF)
 
-$(BUILD)/obj/preload/%.o: CFLAGS += -fvisibility=hidden -ftls-model=initial-exec
+$(BUILD)/obj/lib/%.o: %.c $(wildcard include/*.h formats/*.h preload/*.h)
+	@mkdir -p $(dir $@)
+	@echo "  CC $< (libprof.so)"
+	@$(CC) $(CFLAGS) $(BASE_CFLAGS) $(PRELOAD_SAN) -fvisibility=hidden \
+	  -ftls-model=initial-exec -c $< -o $@
+
 $(BUILD)/obj/%.o: %.c $(wildcard include/*.h formats/*.h preload/*.h collector/*.h)
 	@mkdir -p $(dir $@)
 	@echo "  CC $<"
-	@$(CC) $(CFLAGS) -c $< -o $@
+	@$(CC) $(CFLAGS) $(XCFLAGS) -c $< -o $@
 
-$(LIB): $(call obj,$(PRELOAD_SRC))
+$(LIB): $(call libobj,$(PRELOAD_SRC))
 	@echo "  LD $@"
-	@$(CC) -shared -o $@ $^ $(LDFLAGS) -ldl -lpthread -Wl,--version-script=preload/libprof.map
+	@$(CC) -shared -o $@ $^ $(PRELOAD_SAN) -ldl -lpthread -Wl,--version-script=preload/libprof.map
 
 $(CORE): $(call obj,$(CORE_SRC))
 	@rm -f $@
@@ -56,7 +67,7 @@ $(PROF): $(call obj,collector/main.c) $(CORE)
 $(BUILD)/test/%: test/unit/%.c $(CORE)
 	@mkdir -p $(dir $@)
 	@echo "  LD $@"
-	@$(CC) $(CFLAGS) -o $@ $< $(CORE) $(LDFLAGS) -lcmocka -lzstd -lm -lpthread
+	@$(CC) $(CFLAGS) $(XCFLAGS) -o $@ $< $(CORE) $(LDFLAGS) -lcmocka -lzstd -lm -lpthread
 
 deps:
 	@scripts/install-deps.sh
@@ -80,6 +91,7 @@ test: deps
 asan: deps
 	@$(MAKE) --no-print-directory BUILD=build-asan \
 	  SAN="-fsanitize=address,undefined -fno-omit-frame-pointer -fno-sanitize-recover=undefined" \
+	  PRELOAD_SAN="-fsanitize=undefined -fno-sanitize-recover=undefined" \
 	  CFLAGS="-O1 -g" all unit e2e
 
 bench: all

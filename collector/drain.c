@@ -362,14 +362,17 @@ static void release_root_if_alone(struct collector *c)
 	if (c->root_released || c->o->child)
 		return;
 	pid_t root = (pid_t)c->s->root_pid;
-	int root_exited = 0, others = 0;
+	int root_seen = 0, root_running = 0, others = 0;
+	/* the root may have exec'd several times: only its newest image counts */
 	for (struct proc_entry *p = c->procs; p; p = p->next) {
-		if (p->pid == root && p->finished)
-			root_exited = 1;
-		else if (!p->finished)
+		if (p->pid == root) {
+			root_seen = 1;
+			root_running |= !p->finished;
+		} else if (!p->finished) {
 			others++;
+		}
 	}
-	if (!root_exited || !others)
+	if (!root_seen || root_running || !others)
 		return;
 	if (!c->s->quiet)
 		fprintf(stderr, "libprof: the program exited; %d of its processes still run, the "
@@ -520,9 +523,16 @@ int collector_run(struct collector_options *o)
 			fprintf(stderr, "libprof: %s\n", cap_writer_error(c->w));
 		rc = 1;
 	}
-	if (collector_make_outputs(c->capture_path, c->s->output_prefix, c->s->max_json_events,
-				   (int)c->s->aggregate_stats, (int)c->s->quiet))
+	if (!c->processes) {
+		/* the command never ran (not found, or died before libprof started) */
+		unlink(c->capture_path);
+		if (!c->s->quiet)
+			fprintf(stderr, "libprof: no process was profiled; no outputs written\n");
+	} else if (collector_make_outputs(c->capture_path, c->s->output_prefix,
+					  c->s->max_json_events, (int)c->s->aggregate_stats,
+					  (int)c->s->quiet)) {
 		rc = 1;
+	}
 	for (struct proc_entry *p = c->procs, *next; p; p = next) {
 		next = p->next;
 		prof_proc_unmap(p->shm);

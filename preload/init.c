@@ -47,6 +47,11 @@ static void warn_line(const char *line)
 	prof_warn("%s", line);
 }
 
+static void ignore_line(const char *line)
+{
+	(void)line;
+}
+
 static int make_process_segment(void)
 {
 	char name[160];
@@ -191,7 +196,9 @@ __attribute__((constructor(101))) static void prof_init(void)
 	t->busy++;
 	prof_alloc_resolve();
 	prof_config_defaults(&prof_cfg);
-	prof_config_from_env(&prof_cfg, environ, warn_line);
+	/* settings problems are reported once, by the process that starts the session */
+	prof_config_from_env(&prof_cfg, environ,
+			     getenv("PROFILER_SESSION") ? ignore_line : warn_line);
 	pthread_atfork(0, 0, prof_after_fork_child);
 	t->busy--;
 	/* A child of a profiled process follows its session even without autostart; a
