@@ -80,7 +80,8 @@ run: deps all
 	@echo; echo "Open $(BUILD)/example.json in ui.perfetto.dev or chrome://tracing."
 
 unit: $(UNIT_BINS)
-	@set -e; for t in $(UNIT_BINS); do echo "== $$t"; $$t; done
+	@failed=""; for t in $(UNIT_BINS); do echo "== $$t"; $$t || failed="$$failed $$t"; done; \
+	  if [ -n "$$failed" ]; then echo "unit tests failed:$$failed"; exit 1; fi
 
 e2e: all
 	@BUILD=$(abspath $(BUILD)) $(PYTHON) test/e2e/run.py

@@ -23,7 +23,7 @@
 
 #define EVENT_CHUNK 4096
 #define LIVENESS_EVERY_NS 10000000ull /* 10 ms */
-#define SCAN_EVERY_NS 5000000ull      /* 5 ms */
+#define SCAN_EVERY_NS 2000000ull      /* 2 ms */
 #define CLOCK_EVERY_NS 100000000ull   /* 100 ms */
 #define PENDING_FORK_GRACE_NS 2000000000ull
 
@@ -51,6 +51,7 @@ struct collector {
 	uint64_t events, lost, processes;
 	uint64_t last_scan, last_live, last_clock, last_dump, all_gone_since;
 	int root_released;
+	int liveness_pass; /* this pass also checks orphan slots' threads */
 	/* the events of one drain call, converted */
 	struct prof_event buf[EVENT_CHUNK];
 	uint32_t buf_n, buf_pid, buf_tid;
@@ -158,6 +159,13 @@ static void lost_event(struct collector *c, uint64_t count, uint64_t first, uint
 
 /* final: the writer is gone (thread retired, or process ended), so its pending gap
  * counters are stable and can be reported. */
+static int thread_alive(pid_t pid, uint32_t tid)
+{
+	char path[64];
+	snprintf(path, sizeof path, "/proc/%d/task/%u", (int)pid, tid);
+	return access(path, F_OK) == 0;
+}
+
 static uint64_t drain_slot(struct collector *c, struct proc_entry *p, unsigned i, int final)
 {
 	struct prof_proc_shm *shm = p->shm;
@@ -173,9 +181,18 @@ static uint64_t drain_slot(struct collector *c, struct proc_entry *p, unsigned i
 		put(c, CAP_THREAD, &h, sizeof h, name, strlen(name));
 		p->slot_gen[i] = gen;
 	}
+	/* An orphan slot's thread is gone once its task is: retire it for it. */
+	if (state == SLOT_OWNED && atomic_load(&s->orphan) && c->liveness_pass &&
+	    !thread_alive(p->pid, s->tid))
+		state = SLOT_RETIRED;
 	c->buf_pid = (uint32_t)p->pid;
 	c->buf_tid = s->tid;
-	uint64_t n = ring_drain(s, prof_proc_ring(shm, i), shm->ring_cap, on_ring_events, c);
+	/* Strings after the head: every name an event up to that head uses was interned
+	 * (and published) before the event was. */
+	uint64_t head = atomic_load_explicit(&s->head, memory_order_acquire);
+	read_strings(c, p);
+	uint64_t n = ring_drain_upto(s, prof_proc_ring(shm, i), shm->ring_cap, head,
+				     on_ring_events, c);
 	if (state == SLOT_RETIRED || final) {
 		uint64_t pending = atomic_load_explicit(&s->lost_pending, memory_order_acquire);
 		if (pending)
@@ -185,6 +202,7 @@ static uint64_t drain_slot(struct collector *c, struct proc_entry *p, unsigned i
 	flush_events(c);
 	if (state == SLOT_RETIRED && !final) {
 		atomic_store(&s->lost_pending, 0);
+		atomic_store(&s->orphan, 0);
 		atomic_store(&s->head, 0);
 		atomic_store(&s->tail, 0);
 		atomic_store_explicit(&s->state, SLOT_FREE, memory_order_release);
@@ -411,6 +429,7 @@ static void answer_dump(struct collector *c)
 	uint32_t req = atomic_load(&s->dump_request);
 	if (req == atomic_load(&s->dump_done))
 		return;
+	scan_segments(c); /* the requester may be younger than the last scan */
 	drain_all(c);
 	int rc = c->write_failed ? -1 : cap_flush(c->w);
 	if (rc == 0 && s->dump_kind == DUMP_TABLES) {
@@ -479,6 +498,8 @@ int collector_run(struct collector_options *o)
 	prof_clock_map_init(&c->clock, (enum prof_clock_kind)c->s->clock_kind, c->s->clock_tsc,
 			    c->s->clock_ns);
 	write_session_header(c);
+	atomic_store(&c->s->collector_ready, 1);
+	prof_futex_wake(&c->s->collector_ready);
 
 	for (;;) {
 		uint64_t now = prof_mono_ns();
@@ -490,8 +511,9 @@ int collector_run(struct collector_options *o)
 			prof_clock_map_update(&c->clock);
 			c->last_clock = now;
 		}
+		c->liveness_pass = now - c->last_live >= LIVENESS_EVERY_NS;
 		uint64_t busy = drain_all(c);
-		if (now - c->last_live >= LIVENESS_EVERY_NS) {
+		if (c->liveness_pass) {
 			check_liveness(c);
 			release_root_if_alone(c);
 			c->last_live = now;
@@ -518,11 +540,10 @@ int collector_run(struct collector_options *o)
 		finish_process(c, p, child_status(c, p->pid));
 	write_session_end(c);
 	int rc = 0;
-	if (cap_writer_close(c->w)) {
-		if (!c->write_failed)
-			fprintf(stderr, "libprof: %s\n", cap_writer_error(c->w));
+	if (!c->write_failed && cap_flush(c->w))
+		write_failed(c);
+	if (cap_writer_close(c->w))
 		rc = 1;
-	}
 	if (!c->processes) {
 		/* the command never ran (not found, or died before libprof started) */
 		unlink(c->capture_path);

@@ -168,7 +168,7 @@ int prof_config_set(struct prof_config *c, const char *key, const char *value, c
 /* Variables that belong to the session machinery rather than to settings. */
 static int is_internal(const char *name)
 {
-	return !strcmp(name, "SESSION") || !strcmp(name, "COLLECTOR");
+	return !strcmp(name, "SESSION") || !strcmp(name, "COLLECTOR") || !strcmp(name, "LIBRARY");
 }
 
 int prof_config_from_env(struct prof_config *c, char *const *env, void (*warn)(const char *))

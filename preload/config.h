@@ -11,7 +11,7 @@
 
 #include "shm_layout.h"
 
-#define PROF_DEFAULT_RING_BYTES (4ull << 20)
+#define PROF_DEFAULT_RING_BYTES (4ull << 20) /* 65,536 events */
 #define PROF_MIN_RING_BYTES (4ull << 10)
 #define PROF_MAX_RING_BYTES (1ull << 30)
 

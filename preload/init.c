@@ -34,12 +34,15 @@ void prof_update_flags(void)
 	__atomic_store_n(&prof_memory_on, on && prof_cfg.profile_memory, __ATOMIC_RELAXED);
 }
 
+static int prof_collector_alive_in(struct prof_session_shm *s)
+{
+	pid_t pid = (pid_t)atomic_load(&s->collector_pid);
+	return pid > 0 && (kill(pid, 0) == 0 || errno == EPERM);
+}
+
 int prof_collector_alive(void)
 {
-	if (!prof_session)
-		return 0;
-	pid_t pid = (pid_t)atomic_load(&prof_session->collector_pid);
-	return pid > 0 && (kill(pid, 0) == 0 || errno == EPERM);
+	return prof_session && prof_collector_alive_in(prof_session);
 }
 
 static void warn_line(const char *line)
@@ -113,6 +116,14 @@ static struct prof_session_shm *create_session(void)
 		return 0;
 	}
 	setenv("PROFILER_SESSION", prof_sid, 1);
+	/* Events before the collector runs can only wait in the rings: a program that starts
+	 * with a burst would overflow them. The few milliseconds the collector takes to
+	 * start are spent here instead, once. */
+	for (int waited = 0; !atomic_load(&s->collector_ready) && waited < 2000; waited += 10) {
+		if (waited >= 100 && !prof_collector_alive_in(s))
+			break;
+		prof_futex_wait(&s->collector_ready, 0, 10);
+	}
 	return s;
 }
 

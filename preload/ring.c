@@ -77,6 +77,12 @@ uint64_t ring_drain(struct prof_slot *slot, const struct prof_event *ring, uint6
 		    ring_read_fn fn, void *ctx)
 {
 	uint64_t head = atomic_load_explicit(&slot->head, memory_order_acquire);
+	return ring_drain_upto(slot, ring, capacity, head, fn, ctx);
+}
+
+uint64_t ring_drain_upto(struct prof_slot *slot, const struct prof_event *ring,
+			 uint64_t capacity, uint64_t head, ring_read_fn fn, void *ctx)
+{
 	uint64_t tail = atomic_load_explicit(&slot->tail, memory_order_relaxed);
 	if (head == tail)
 		return 0;

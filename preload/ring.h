@@ -48,5 +48,8 @@ static inline void ring_commit(struct ring_writer *w)
 typedef void (*ring_read_fn)(void *ctx, const struct prof_event *ev, uint64_t n);
 uint64_t ring_drain(struct prof_slot *slot, const struct prof_event *ring, uint64_t capacity,
 		    ring_read_fn fn, void *ctx);
+/* The same up to a head the caller loaded (acquire) earlier. */
+uint64_t ring_drain_upto(struct prof_slot *slot, const struct prof_event *ring,
+			 uint64_t capacity, uint64_t head, ring_read_fn fn, void *ctx);
 
 #endif

@@ -46,6 +46,8 @@ struct prof_session_shm {
 	_Atomic uint32_t collector_pid;
 	_Atomic uint32_t state;      /* enum prof_session_state; futex word */
 	_Atomic uint32_t root_release; /* futex word: set when the root may exit at once */
+	_Atomic uint32_t collector_ready; /* futex word: the drain loop runs */
+	uint32_t pad1;
 	_Atomic uint64_t forks_started;    /* fork() calls in progress or done */
 	_Atomic uint64_t forks_registered; /* children that made their segment */
 	uint64_t ring_bytes;         /* per-thread ring size */
@@ -83,7 +85,8 @@ struct prof_slot {
 				   collector once drained */
 	uint32_t tid;
 	_Atomic uint32_t gen;   /* +1 per claim, so the collector notices reuse */
-	uint32_t pad0;
+	_Atomic uint32_t orphan; /* claimed during thread teardown, after the exit hook:
+				    the collector retires it once the thread is gone */
 	char pad1[48];
 	/* writer's line */
 	_Atomic uint64_t head;       /* events written */

@@ -22,6 +22,7 @@ struct prof_thread {
 	uint32_t depth;         /* open ranges and traced calls on this thread */
 	uint32_t no_slot;       /* claiming failed: drop (and count) this thread's events */
 	uint32_t counted_fork;  /* the fork wrapper counted this fork */
+	uint32_t exiting;       /* the thread's exit hook has run */
 	uint32_t nranges;
 	uint32_t range_name[PROF_MAX_RANGES];
 	uint64_t range_t0[PROF_MAX_RANGES];

@@ -5,7 +5,7 @@
 
 #include "state.h"
 
-#define TABLE_BITS 16
+#define TABLE_BITS 18 /* 262,144 distinct names per process */
 #define TABLE_SIZE (1u << TABLE_BITS)
 
 /* (hash << 32) | (id + 1); 0 is empty. Private memory: a forked child keeps it, and its
@@ -83,8 +83,15 @@ uint32_t prof_intern(const char *s)
 					      memory_order_release);
 	}
 	atomic_flag_clear_explicit(&insert_lock, memory_order_release);
-	/* a full table or area: the name is lost, the event is kept under the first name */
-	return id == UINT32_MAX ? 0 : id;
+	if (id != UINT32_MAX)
+		return id;
+	/* a full table or area: the event is kept under "<unnamed>" (id 0) */
+	static int warned;
+	if (!__atomic_exchange_n(&warned, 1, __ATOMIC_RELAXED))
+		prof_warn("more distinct names than fit (%u, or %llu bytes): further new names "
+			  "are recorded as <unnamed>", TABLE_SIZE,
+			  (unsigned long long)prof_proc->strings_size);
+	return 0;
 }
 
 void prof_strings_reset(void)

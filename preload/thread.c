@@ -48,6 +48,7 @@ static void on_thread_exit(void *arg)
 	struct prof_thread *t = &prof_thr;
 	t->busy++;
 	retire_slot(t);
+	t->exiting = 1;
 	t->busy--;
 }
 
@@ -61,19 +62,45 @@ static int stalled_writer(void)
 	return !prof_collector_alive();
 }
 
+/* A free slot, or -1. *retired counts the slots the collector has yet to recycle. */
+static int take_free_slot(struct prof_proc_shm *p, unsigned *retired)
+{
+	*retired = 0;
+	for (unsigned i = 0; i < p->nslots; i++) {
+		struct prof_slot *s = prof_proc_slot(p, i);
+		uint32_t state = atomic_load_explicit(&s->state, memory_order_relaxed);
+		uint32_t expect = SLOT_FREE;
+		*retired += state == SLOT_RETIRED;
+		if (state == SLOT_FREE &&
+		    atomic_compare_exchange_strong(&s->state, &expect, SLOT_OWNED))
+			return (int)i;
+	}
+	return -1;
+}
+
+/* Every slot taken but some of finished threads: the collector frees those within a
+ * millisecond or two, so a new thread waits for one (once, at its first event) rather
+ * than losing its events. */
+static int wait_for_recycled_slot(struct prof_proc_shm *p)
+{
+	unsigned retired;
+	int i = take_free_slot(p, &retired);
+	for (int tries = 0; i < 0 && retired && tries < 2000 && prof_collector_alive(); tries++) {
+		usleep(50);
+		i = take_free_slot(p, &retired);
+	}
+	return i;
+}
+
 int prof_thread_claim(struct prof_thread *t)
 {
 	struct prof_proc_shm *p = prof_proc;
 	if (!p || t->no_slot)
 		goto drop;
 	t->busy++;
-	for (unsigned i = 0; i < p->nslots; i++) {
-		struct prof_slot *s = prof_proc_slot(p, i);
-		uint32_t expect = SLOT_FREE;
-		if (atomic_load_explicit(&s->state, memory_order_relaxed) != SLOT_FREE ||
-		    !atomic_compare_exchange_strong(&s->state, &expect, SLOT_OWNED))
-			continue;
-		struct prof_event *ring = prof_proc_ring(p, i);
+	for (int i; (i = wait_for_recycled_slot(p)) >= 0;) {
+		struct prof_slot *s = prof_proc_slot(p, (unsigned)i);
+		struct prof_event *ring = prof_proc_ring(p, (unsigned)i);
 		/* committed now: no page faults on the hot path later, and a full /dev/shm
 		 * fails here instead of raising SIGBUS at some store */
 		if (prof_commit_memory(ring, p->ring_cap * sizeof *ring)) {
@@ -85,8 +112,13 @@ int prof_thread_claim(struct prof_thread *t)
 		atomic_fetch_add_explicit(&s->gen, 1, memory_order_release);
 		ring_writer_init(&t->w, s, ring, p->ring_cap, prof_session ? prof_session->block : 0,
 				 stalled_writer);
-		pthread_once(&exit_key_once, make_exit_key);
-		pthread_setspecific(exit_key, (void *)1);
+		/* Frees late in thread teardown come after the exit hook: their slot is left
+		 * for the collector to retire when the thread is gone. */
+		atomic_store_explicit(&s->orphan, t->exiting, memory_order_relaxed);
+		if (!t->exiting) {
+			pthread_once(&exit_key_once, make_exit_key);
+			pthread_setspecific(exit_key, (void *)1);
+		}
 		t->busy--;
 		return 1;
 	}
