@@ -1,0 +1,168 @@
+/* prof report: the tables again from a raw capture. */
+#define _GNU_SOURCE /* open_memstream */
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "cmd_args.h"
+#include "commands.h"
+#include "outputs.h"
+
+struct report_args {
+	const char *capture, *out;
+	struct table_options opt;
+};
+
+static void help(void)
+{
+	printf("usage: prof report FILE.prof [--sort KEY] [--top N] [--category NAME]\n"
+	       "                   [--format text|csv|json] [-o OUT]\n"
+	       "\n"
+	       "Prints the tables of a raw capture: one table per category (memory, user, and\n"
+	       "the framework, operator and CUDA categories) with Count, Total, Self, Min, Max,\n"
+	       "Avg, Median and %% of the category's total; memory per process (allocations,\n"
+	       "frees, bytes, peak live bytes and when, live bytes at the end); steps; marks;\n"
+	       "counters. The header gives the command, host, processes, duration, and the\n"
+	       "events captured and lost.\n"
+	       "\n"
+	       "  --sort KEY         order of the rows in each category: total (default), self,\n"
+	       "                     count, avg or max; largest first\n"
+	       "  --top N            at most N rows per category (0: all, the default)\n"
+	       "  --category NAME    only this category (memory, user, mark, step, counter, or\n"
+	       "                     a dynamic one as the capture names it)\n"
+	       "  --format FORMAT    text (default, for people), csv (the rows: category,name,\n"
+	       "                     count,total_ns,self_ns,min_ns,max_ns,avg_ns,median_ns,\n"
+	       "                     percent) or json (one document with every section)\n"
+	       "  -o, --output OUT   write to OUT instead of standard output\n"
+	       "  -h, --help         this text\n"
+	       "\n"
+	       "--sort, --top and --category apply to the rows in every format.\n"
+	       "Exit status: 0 ok; 1 the capture is damaged (the tables cover every complete\n"
+	       "frame before the damage, which is named on standard error); 2 bad arguments or\n"
+	       "an unusable file. docs/FORMATS.md describes the CSV and JSON fields.\n");
+}
+
+static int bad(const char *fmt, ...)
+{
+	va_list ap;
+
+	fputs("prof report: ", stderr);
+	va_start(ap, fmt);
+	vfprintf(stderr, fmt, ap);
+	va_end(ap);
+	fputc('\n', stderr);
+	return 2;
+}
+
+static int choose(const char *v, const char *const *names, int n, int *out)
+{
+	int i;
+
+	for (i = 0; v && i < n; i++) {
+		if (!strcmp(v, names[i])) {
+			*out = i;
+			return 0;
+		}
+	}
+	return -1;
+}
+
+static int option(int argc, char **argv, int *i, struct report_args *a)
+{
+	static const char *const sorts[] = { "total", "self", "count", "avg", "max" };
+	static const char *const formats[] = { "text", "csv", "json" };
+	const char *v;
+	uint64_t n;
+	int k;
+
+	if (arg_value(argc, argv, i, "--sort", &v)) {
+		if (choose(v, sorts, 5, &k))
+			return bad("--sort needs total, self, count, avg or max (got '%s')", v ? v : "");
+		a->opt.sort = (enum table_sort)k;
+	} else if (arg_value(argc, argv, i, "--format", &v)) {
+		if (choose(v, formats, 3, &k))
+			return bad("--format needs text, csv or json (got '%s')", v ? v : "");
+		a->opt.format = (enum table_format)k;
+	} else if (arg_value(argc, argv, i, "--top", &v)) {
+		if (arg_number(v, 0, 1000000000, &n))
+			return bad("--top needs a number of rows (got '%s')", v ? v : "");
+		a->opt.top = (long)n;
+	} else if (arg_value(argc, argv, i, "--category", &v)) {
+		if (!v || !*v)
+			return bad("--category needs a category name");
+		a->opt.category = v;
+	} else if (arg_value(argc, argv, i, "-o", &v) || arg_value(argc, argv, i, "--output", &v)) {
+		if (!v || !*v)
+			return bad("-o needs a file name");
+		a->out = v;
+	} else {
+		return bad("unknown option '%s' (see prof report --help)", argv[*i]);
+	}
+	return 0;
+}
+
+/* 0 to go on, -1 after --help, or the exit status 2. */
+static int parse(int argc, char **argv, struct report_args *a)
+{
+	int i, rc;
+
+	for (i = 1; i < argc; i++) {
+		if (!strcmp(argv[i], "-h") || !strcmp(argv[i], "--help")) {
+			help();
+			return -1;
+		}
+		if (argv[i][0] == '-' && argv[i][1]) {
+			if ((rc = option(argc, argv, &i, a)))
+				return rc;
+		} else if (a->capture) {
+			return bad("more than one capture given ('%s', '%s')", a->capture, argv[i]);
+		} else {
+			a->capture = argv[i];
+		}
+	}
+	if (!a->capture)
+		return bad("no capture file given (see prof report --help)");
+	return 0;
+}
+
+/* Tables go to memory first, so an unusable capture leaves no empty OUT behind. */
+static int save(const char *path, const char *buf, size_t len)
+{
+	FILE *f = fopen(path, "w");
+
+	if (!f)
+		return bad("%s: %m", path);
+	if (fwrite(buf, 1, len, f) != len || fclose(f))
+		return bad("writing %s: %m", path);
+	return 0;
+}
+
+int cmd_report(int argc, char **argv)
+{
+	struct report_args a = { .opt = { .sort = SORT_TOTAL, .format = FORMAT_TEXT } };
+	struct output_summary sum;
+	char err[512], *buf = NULL;
+	size_t len = 0;
+	FILE *out;
+	int rc = parse(argc, argv, &a);
+
+	if (rc)
+		return rc < 0 ? 0 : rc;
+	out = a.out ? open_memstream(&buf, &len) : stdout;
+	if (!out)
+		return bad("out of memory");
+	rc = tables_write(a.capture, out, &a.opt, &sum, err, sizeof(err));
+	if (a.out && fclose(out) && rc != 2)
+		rc = bad("out of memory");
+	if (rc == 2) {
+		free(buf);
+		return bad("%s", err);
+	}
+	if (a.out && save(a.out, buf, len))
+		rc = 2;
+	free(buf);
+	if (rc == 1)
+		bad("%s", err);
+	return rc;
+}

@@ -1,0 +1,61 @@
+/* Shared state of the Chrome trace export (chrome_trace.c drives it in two passes over
+ * the capture: count and plan, then write). */
+#ifndef PROF_FORMATS_CHROME_H
+#define PROF_FORMATS_CHROME_H
+
+#include "chrome_heap.h"
+#include "dur_hist.h"
+#include "json_writer.h"
+#include "model.h"
+#include "outputs.h"
+
+struct esc_cache {
+	uint64_t *off; /* per gid: offset + 1 into bytes, 0 = not escaped yet */
+	uint32_t *len;
+	size_t n, cap_off, cap_len;
+	char *bytes;
+	size_t used, cap;
+};
+
+struct chrome {
+	uint64_t max_events;
+	uint64_t origin;
+	struct model plan;  /* pass 1: the whole capture, for metadata and the plan */
+	struct model out;   /* pass 2: names as they were at each point of the capture */
+	/* pass 1 */
+	uint64_t always;    /* events the size rule keeps whatever their duration */
+	uint64_t droppable; /* complete events other than user ranges */
+	uint64_t hist[DUR_HIST_BUCKETS];
+	struct heap_track heap;
+	struct dur_rule rule;
+	/* pass 2 */
+	struct jw w;
+	int first;
+	uint64_t written, dropped, tie_left;
+	struct esc_cache esc;
+	const char *damage;
+};
+
+/* Pass 1 hook: counts and the duration histogram. */
+int chrome_plan_events(void *ctx, struct model *m, uint32_t image, uint32_t thread,
+		       const struct prof_event *ev, uint32_t n);
+/* Pass 2 hook: writes the trace events the rule keeps. */
+int chrome_write_events(void *ctx, struct model *m, uint32_t image, uint32_t thread,
+			const struct prof_event *ev, uint32_t n);
+/* The metadata events, the heap counter track and otherData. */
+void chrome_write_meta(struct chrome *c);
+void chrome_write_heap(struct chrome *c);
+void chrome_write_other(struct chrome *c);
+
+/* Separator before each element of traceEvents. */
+static inline void chrome_sep(struct chrome *c)
+{
+	if (c->first) {
+		c->first = 0;
+		jw_lit(&c->w, "\n");
+	} else {
+		jw_lit(&c->w, ",\n");
+	}
+}
+
+#endif

@@ -1,0 +1,31 @@
+/* The "live heap bytes" counter track of the Chrome trace, derived from every memory
+ * event (even those the size rule leaves out) and thinned to a point budget. */
+#ifndef PROF_FORMATS_CHROME_HEAP_H
+#define PROF_FORMATS_CHROME_HEAP_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "model.h"
+
+struct heap_point {
+	uint64_t t, live;
+	uint32_t pid;
+};
+
+struct heap_track {
+	struct heap_point *pts;
+	size_t n, cap;
+	uint64_t changes; /* points before thinning */
+	int thinned;
+};
+
+/* Analyses every image of m (which must have track_memory set) and keeps at most about
+ * max_points points: per process a share of max_points proportional to its memory
+ * operations; a curve longer than its share is cut into share/2 runs of equal point
+ * count and only the lowest and highest point of each run kept (so the peak always is),
+ * plus the last point. 0, or -1 when out of memory. */
+int heap_track_build(struct heap_track *h, struct model *m, uint64_t max_points);
+void heap_track_free(struct heap_track *h);
+
+#endif

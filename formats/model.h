@@ -1,0 +1,123 @@
+/* What every output needs from a raw capture besides the events themselves: session
+ * facts, processes (one "image" per exec), threads, names and categories resolved per
+ * process, lost gaps, and the memory operations for the live-heap analysis.
+ *
+ * Names are per process image: a CAP_PROCESS record for a pid already seen starts a new
+ * image whose string and category ids replace the old ones. All strings are interned in
+ * one table (ids called gid here), so outputs key rows by integers. */
+#ifndef PROF_FORMATS_MODEL_H
+#define PROF_FORMATS_MODEL_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "capture.h"
+#include "strtab.h"
+#include "u64map.h"
+
+#define MODEL_MAX_DEPTH 255
+
+/* One allocation or release on the live-heap timeline; see memtrack.h. */
+struct mem_op {
+	uint64_t t;
+	uint64_t ptr;
+	uint64_t size; /* bytes of an allocation; MEM_OP_FREE for a release */
+};
+#define MEM_OP_FREE UINT64_MAX
+
+struct mem_image {
+	struct mem_op *ops;
+	size_t nops, cap;
+	uint64_t allocs, frees, bytes; /* counted as the events arrive */
+	uint64_t peak, peak_t, live_end; /* set by memtrack_analyze */
+};
+
+struct image {
+	uint32_t pid, ppid, exec_seq;
+	uint32_t command;   /* gid of the command line, args joined by spaces; STR_NONE */
+	uint32_t label;     /* gid of "basename args", shortened, for trace viewers */
+	uint32_t pid_order; /* rank of this pid among the pids in order of appearance */
+	int announced;      /* a CAP_PROCESS record was seen (else made up for its events) */
+	int ended;          /* a CAP_PROCESS_END record was seen */
+	int32_t status;
+	uint64_t start_ns, end_ns, lost_reported;
+	uint32_t cat[256];  /* category gid per index; STR_NONE until resolved */
+	struct mem_image mem;
+};
+
+struct thread {
+	uint32_t image, tid;
+	uint32_t name; /* gid, STR_NONE when never named */
+	/* Time spent in completed children, per depth: the streaming self-time state. */
+	uint64_t child[MODEL_MAX_DEPTH + 2];
+};
+
+struct lost_gap {
+	uint32_t pid, tid;
+	uint64_t count, t0, t1;
+};
+
+struct session_kv {
+	uint32_t key, val; /* gids */
+};
+
+struct model;
+/* Called for each CAP_EVENTS record after the model's own bookkeeping. 0, or -1 when out
+ * of memory. */
+typedef int (*model_events_fn)(void *ctx, struct model *m, uint32_t image, uint32_t thread,
+			       const struct prof_event *ev, uint32_t n);
+
+struct model {
+	int track_memory; /* set before model_read: gather struct mem_op per image */
+	struct strtab str;
+	struct u64map names;     /* image << 32 | string id -> gid */
+	struct u64map pid_image; /* pid -> its current image */
+	struct u64map thread_ix; /* image << 32 | tid -> thread index */
+	struct image *img;
+	size_t nimg, img_cap;
+	struct thread *thr;
+	size_t nthr, thr_cap;
+	struct lost_gap *gaps;
+	size_t ngaps, gaps_cap;
+	struct session_kv *session, *session_end;
+	size_t nsession, session_cap, nsession_end, session_end_cap;
+	int have_session, have_session_end, have_start, have_end;
+	uint64_t start_ns, end_ns;   /* from the session records */
+	uint64_t end_events, end_lost; /* what CAP_SESSION_END says */
+	uint64_t first_t, last_t;    /* over every event */
+	uint64_t events, lost;       /* event records (not LOST ones); sum of LOST counts */
+	model_events_fn on_events;
+	void *ctx;
+};
+
+void model_init(struct model *m);
+void model_free(struct model *m);
+/* Reads a capture into m, calling m->on_events for each events record. Returns a
+ * cap_read result; err names the damage or the reason the capture is unusable (out of
+ * memory included). */
+int model_read(struct model *m, const char *path, char *err, size_t errlen);
+
+/* The origin of the timeline: the session start, else the first event. */
+uint64_t model_origin(const struct model *m);
+/* The end of the timeline: the session end, else the last event. */
+uint64_t model_end(const struct model *m);
+/* Events lost: the larger of the LOST records' sum and what the session end says. */
+uint64_t model_lost(const struct model *m);
+/* Distinct pids. */
+static inline size_t model_npids(const struct model *m) { return m->pid_image.len; }
+/* A session fact (from CAP_SESSION, else CAP_SESSION_END), or NULL. */
+const char *model_fact(const struct model *m, const char *key);
+/* The session's command: the session fact, else the first process's command line. */
+const char *model_command(const struct model *m);
+
+/* Name of string id of an image, "<unknown:ID>" when undefined; STR_NONE when out of
+ * memory. */
+uint32_t model_name(struct model *m, uint32_t image, uint32_t id);
+/* Name of category index cat in an image; STR_NONE when out of memory. */
+uint32_t model_category(struct model *m, uint32_t image, unsigned cat);
+static inline const char *model_str(const struct model *m, uint32_t gid, size_t *len)
+{
+	return strtab_get(&m->str, gid, len);
+}
+
+#endif

@@ -1,0 +1,90 @@
+/* The model's own pass over each events record: counts, the time span, lost gaps and
+ * (when asked) the memory operations of each image. */
+#include "model.h"
+
+#include <string.h>
+
+#include "model_internal.h"
+#include "vec.h"
+
+static int lost_gap(struct model *m, uint32_t pid, uint32_t tid, const struct prof_event *e)
+{
+	struct lost_gap *g;
+
+	if (VEC_RESERVE(m->gaps, m->gaps_cap, m->ngaps + 1))
+		return -1;
+	g = &m->gaps[m->ngaps++];
+	g->pid = pid;
+	g->tid = tid;
+	g->count = e->a;
+	g->t0 = e->t0;
+	g->t1 = e->t1;
+	m->lost += e->a;
+	return 0;
+}
+
+static int mem_push(struct mem_image *mi, uint64_t t, uint64_t ptr, uint64_t size)
+{
+	if (VEC_RESERVE(mi->ops, mi->cap, mi->nops + 1))
+		return -1;
+	mi->ops[mi->nops].t = t;
+	mi->ops[mi->nops].ptr = ptr;
+	mi->ops[mi->nops].size = size;
+	mi->nops++;
+	return 0;
+}
+
+/* A release is placed at the call's start and an allocation at its end: the allocator
+ * can hand a released block to another thread only after the release began, and that
+ * thread's call ends later, so time order never puts a reuse before its release. */
+static int memory_event(struct model *m, struct mem_image *mi, const struct prof_event *e)
+{
+	if ((e->flags & PROF_EVF_FREES) && e->c) {
+		mi->frees++;
+		if (m->track_memory && mem_push(mi, e->t0, e->c, MEM_OP_FREE))
+			return -1;
+	}
+	if ((e->flags & PROF_EVF_ALLOCS) && e->a) {
+		mi->allocs++;
+		mi->bytes += e->b;
+		/* A size of MEM_OP_FREE cannot be allocated; one less keeps it an allocation. */
+		if (m->track_memory &&
+		    mem_push(mi, e->t1, e->a, e->b == MEM_OP_FREE ? e->b - 1 : e->b))
+			return -1;
+	}
+	return 0;
+}
+
+int model_events(struct model *m, const void *payload, uint32_t len)
+{
+	struct cap_events ce;
+	const struct prof_event *ev = (const struct prof_event *)((const char *)payload +
+								  sizeof(ce));
+	int64_t im, th;
+	uint32_t i;
+
+	(void)len; /* checked by the reader: len == sizeof(ce) + count * sizeof(*ev) */
+	memcpy(&ce, payload, sizeof(ce));
+	im = model_image_of(m, ce.pid);
+	if (im < 0 || (th = model_thread_of(m, (uint32_t)im, ce.tid)) < 0)
+		return -1;
+	for (i = 0; i < ce.count; i++) {
+		const struct prof_event *e = &ev[i];
+
+		if (e->t0 < m->first_t)
+			m->first_t = e->t0;
+		if (e->t1 > m->last_t)
+			m->last_t = e->t1;
+		if (e->type == PROF_EV_LOST) {
+			if (lost_gap(m, ce.pid, ce.tid, e))
+				return -1;
+			continue;
+		}
+		m->events++;
+		if (e->cat == PROF_CAT_MEMORY && memory_event(m, &m->img[im].mem, e))
+			return -1;
+	}
+	if (m->on_events)
+		return m->on_events(m->ctx, m, (uint32_t)im, (uint32_t)th, ev, ce.count);
+	return 0;
+}

@@ -1,0 +1,15 @@
+/* Functions shared by the files that build a struct model. */
+#ifndef PROF_FORMATS_MODEL_INTERNAL_H
+#define PROF_FORMATS_MODEL_INTERNAL_H
+
+#include "model.h"
+
+/* The current image of pid, made up (unannounced) when none was seen; -1 when out of
+ * memory. */
+int64_t model_image_of(struct model *m, uint32_t pid);
+/* The thread (image, tid), created when new; -1 when out of memory. */
+int64_t model_thread_of(struct model *m, uint32_t image, uint32_t tid);
+/* Bookkeeping for one CAP_EVENTS payload, then the on_events hook. */
+int model_events(struct model *m, const void *payload, uint32_t len);
+
+#endif

@@ -1,0 +1,176 @@
+/* The tables for people: a header with the session's facts and losses, one table per
+ * category, then memory per process, steps, marks and counters. */
+#include <inttypes.h>
+#include <string.h>
+
+#include "report.h"
+#include "textfmt.h"
+
+#define NAME_MIN 16
+#define NAME_MAX_COLS 48
+
+static void header(const struct report *r, FILE *out)
+{
+	char a[TEXTFMT_LEN], b[TEXTFMT_LEN], cmd[4 * 100 + 4], host[4 * 64 + 4];
+	const char *h = model_fact(r->m, "host"), *c = model_command(r->m);
+	size_t np = model_npids(r->m);
+
+	/* Both come from the profiled side: keep terminal controls out. */
+	fmt_name(cmd, c, strlen(c), 100);
+	fmt_name(host, h ? h : "unknown host", strlen(h ? h : "unknown host"), 64);
+	fprintf(out, "libprof profile: %s   (%s, %zu process%s, duration %s)\n", cmd, host, np,
+		np == 1 ? "" : "es", fmt_dur(a, r->duration));
+	fprintf(out, "Events: %s captured, %s lost\n", fmt_count(a, r->m->events),
+		fmt_count(b, r->lost));
+	if (r->lost && r->m->ngaps) {
+		const struct lost_gap *g = &r->m->gaps[0];
+		char at[TEXTFMT_LEN];
+		fprintf(out, "WARNING: %s events lost in %s gap%s (full ring); first gap at +%s "
+			"(pid %" PRIu32 ", tid %" PRIu32 "); the figures below undercount\n",
+			fmt_count(a, r->lost), fmt_count(b, r->m->ngaps), r->m->ngaps == 1 ? "" : "s",
+			fmt_dur(at, g->t0 > r->origin ? g->t0 - r->origin : 0), g->pid, g->tid);
+	} else if (r->lost) {
+		fprintf(out, "WARNING: %s events lost (full ring); the figures below undercount\n",
+			fmt_count(a, r->lost));
+	}
+	if (r->damage)
+		fprintf(out, "WARNING: damaged capture, the tables cover what came before: %s\n",
+			r->damage);
+	if (!r->m->have_session_end)
+		fprintf(out, "Note: the capture has no session end (the collector stopped early)\n");
+}
+
+static size_t name_width(const struct report *r, const struct report_cat *c)
+{
+	char buf[4 * NAME_MAX_COLS + 4];
+	size_t i, w = NAME_MIN, len;
+
+	for (i = 0; i < c->nrows; i++) {
+		const char *s = model_str(r->m, c->rows[i]->name, &len);
+		size_t cols = fmt_name(buf, s, len, NAME_MAX_COLS);
+		if (cols > w)
+			w = cols;
+	}
+	return w;
+}
+
+static void pad_name(FILE *out, const struct model *m, uint32_t gid, size_t width)
+{
+	char buf[4 * NAME_MAX_COLS + 4];
+	size_t len;
+	const char *s = model_str(m, gid, &len);
+	size_t cols = fmt_name(buf, s, len, width);
+
+	fputs(buf, out);
+	for (; cols < width; cols++)
+		fputc(' ', out);
+}
+
+static void category(const struct report *r, const struct report_cat *c, FILE *out)
+{
+	size_t w = name_width(r, c), i;
+	char t[7][TEXTFMT_LEN];
+
+	fprintf(out, "\n%s", model_str(r->m, c->cat, NULL));
+	if (c->nrows < c->all_rows)
+		fprintf(out, "   (top %zu of %zu)", c->nrows, c->all_rows);
+	/* Two spaces at least after the name: scripts split rows on runs of 2+ spaces. */
+	fprintf(out, "\n%-*s  %10s %10s %10s %10s %10s %10s %10s %10s\n", (int)w, "Name", "Count",
+		"Total", "Self", "Min", "Max", "Avg", "Median", "% of cat");
+	for (i = 0; i < c->nrows; i++) {
+		const struct row *x = c->rows[i];
+		pad_name(out, r->m, x->name, w);
+		fprintf(out, "  %10s %10s %10s %10s %10s %10s %10s %10.1f\n", fmt_count(t[0], x->count),
+			fmt_dur(t[1], x->total), fmt_dur(t[2], x->self), fmt_dur(t[3], x->min),
+			fmt_dur(t[4], x->max), fmt_dur(t[5], row_avg(x)), fmt_dur(t[6], x->median),
+			row_percent(c, x));
+	}
+}
+
+static void memory(const struct report *r, FILE *out)
+{
+	char t[5][TEXTFMT_LEN];
+	size_t i;
+
+	fprintf(out, "\nMemory per process\n%-8s %-18s %10s %10s %17s %11s %9s %13s\n", "PID",
+		"Command", "Allocs", "Frees", "Bytes allocated", "Peak live", "At (ms)",
+		"Live at end");
+	for (i = 0; i < r->m->nimg; i++) {
+		const struct image *im = &r->m->img[i];
+		const struct mem_image *mi = &im->mem;
+		char at[TEXTFMT_LEN];
+
+		if (!image_has_memory(r, i))
+			continue;
+		if (mi->peak && mi->peak_t >= r->origin)
+			snprintf(at, sizeof(at), "%.3f", (double)(mi->peak_t - r->origin) / 1e6);
+		else
+			snprintf(at, sizeof(at), "-");
+		fprintf(out, "%-8" PRIu32 " ", im->pid);
+		if (im->label != STR_NONE)
+			pad_name(out, r->m, im->label, 18);
+		else
+			fprintf(out, "%-18s", "?");
+		fprintf(out, " %10s %10s %17s %11s %9s %13s\n", fmt_count(t[0], mi->allocs),
+			fmt_count(t[1], mi->frees), fmt_bytes(t[2], mi->bytes),
+			fmt_bytes(t[3], mi->peak), at, fmt_bytes(t[4], mi->live_end));
+	}
+}
+
+static void steps(const struct report *r, FILE *out)
+{
+	const struct step_summary *s = &r->s->step;
+	char a[TEXTFMT_LEN], b[TEXTFMT_LEN], c[TEXTFMT_LEN];
+
+	fprintf(out, "\nSteps: %s", fmt_count(a, s->count));
+	if (s->intervals)
+		fprintf(out, ", one every %s on average (median %s)", fmt_dur(b, s->mean_ns),
+			fmt_dur(c, s->median_ns));
+	fputc('\n', out);
+}
+
+static void marks(const struct report *r, FILE *out)
+{
+	char a[TEXTFMT_LEN];
+	size_t i;
+
+	fprintf(out, "\nMarks\n%-32s  %10s\n", "Name", "Count");
+	for (i = 0; i < r->s->nmarks; i++) {
+		pad_name(out, r->m, r->s->marks[i].name, 32);
+		fprintf(out, "  %10s\n", fmt_count(a, r->s->marks[i].count));
+	}
+}
+
+static void counters(const struct report *r, FILE *out)
+{
+	size_t i;
+
+	fprintf(out, "\nCounters\n%-32s  %10s %14s %14s %14s\n", "Name", "Count", "Min", "Max",
+		"Last");
+	for (i = 0; i < r->s->nctrs; i++) {
+		const struct counter *c = &r->s->ctrs[i];
+		char a[TEXTFMT_LEN];
+		pad_name(out, r->m, c->name, 32);
+		/* Integer counters exactly (doubles hold them up to 2^53). */
+		fprintf(out, c->is_double ? "  %10s %14.6g %14.6g %14.6g\n" : "  %10s %14.0f %14.0f %14.0f\n",
+			fmt_count(a, c->count), c->min, c->max, c->last);
+	}
+}
+
+int table_text(const struct report *r, FILE *out)
+{
+	size_t i;
+
+	header(r, out);
+	for (i = 0; i < r->ncats; i++)
+		category(r, &r->cats[i], out);
+	if (r->show_memory)
+		memory(r, out);
+	if (r->show_steps)
+		steps(r, out);
+	if (r->show_marks)
+		marks(r, out);
+	if (r->show_counters)
+		counters(r, out);
+	return ferror(out) ? -1 : 0;
+}

@@ -1,0 +1,42 @@
+/* An open-addressing hash map from 64-bit keys to 64-bit values (linear probing,
+ * backward-shift deletion): the output producers' per-event look-ups (string ids,
+ * table rows, live heap blocks) must cost a few nanoseconds. */
+#ifndef PROF_FORMATS_U64MAP_H
+#define PROF_FORMATS_U64MAP_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+struct u64map {
+	uint64_t *keys;
+	uint64_t *vals;
+	size_t cap;  /* slots, a power of two, or 0 */
+	size_t len;  /* keys held, including the spare one */
+	/* UINT64_MAX marks a free slot, so that key lives here instead. */
+	int has_spare;
+	uint64_t spare_val;
+};
+
+void u64map_init(struct u64map *m);
+void u64map_free(struct u64map *m);
+void u64map_clear(struct u64map *m);
+/* The value of key, or NULL. */
+uint64_t *u64map_find(const struct u64map *m, uint64_t key);
+/* The value slot of key, inserted with value 0 (and *created = 1) when absent; NULL when
+ * out of memory. The pointer is valid until the next insertion. */
+uint64_t *u64map_upsert(struct u64map *m, uint64_t key, int *created);
+/* Removes key; 1 when it was there (its value in *val when val is not NULL), else 0. */
+int u64map_remove(struct u64map *m, uint64_t key, uint64_t *val);
+
+/* Mixes a key into a well-spread hash (splitmix64's finaliser). */
+static inline uint64_t u64_hash(uint64_t x)
+{
+	x ^= x >> 30;
+	x *= 0xbf58476d1ce4e5b9ull;
+	x ^= x >> 27;
+	x *= 0x94d049bb133111ebull;
+	x ^= x >> 31;
+	return x;
+}
+
+#endif
