@@ -57,11 +57,15 @@ def overhead():
             results[name].append(run(env, n, wrapper))
     med = {k: statistics.median(v) for k, v in results.items()}
     native, nop = med["native"], med["do-nothing interposer"]
+    floor = subprocess.run([os.path.join(B, "bench", "clock_floor")], capture_output=True,
+                           text=True, check=True).stdout.split()
     print(f"Intercepted call cost: malloc(64)+free pairs, {N:,} pairs, median of {ROUNDS} "
           f"interleaved rounds")
     print(f"{'variant':40} {'ns/call':>8} {'vs native':>10} {'vs nop':>8} {'x native':>9}")
     for name, v in med.items():
         print(f"{name:40} {v:8.2f} {v - native:+10.2f} {v - nop:+8.2f} {v / native:9.2f}")
+    print(f"floor on this machine: two rdtsc + 48-byte store {float(floor[0]):.2f} ns, "
+          f"two clock_gettime + store {float(floor[1]):.2f} ns")
     return med
 
 
