@@ -157,8 +157,6 @@ static void lost_event(struct collector *c, uint64_t count, uint64_t first, uint
 	add_event(c, &e, in_ticks);
 }
 
-/* final: the writer is gone (thread retired, or process ended), so its pending gap
- * counters are stable and can be reported. */
 static int thread_alive(pid_t pid, uint32_t tid)
 {
 	char path[64];
@@ -166,12 +164,38 @@ static int thread_alive(pid_t pid, uint32_t tid)
 	return access(path, F_OK) == 0;
 }
 
-static uint64_t drain_slot(struct collector *c, struct proc_entry *p, unsigned i, int final)
+/* Another slot of the same thread still holding events (its earlier ring). */
+static int thread_has_older_events(struct prof_proc_shm *shm, unsigned orphan_slot, uint32_t tid)
+{
+	for (unsigned j = 0; j < shm->nslots; j++) {
+		struct prof_slot *o = prof_proc_slot(shm, j);
+		if (j == orphan_slot || o->tid != tid || atomic_load(&o->orphan) ||
+		    atomic_load(&o->state) == SLOT_FREE)
+			continue;
+		if (atomic_load(&o->state) == SLOT_RETIRED ||
+		    atomic_load(&o->head) != atomic_load(&o->tail))
+			return 1;
+	}
+	return 0;
+}
+
+/* Each thread's events must reach the capture in the order it wrote them. A thread has
+ * two slots only at its very end (an orphan slot, claimed after the exit hook retired the
+ * first): orphan slots are drained in a second pass, and only once the thread's first
+ * slot is empty. final: the writer is gone (thread retired, or process ended), so its
+ * pending gap counters are stable and can be reported. */
+static uint64_t drain_slot(struct collector *c, struct proc_entry *p, unsigned i, int final,
+			   int orphan_pass)
 {
 	struct prof_proc_shm *shm = p->shm;
 	struct prof_slot *s = prof_proc_slot(shm, i);
 	uint32_t state = atomic_load_explicit(&s->state, memory_order_acquire);
 	if (state == SLOT_FREE)
+		return 0;
+	/* after the head: an orphan's flag is set before its first event is published */
+	(void)atomic_load_explicit(&s->head, memory_order_acquire);
+	int orphan = atomic_load(&s->orphan) != 0;
+	if (orphan != orphan_pass || (orphan && thread_has_older_events(shm, i, s->tid)))
 		return 0;
 	uint32_t gen = atomic_load_explicit(&s->gen, memory_order_acquire);
 	if (gen != p->slot_gen[i]) {
@@ -216,11 +240,12 @@ static uint64_t drain_process(struct collector *c, struct proc_entry *p, int fin
 	uint64_t most = 0;
 	read_strings(c, p);
 	uint64_t before = c->buf_lost;
-	for (unsigned i = 0; i < p->shm->nslots; i++) {
-		uint64_t n = drain_slot(c, p, i, final);
-		if (n > most)
-			most = n;
-	}
+	for (int orphan_pass = 0; orphan_pass < 2; orphan_pass++)
+		for (unsigned i = 0; i < p->shm->nslots; i++) {
+			uint64_t n = drain_slot(c, p, i, final, orphan_pass);
+			if (n > most)
+				most = n;
+		}
 	p->lost += c->buf_lost - before;
 	return most * 4 / p->shm->ring_cap; /* >0 when a ring was a quarter full */
 }

@@ -37,7 +37,8 @@ static void header(const struct report *r, FILE *out)
 		fprintf(out, "WARNING: damaged capture, the tables cover what came before: %s\n",
 			r->damage);
 	if (!r->m->have_session_end)
-		fprintf(out, "Note: the capture has no session end (the collector stopped early)\n");
+		fprintf(out, "Note: the capture has no session end (the session was still running, or its "
+			     "collector stopped early)\n");
 }
 
 static size_t name_width(const struct report *r, const struct report_cat *c)

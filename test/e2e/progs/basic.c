@@ -1,0 +1,49 @@
+/* N marked mallocs of SIZE from the main thread (kept live), TH mallocs of SIZE+1 from a
+ * thread that stays alive, then MODE: exit:<code>, kill (SIGKILL), abort, segv.
+ * usage: basic N SIZE MODE [TH] */
+#include <signal.h>
+#include "e2e.h"
+
+static long TH, SIZE;
+static pthread_barrier_t ready;
+
+static void *idler(void *arg)
+{
+	(void)arg;
+	for (long i = 0; i < TH; i++)
+		keep(malloc((size_t)SIZE + 1));
+	pthread_barrier_wait(&ready);
+	for (;;)
+		pause();
+	return 0;
+}
+
+int main(int argc, char **argv)
+{
+	long N = arg(argc, argv, 1, 100);
+	SIZE = arg(argc, argv, 2, 12345);
+	const char *mode = argc > 3 ? argv[3] : "exit:0";
+	TH = arg(argc, argv, 4, 0);
+	printf("pid=%d\n", (int)getpid());
+	fflush(stdout);
+	pthread_t th;
+	if (TH) {
+		pthread_barrier_init(&ready, 0, 2);
+		if (pthread_create(&th, 0, idler, 0))
+			die("pthread_create");
+		pthread_barrier_wait(&ready);
+	}
+	for (long i = 0; i < N; i++)
+		keep(malloc((size_t)SIZE));
+	if (!strncmp(mode, "exit:", 5))
+		return atoi(mode + 5);
+	if (!strcmp(mode, "kill"))
+		raise(SIGKILL);
+	if (!strcmp(mode, "abort"))
+		abort();
+	if (!strcmp(mode, "segv")) {
+		signal(SIGSEGV, SIG_DFL);
+		*(volatile int *)(uintptr_t)8 = 1;
+	}
+	return 98;
+}

@@ -1,0 +1,1553 @@
+#!/usr/bin/env python3
+"""libprof end-to-end tests: the built libprof.so preloaded into real programs, the
+`prof` command run on real captures, and every check made on the outputs' content
+(parsed Chrome trace, report JSON/CSV/text rows), never on timings.
+
+    BUILD=/abs/build python3 test/e2e/run.py [-k] [-v] [substring...]
+
+BUILD defaults to <repo>/build. Programs from test/e2e/progs/*.c are compiled into
+$BUILD/e2e/ (never sanitized: libprof is what is under test). Each case runs in its own
+temporary directory (kept when the case fails, or always with -k); after each case every
+process it started (collectors included, found by a token in their environment) must be
+gone, and no output of it may hold a sanitizer report. Sanitized builds: see Setup.
+
+Ends with the line "N passed, N failed"; the exit status is non-zero when a case failed.
+
+Ends with the line "N passed, N failed"; the exit status is non-zero when a case failed.
+"""
+import csv
+import io
+import json
+import os
+import re
+import shutil
+import signal
+import socket
+import struct
+import subprocess
+import sys
+import tempfile
+import time
+import traceback
+import uuid
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+ROOT = os.path.dirname(os.path.dirname(HERE))
+BUILD = os.path.abspath(os.environ.get("BUILD") or os.path.join(ROOT, "build"))
+LIB = os.path.join(BUILD, "libprof.so")
+PROF = os.path.join(BUILD, "prof")
+BIN = os.path.join(BUILD, "e2e")
+PROGS = os.path.join(HERE, "progs")
+SCRIPTS = os.path.join(ROOT, "scripts")
+
+SUMMARY_RE = re.compile(r"^libprof: (\d+) events \((\d+) lost\) from (\d+) process(?:es)? -> ")
+SANITIZER_RE = re.compile(r"ERROR: (?:Address|Leak|Thread|Memory)Sanitizer|runtime error:|"
+                          r"AddressSanitizer:DEADLYSIGNAL|SUMMARY: (?:Address|Undefined)")
+
+# alloc_family.c: the marked size of each allocator function
+FAMILY_SIZES = {
+    "malloc": 12345,
+    "calloc": 7 * 1777,
+    "realloc": 13001,
+    "reallocarray": 11 * 1201,
+    "posix_memalign": 13331,
+    "aligned_alloc": 13568,
+    "memalign": 13421,
+    "valloc": 13523,
+    "pvalloc": 13627,
+}
+# functions no libc or loader code path calls by itself: their report rows are exact
+RARE = ["reallocarray", "posix_memalign", "aligned_alloc", "memalign", "valloc", "pvalloc"]
+
+
+# ---------------------------------------------------------------------------------------
+# set-up
+
+
+def setup_failed(msg):
+    print("run.py: " + msg)
+    print("0 passed, 1 failed")
+    sys.exit(1)
+
+
+def needed(path):
+    """The DT_NEEDED names of a binary."""
+    try:
+        out = subprocess.run(["readelf", "-d", path], capture_output=True, text=True).stdout
+    except OSError:
+        return []
+    return re.findall(r"\(NEEDED\)\s+Shared library: \[([^\]]+)\]", out)
+
+
+def sanitizers(path):
+    n = " ".join(needed(path))
+    return [name for lib, name in (("libasan", "ASan"), ("libubsan", "UBSan")) if lib in n]
+
+
+def asan_runtime():
+    """The path of libasan when libprof.so is built with ASan, else None."""
+    if "ASan" not in sanitizers(LIB):
+        return None
+    cc = os.environ.get("CC", "cc")
+    path = subprocess.run([cc, "-print-file-name=libasan.so"], capture_output=True,
+                          text=True).stdout.strip()
+    if not os.path.isabs(path) or not os.path.exists(path):
+        m = re.search(r"libasan\.so\S* => (\S+)",
+                      subprocess.run(["ldd", LIB], capture_output=True, text=True).stdout)
+        path = m.group(1) if m else None
+    if not path:
+        setup_failed("libprof.so is sanitized but libasan.so was not found")
+    return os.path.realpath(path)
+
+
+class Setup:
+    """What the cases run: the library programs preload, the prof command, and the extra
+    environment of each. Three modes:
+
+    plain          BUILD/libprof.so and BUILD/prof, as built (`make asan` builds libprof.so
+                   with UBSan only and prof with ASan+UBSan: that is this mode too).
+    asan-preload   a sanitized build whose libprof.so can be preloaded: LD_PRELOAD is
+                   "libprof.so:libasan.so" (libprof first, so its malloc wins the lookup and
+                   ASan's allocator sits behind it as RTLD_NEXT), ASAN_OPTIONS with
+                   verify_asan_link_order=0.
+    ubsan-preload  a sanitized build whose libprof.so cannot be preloaded (ASan's start-up
+                   calls malloc through libprof's instrumented wrapper before the shadow
+                   memory exists: SIGSEGV in every program). The preloaded library is then
+                   built from the same sources by the Makefile's own rule with UBSan only
+                   (BUILD/e2e/ubsan/libprof.so), next to a copy of the ASan+UBSan `prof`,
+                   so the collector, `prof record/report/export` and formats/ run under
+                   ASan (leak checks on) and the library under UBSan.
+    """
+    mode = "plain"
+    lib = LIB
+    prof = PROF
+    asan = None
+    why = ""
+
+    @staticmethod
+    def program_env():
+        if Setup.mode == "asan-preload":
+            return {"ASAN_OPTIONS": "verify_asan_link_order=0:detect_leaks=0:handle_segv=0:"
+                                    "handle_abort=0:handle_sigbus=0:allow_user_segv_handler=1",
+                    "UBSAN_OPTIONS": "print_stacktrace=1:halt_on_error=1"}
+        if Setup.mode == "ubsan-preload":
+            # the collector (ASan) inherits this: leaks are reported, a report fails the case
+            return {"ASAN_OPTIONS": "detect_leaks=1",
+                    "UBSAN_OPTIONS": "print_stacktrace=1:halt_on_error=1"}
+        if sanitizers(Setup.lib) or sanitizers(Setup.prof):
+            return {"UBSAN_OPTIONS": "print_stacktrace=1:halt_on_error=1"}
+        return {}
+
+    @staticmethod
+    def prof_env():
+        e = Setup.program_env()
+        if Setup.mode == "asan-preload":
+            # prof record hands LD_PRELOAD on after libprof.so: "libprof.so:libasan.so"
+            e["LD_PRELOAD"] = Setup.asan
+        return e
+
+    @staticmethod
+    def preload_value():
+        return Setup.lib + (":" + Setup.asan if Setup.mode == "asan-preload" else "")
+
+
+def probe_asan_preload(asan):
+    """Whether the ASan libprof.so works preloaded: a program runs and its mallocs are
+    in the trace. Returns (ok, why)."""
+    d = tempfile.mkdtemp(prefix="libprof-e2e-probe-")
+    try:
+        env = {k: v for k, v in os.environ.items() if not k.startswith("PROFILER_")}
+        env.update({"LD_PRELOAD": LIB + ":" + asan, "PROFILER_AUTOSTART": "1",
+                    "PROFILER_QUIET": "1"})
+        Setup.mode, Setup.asan = "asan-preload", asan
+        env.update(Setup.program_env())
+        try:
+            r = subprocess.run([os.path.join(BIN, "basic"), "3", "52999", "exit:0"], cwd=d,
+                               env=env, capture_output=True, text=True, timeout=60)
+        except subprocess.TimeoutExpired:
+            return False, "a preloaded program timed out"
+        if r.returncode != 0:
+            return False, "a preloaded program exits with %d (%s)" % (
+                r.returncode, (r.stderr.strip().splitlines() or ["no message"])[-1])
+        try:
+            t = Trace(load_json(os.path.join(d, "profile.json")))
+        except (OSError, ValueError, Fail) as e:
+            return False, "no trace: %s" % e
+        n = t.count("malloc", 52999)
+        return n == 3, "%d of 3 mallocs captured" % n
+    finally:
+        Setup.mode, Setup.asan = "plain", None
+        shutil.rmtree(d, ignore_errors=True)
+
+
+def build_ubsan_library():
+    out = os.path.join(BIN, "ubsan")
+    san = "-fsanitize=undefined -fno-omit-frame-pointer -fno-sanitize-recover=undefined"
+    r = subprocess.run(["make", "-C", ROOT, "--no-print-directory", "BUILD=" + out,
+                        "SAN=" + san, "PRELOAD_SAN=" + san, "CFLAGS=-O1 -g",
+                        os.path.join(out, "libprof.so")],
+                       capture_output=True, text=True)
+    if r.returncode:
+        setup_failed("cannot build the UBSan libprof.so:\n" + r.stdout + r.stderr)
+    shutil.copy2(PROF, os.path.join(out, "prof"))
+    link = os.path.join(BIN, "scripts")  # prof record adds <lib>/../scripts to PYTHONPATH
+    if not os.path.islink(link):
+        os.symlink(SCRIPTS, link)
+    return os.path.join(out, "libprof.so"), os.path.join(out, "prof")
+
+
+def setup_sanitizers():
+    asan = asan_runtime()
+    if not asan:
+        sl, sp = sanitizers(LIB), sanitizers(PROF)
+        if sl or sp:
+            Setup.why = "libprof.so with %s, prof with %s" % ("+".join(sl) or "no sanitizer",
+                                                              "+".join(sp) or "no sanitizer")
+        return
+    ok, why = probe_asan_preload(asan)
+    if ok:
+        Setup.mode, Setup.asan = "asan-preload", asan
+        Setup.why = "LD_PRELOAD=libprof.so:%s" % asan
+        return
+    Setup.mode = "ubsan-preload"
+    Setup.lib, Setup.prof = build_ubsan_library()
+    Setup.why = ("the ASan libprof.so cannot be preloaded (%s); programs preload %s "
+                 "(UBSan) and the collector and prof commands are the ASan+UBSan %s"
+                 % (why, Setup.lib, PROF))
+
+
+def compile_programs():
+    os.makedirs(BIN, exist_ok=True)
+    cc = os.environ.get("CC", "cc")
+    procs = []
+    for name in sorted(os.listdir(PROGS)):
+        if not name.endswith(".c"):
+            continue
+        src = os.path.join(PROGS, name)
+        out = os.path.join(BIN, name[:-2])
+        deps = [src, os.path.join(PROGS, "e2e.h"), os.path.join(ROOT, "include", "prof.h")]
+        if os.path.exists(out) and all(os.path.getmtime(d) <= os.path.getmtime(out) for d in deps):
+            continue
+        # the programs are never sanitized: only libprof.so is under test
+        cmd = [cc, "-O1", "-g", "-pthread", "-Wall", "-I", os.path.join(ROOT, "include"),
+               "-o", out, src]
+        procs.append((name, subprocess.Popen(cmd, stdout=subprocess.PIPE,
+                                             stderr=subprocess.STDOUT, text=True)))
+    bad = []
+    for name, p in procs:
+        out, _ = p.communicate()
+        if p.returncode:
+            bad.append("%s:\n%s" % (name, out))
+    if bad:
+        setup_failed("cannot compile the test programs\n" + "\n".join(bad))
+
+
+# ---------------------------------------------------------------------------------------
+# reading the outputs
+
+
+class Fail(AssertionError):
+    pass
+
+
+def check(cond, msg):
+    if not cond:
+        raise Fail(msg)
+
+
+def eq(got, want, what):
+    if got != want:
+        raise Fail("%s: got %r, want %r" % (what, got, want))
+
+
+def ptr(v):
+    if isinstance(v, str):
+        return int(v, 0)
+    return int(v)
+
+
+class Trace:
+    def __init__(self, doc, path=""):
+        check(isinstance(doc, dict) and isinstance(doc.get("traceEvents"), list),
+              "%s: no traceEvents list" % path)
+        self.doc = doc
+        self.path = path
+        self.events = doc["traceEvents"]
+        self.other = doc.get("otherData") or {}
+
+    def select(self, ph=None, name=None, cat=None, pid=None, tid=None):
+        out = []
+        for e in self.events:
+            if ph is not None and e.get("ph") != ph:
+                continue
+            if name is not None and e.get("name") != name:
+                continue
+            if cat is not None and e.get("cat") != cat:
+                continue
+            if pid is not None and e.get("pid") != pid:
+                continue
+            if tid is not None and e.get("tid") != tid:
+                continue
+            out.append(e)
+        return out
+
+    def allocs(self, fn, size, pid=None):
+        """X events of allocator function fn that asked for size bytes."""
+        return [e for e in self.select("X", fn, "memory", pid)
+                if (e.get("args") or {}).get("bytes") == size]
+
+    def count(self, fn, size, pid=None):
+        return len(self.allocs(fn, size, pid))
+
+    def pids(self):
+        return {e["pid"] for e in self.events if e.get("ph") in ("X", "i", "C") and "pid" in e}
+
+    def process_names(self):
+        return {e["pid"]: (e.get("args") or {}).get("name")
+                for e in self.select("M", "process_name")}
+
+    def lost_by_thread(self):
+        """{(pid, tid): events lost}, from the 'lost' instants."""
+        out = {}
+        for e in self.select(cat="lost"):
+            k = (e.get("pid"), e.get("tid"))
+            out[k] = out.get(k, 0) + int((e.get("args") or {}).get("count", 0))
+        return out
+
+    def gaps_by_thread(self):
+        out = {}
+        for g in self.other.get("lost_gaps") or []:
+            k = (g.get("pid"), g.get("tid"))
+            out[k] = out.get(k, 0) + int(g.get("count", 0))
+        return out
+
+    def wellformed(self):
+        """Shape checks that hold for every trace (messages are only made on failure:
+        traces here have up to ~10^6 events)."""
+        named_pids = set(self.process_names())
+        named_threads = {(e.get("pid"), e.get("tid")) for e in self.select("M", "thread_name")}
+        phs = ("X", "i", "I", "C", "M", "B", "E", "s", "f", "t")
+        for e in self.events:
+            ph = e.get("ph")
+            if ph not in phs:
+                raise Fail("event with odd ph: %r" % e)
+            if ph == "X":
+                for k in ("name", "cat", "ts", "dur", "pid", "tid"):
+                    if k not in e:
+                        raise Fail("X event without %s: %r" % (k, e))
+                if e["dur"] < 0:
+                    raise Fail("negative duration: %r" % e)
+                if (e["pid"], e["tid"]) not in named_threads:
+                    raise Fail("no thread_name metadata for pid %s tid %s"
+                               % (e["pid"], e["tid"]))
+                if e["cat"] == "memory" and e["name"] != "free":
+                    # free(NULL) has no args; an allocation has both
+                    a = e.get("args") or {}
+                    if not isinstance(a.get("bytes"), int) or "ptr" not in a:
+                        raise Fail("allocation without args.bytes and args.ptr: %r" % e)
+            if ph in ("X", "i", "C"):
+                if not isinstance(e.get("ts"), (int, float)):
+                    raise Fail("event without ts: %r" % e)
+                if e.get("pid") not in named_pids:
+                    raise Fail("no process_name metadata for pid %r" % e.get("pid"))
+        for k in ("events", "lost_events", "command", "clock"):
+            check(k in self.other, "otherData has no %s" % k)
+
+
+def load_json(path):
+    with open(path, "rb") as f:
+        return json.load(f)
+
+
+def parse_summary(stderr):
+    """(events, lost, processes) from the one-line summary, or None."""
+    found = [SUMMARY_RE.match(line) for line in stderr.splitlines()]
+    found = [m for m in found if m]
+    if len(found) > 1:
+        raise Fail("more than one summary line on stderr:\n" + stderr)
+    if not found:
+        return None
+    return tuple(int(x) for x in found[0].groups())
+
+
+def text_rows(text):
+    """{(category, name): count} from the text tables: a category title line, a header
+    line starting with 'Name', then rows 'name<2+ spaces>count ...' up to a blank line."""
+    rows = {}
+    lines = text.splitlines()
+    cat = None
+    in_table = False
+    for i, line in enumerate(lines):
+        if re.match(r"^Name\s+Count\b", line):
+            j = i - 1
+            while j >= 0 and not lines[j].strip():
+                j -= 1
+            cat = lines[j].strip().split()[0] if j >= 0 else None
+            in_table = True
+            continue
+        if not line.strip():
+            in_table = False
+            continue
+        if in_table:
+            m = re.match(r"^(.*?\S)\s{2,}([\d,]+)\s", line)
+            if m:
+                rows[(cat, m.group(1))] = int(m.group(2).replace(",", ""))
+    return rows
+
+
+# ---------------------------------------------------------------------------------------
+# one case
+
+
+class Result:
+    def __init__(self, argv, rc, out, err, elapsed):
+        self.argv, self.rc, self.out, self.err, self.elapsed = argv, rc, out, err, elapsed
+
+    def __repr__(self):
+        return "command %s\n  exit %s\n  stdout: %s\n  stderr: %s" % (
+            " ".join(self.argv), self.rc, self.out[-2000:], self.err[-2000:])
+
+    def kv(self, key):
+        """Values of 'key=value' tokens printed by the program."""
+        return re.findall(r"\b%s=(\S+)" % re.escape(key), self.out)
+
+
+class Case:
+    def __init__(self, name, keep):
+        self.name = name
+        self.root = tempfile.mkdtemp(prefix="libprof-e2e-%s-" % name)
+        self.dir = os.path.join(self.root, "work")
+        self.io = os.path.join(self.root, "io")
+        os.makedirs(self.dir)
+        os.makedirs(self.io)
+        self.token = uuid.uuid4().hex
+        self.keep = keep
+        self.nrun = 0
+        self.notes = []
+        self.errors = []
+        env = {k: v for k, v in os.environ.items()
+               if not k.startswith("PROFILER_") and k not in ("LD_PRELOAD", "PYTHONPATH")}
+        env["LIBPROF_E2E_TOKEN"] = self.token
+        env["LC_ALL"] = "C"
+        self.env = env
+
+    def note(self, msg):
+        self.notes.append(msg)
+
+    def defer(self, msg):
+        """A failure that does not stop the case: the checks after it still run."""
+        self.errors.append(msg)
+
+    def path(self, *parts):
+        return os.path.join(self.dir, *parts)
+
+    def prog(self, name):
+        return os.path.join(BIN, name)
+
+    def start(self, argv, env=None, preload=True, autostart=True, cwd=None):
+        e = dict(self.env)
+        e.update(Setup.program_env())
+        if preload:
+            e["LD_PRELOAD"] = Setup.preload_value()
+        if autostart:
+            e["PROFILER_AUTOSTART"] = "1"
+        for k, v in (env or {}).items():
+            if v is None:
+                e.pop(k, None)
+            else:
+                e[k] = v
+        self.nrun += 1
+        base = os.path.join(self.io, "%02d" % self.nrun)
+        out, err = open(base + ".out", "w+"), open(base + ".err", "w+")
+        t0 = time.monotonic()
+        p = subprocess.Popen(argv, cwd=cwd or self.dir, env=e, stdin=subprocess.DEVNULL,
+                             stdout=out, stderr=err)
+        return p, out, err, t0
+
+    def finish(self, argv, p, out, err, t0, timeout):
+        try:
+            rc = p.wait(timeout=timeout)
+        except subprocess.TimeoutExpired:
+            p.kill()
+            p.wait()
+            raise Fail("timed out after %ss: %s" % (timeout, " ".join(argv)))
+        elapsed = time.monotonic() - t0
+        out.seek(0)
+        err.seek(0)
+        r = Result(argv, rc, out.read(), err.read(), elapsed)
+        out.close()
+        err.close()
+        return r
+
+    def run(self, argv, env=None, preload=True, autostart=True, timeout=120, cwd=None):
+        """Runs argv (in the work directory) and waits for it; stdout and stderr go to
+        files, so a collector that outlives the program cannot hold a pipe open."""
+        argv = [str(a) for a in argv]
+        p, out, err, t0 = self.start(argv, env, preload, autostart, cwd)
+        return self.finish(argv, p, out, err, t0, timeout)
+
+    def prof(self, *args, timeout=120, env=None, cwd=None):
+        e = Setup.prof_env()
+        e.update(env or {})
+        return self.run([Setup.prof] + [str(a) for a in args], env=e, preload=False,
+                        autostart=False, timeout=timeout, cwd=cwd)
+
+    def report_json(self, capture, *args):
+        r = self.prof("report", capture, "--format", "json", *args)
+        check(r.rc == 0, "prof report failed: %r" % r)
+        try:
+            return json.loads(r.out)
+        except ValueError as e:
+            raise Fail("prof report --format json: not JSON (%s): %r" % (e, r))
+
+    def outputs(self, prefix="profile", wait=0.0):
+        """The parsed trace of prefix.json after checking the three outputs exist. With
+        wait, polls for up to that many seconds (the program died: the collector writes
+        them after noticing). Returns (trace, seconds waited)."""
+        t0 = time.monotonic()
+        last = None
+        while True:
+            names = [self.path(prefix + ext) for ext in (".json", ".txt", ".prof")]
+            if all(os.path.exists(n) for n in names):
+                try:
+                    doc = load_json(names[0])
+                    if isinstance(doc, dict) and "otherData" in doc:
+                        return Trace(doc, names[0]), time.monotonic() - t0
+                except ValueError as e:
+                    last = e
+            if time.monotonic() - t0 >= wait:
+                missing = [os.path.basename(n) for n in names if not os.path.exists(n)]
+                raise Fail("outputs %s not complete after %.1fs: missing %s%s; directory: %s"
+                           % (prefix, wait, missing, " (json: %s)" % last if last else "",
+                              sorted(os.listdir(self.dir))))
+            time.sleep(0.02)
+
+    def text(self, prefix="profile"):
+        with open(self.path(prefix + ".txt"), encoding="utf-8", errors="replace") as f:
+            return f.read()
+
+    # -- after the case
+
+    def leftover_processes(self):
+        mine = []
+        needle = ("LIBPROF_E2E_TOKEN=" + self.token).encode()
+        for d in os.listdir("/proc"):
+            if not d.isdigit():
+                continue
+            try:
+                with open("/proc/%s/environ" % d, "rb") as f:
+                    if needle in f.read().split(b"\0"):
+                        mine.append(int(d))
+            except OSError:
+                pass
+        return mine
+
+    def cleanup_check(self):
+        """Every process this case started has ended (collectors included) within a few
+        seconds, and no stderr of the case holds a sanitizer report."""
+        deadline = time.monotonic() + 8
+        left = self.leftover_processes()
+        while left and time.monotonic() < deadline:
+            time.sleep(0.05)
+            left = self.leftover_processes()
+        problems = []
+        if left:
+            desc = []
+            for pid in left:
+                try:
+                    with open("/proc/%d/cmdline" % pid, "rb") as f:
+                        desc.append("%d: %s" % (pid, f.read().replace(b"\0", b" ").decode()))
+                except OSError:
+                    desc.append(str(pid))
+                try:
+                    os.kill(pid, signal.SIGKILL)  # started by this case (token in its env)
+                except OSError:
+                    pass
+            problems.append("processes of this case still running 8 s after it ended: "
+                            + "; ".join(desc))
+        for n in sorted(os.listdir(self.io)):
+            with open(os.path.join(self.io, n), errors="replace") as f:
+                text = f.read()
+            if SANITIZER_RE.search(text):
+                problems.append("sanitizer report in %s:\n%s" % (n, text[-4000:]))
+        if problems:
+            raise Fail("\n".join(problems))
+
+    def remove(self):
+        shutil.rmtree(self.root, ignore_errors=True)
+
+
+CASES = []
+
+
+def case(fn):
+    CASES.append(fn)
+    return fn
+
+
+# ---------------------------------------------------------------------------------------
+# helpers shared by cases
+
+
+def profile(c, argv, env=None, want_rc=0, **kw):
+    """Runs argv with autostart and returns (result, trace)."""
+    r = c.run(argv, env=env, **kw)
+    check(r.rc == want_rc, "exit status %s, want %s: %r" % (r.rc, want_rc, r))
+    trace, _ = c.outputs()
+    s = parse_summary(r.err)
+    if s and "PROFILER_QUIET" not in (env or {}):
+        # the summary line, the trace's metadata and the raw capture tell the same story
+        eq((s[0], s[1]), (trace.other.get("events"), trace.other.get("lost_events")),
+           "summary (events, lost) vs otherData")
+        eq(s[2], trace.other.get("processes"), "summary processes vs otherData")
+    return r, trace
+
+
+def pid_of(r, key="pid"):
+    v = r.kv(key)
+    check(v, "the program did not print %s=: %r" % (key, r))
+    return int(v[0])
+
+
+def report_row(rep, category, name):
+    rows = [x for x in rep["rows"] if x.get("category") == category and x.get("name") == name]
+    check(len(rows) <= 1, "more than one %s/%s row" % (category, name))
+    return rows[0] if rows else None
+
+
+def report_process(rep, pid):
+    ps = [p for p in rep.get("processes") or [] if p.get("pid") == pid]
+    check(ps, "no process %d in the report's processes: %r" % (pid, rep.get("processes")))
+    return ps
+
+
+def matched_frees(trace, pid, marked):
+    """Free events of blocks from marked allocations, matched per thread in time order
+    (a block is counted from its allocation to its first free)."""
+    by_tid = {}
+    for e in trace.select("X", cat="memory", pid=pid):
+        by_tid.setdefault(e["tid"], []).append(e)
+    freed = 0
+    for evs in by_tid.values():
+        evs.sort(key=lambda e: (e["ts"], e["ts"] + e["dur"]))
+        live = set()
+        for e in evs:
+            a = e.get("args") or {}
+            if e["name"] == "free":
+                p = ptr(a.get("ptr", 0))
+                if p in live:
+                    live.discard(p)
+                    freed += 1
+            else:
+                if "old_ptr" in a:
+                    live.discard(ptr(a["old_ptr"]))
+                if e["name"] in marked and a.get("bytes") == marked[e["name"]]:
+                    live.add(ptr(a["ptr"]))
+    return freed
+
+
+# ---------------------------------------------------------------------------------------
+# 1. the allocator family, exact counts
+
+
+@case
+def alloc_family_exact_counts(c):
+    T, K = 4, 10
+    r, t = profile(c, [c.prog("alloc_family"), T, K])
+    t.wellformed()
+    pid = pid_of(r)
+    check(t.other.get("lost_events") == 0, "events lost: %r" % t.other.get("lost_events"))
+    for fn, size in FAMILY_SIZES.items():
+        evs = t.allocs(fn, size, pid)
+        eq(len(evs), T * K, "trace: %s(%d bytes) events" % (fn, size))
+        eq(len({e["tid"] for e in evs}), T, "trace: threads doing %s(%d)" % (fn, size))
+        for e in evs:
+            check(ptr(e["args"]["ptr"]) != 0, "%s returned NULL in the trace: %r" % (fn, e))
+    aligns = {"posix_memalign": 64, "aligned_alloc": 256, "memalign": 128, "valloc": 4096,
+              "pvalloc": 4096}
+    for fn, al in aligns.items():
+        for e in t.allocs(fn, FAMILY_SIZES[fn], pid):
+            eq(ptr(e["args"]["ptr"]) % al, 0, "%s block alignment" % fn)
+    # realloc's old block (from malloc(100)) is recorded as released
+    for e in t.allocs("realloc", FAMILY_SIZES["realloc"], pid):
+        check("old_ptr" in e["args"], "realloc without old_ptr: %r" % e)
+    eq(matched_frees(t, pid, FAMILY_SIZES), 9 * T * K, "trace: frees of the marked blocks")
+
+    rep = c.report_json(c.path("profile.prof"))
+    for k in ("events", "lost_events", "processes", "rows"):
+        check(k in rep, "report JSON has no %s" % k)
+    eq(rep["lost_events"], 0, "report lost_events")
+    text = text_rows(c.text())
+    for fn in RARE:
+        row = report_row(rep, "memory", fn)
+        check(row is not None, "no memory/%s row in the report" % fn)
+        eq(row["count"], T * K, "report JSON %s count" % fn)
+        eq(text.get(("memory", fn)), T * K, "profile.txt %s count" % fn)
+    # the common functions are also called by libc and the loader: the report must agree
+    # with the trace exactly
+    for fn in ("malloc", "calloc", "realloc", "free"):
+        n = len(t.select("X", fn, "memory"))
+        row = report_row(rep, "memory", fn)
+        check(row is not None, "no memory/%s row in the report" % fn)
+        eq(row["count"], n, "report JSON %s count vs the trace's %s events" % (fn, fn))
+        check(row["count"] >= T * K, "report %s count below the marked calls" % fn)
+        eq(text.get(("memory", fn)), n, "profile.txt %s count" % fn)
+    proc = report_process(rep, pid)[0]
+    marked_bytes = T * K * sum(FAMILY_SIZES.values())
+    check(proc["allocations"] >= 9 * T * K, "process allocations %r < %d"
+          % (proc["allocations"], 9 * T * K))
+    check(proc["frees"] >= 8 * T * K, "process frees %r" % proc["frees"])
+    check(proc["bytes_allocated"] >= marked_bytes, "bytes_allocated %r < %d marked"
+          % (proc["bytes_allocated"], marked_bytes))
+
+
+@case
+def peak_live_bytes(c):
+    K, S = 40, 100003
+    r, t = profile(c, [c.prog("peak"), K, S])
+    t.wellformed()
+    pid = pid_of(r)
+    eq(t.count("malloc", S, pid), K + K // 2, "marked mallocs")
+    eq(matched_frees(t, pid, {"malloc": S}), K + K // 2, "marked frees")
+    slack = 256 << 10  # whatever else the process holds at its peak (stdio, loader)
+    rep = c.report_json(c.path("profile.prof"))
+    proc = report_process(rep, pid)[0]
+    peak = proc["peak_live_bytes"]
+    check(K * S <= peak <= K * S + slack,
+          "peak_live_bytes %d not in [%d, %d]" % (peak, K * S, K * S + slack))
+    check(proc["allocations"] >= K + K // 2 and proc["frees"] >= K + K // 2,
+          "allocations/frees %r" % proc)
+    heap = sorted(t.select("C", "live heap bytes", pid=pid), key=lambda e: e["ts"])
+    check(heap, "no 'live heap bytes' counter for pid %d" % pid)
+    vals = [int(e["args"]["bytes"]) for e in heap]
+    check(K * S <= max(vals) <= K * S + slack,
+          "live heap counter max %d not in [%d, %d]" % (max(vals), K * S, K * S + slack))
+    eq(max(vals), peak, "counter max vs report peak_live_bytes")
+    check(vals[-1] < S, "live heap at the end %d: the blocks were all freed" % vals[-1])
+    tr = text_rows(c.text())
+    check(("memory", "malloc") in tr, "profile.txt has no memory/malloc row")
+
+
+# ---------------------------------------------------------------------------------------
+# 2. many short-lived threads
+
+
+@case
+def many_short_threads(c):
+    total, wave, per, size = 300, 30, 10, 23457
+    r, t = profile(c, [c.prog("threads_many"), total, wave, per, size])
+    pid = pid_of(r)
+    evs = t.allocs("malloc", size, pid)
+    eq(t.other.get("lost_events"), 0, "lost events")
+    eq(len(evs), total * per, "marked mallocs from %d threads" % total)
+    tids = {}
+    for e in evs:
+        tids[e["tid"]] = tids.get(e["tid"], 0) + 1
+    eq(len(tids), total, "threads with marked mallocs")
+    check(all(n == per for n in tids.values()), "a thread without exactly %d: %r"
+          % (per, sorted(set(tids.values()))))
+    eq(matched_frees(t, pid, {"malloc": size}), total * per, "marked frees")
+    t.wellformed()
+
+
+@case
+def fresh_names(c):
+    # every event names a string interned just before it, on two threads at once: the
+    # string must reach the capture before (or with) the first event that uses it
+    # 48000 distinct names: well inside what a process may intern
+    T, N = 2, 12000
+    r, t = profile(c, [c.prog("names"), T, N])
+    want_ranges = {"t%d-%d" % (i, n) for i in range(T) for n in range(N)}
+    want_marks = {"m%d-%d" % (i, n) for i in range(T) for n in range(N)}
+    got = [e["name"] for e in t.select("X", cat="user")]
+    bad = sorted({x for x in got if x not in want_ranges})
+    check(not bad, "%d range names in the trace are not the program's: %s"
+          % (len(bad), bad[:5]))
+    eq(len(got), T * N, "ranges in the trace")
+    eq(set(got), want_ranges, "range names in the trace")
+    marks = {e["name"] for e in t.select("i", cat="mark")}
+    bad = sorted(marks - want_marks)
+    check(not bad, "%d mark names are not the program's: %s" % (len(bad), bad[:5]))
+    eq(marks, want_marks, "mark names in the trace")
+    rep = c.report_json(c.path("profile.prof"))
+    rows = {x["name"]: x["count"] for x in rep["rows"] if x["category"] == "user"}
+    bad = sorted(n for n in rows if n not in want_ranges)
+    check(not bad, "%d user rows of the report are not the program's names: %s"
+          % (len(bad), bad[:5]))
+    eq(rows, {n: 1 for n in want_ranges}, "user rows of the report")
+
+
+# ---------------------------------------------------------------------------------------
+# 3. fork
+
+
+@case
+def fork_workers(c):
+    W, N, PRE, TH, POST = 3, 50, 7, 200, 9
+    r, t = profile(c, [c.prog("fork_workers"), W, N, PRE, TH, POST])
+    t.wellformed()
+    parent = pid_of(r, "parent")
+    workers = [int(x) for x in r.kv("worker")]
+    eq(len(workers), W, "workers printed")
+    eq(t.other.get("lost_events"), 0, "lost events")
+    eq(t.count("malloc", 31001, parent), PRE, "parent's mallocs before the fork")
+    eq(t.count("malloc", 31002, parent), TH, "parent thread's mallocs")
+    eq(t.count("malloc", 31004, parent), POST, "parent's mallocs after the workers")
+    eq(t.count("malloc", 31003, parent), 0, "worker mallocs under the parent's pid")
+    names = t.process_names()
+    for w in workers:
+        eq(t.count("malloc", 31003, w), N, "worker %d's mallocs" % w)
+        for size in (31001, 31002, 31004):
+            eq(t.count("malloc", size, w), 0, "parent's %d-byte mallocs in worker %d" % (size, w))
+        check(w in names, "no process_name metadata for worker %d" % w)
+        eq(matched_frees(t, w, {"malloc": 31003}), N, "worker %d's frees" % w)
+    check(parent in names, "no process_name metadata for the parent")
+    eq(t.count("malloc", 31003), W * N, "worker mallocs in all")
+    rep = c.report_json(c.path("profile.prof"))
+    for w in workers:
+        eq(report_process(rep, w)[0].get("ppid"), parent, "worker %d's ppid" % w)
+    eq(len(set(workers) | {parent}), W + 1, "distinct pids")
+    s = parse_summary(r.err)
+    check(s and s[2] == W + 1, "summary processes %r, want %d" % (s, W + 1))
+
+
+# ---------------------------------------------------------------------------------------
+# 4. exec chain
+
+
+@case
+def exec_chain(c):
+    r = c.run([c.prog("exec_chain")])
+    eq(r.rc, 0, "exit status: %r" % r)
+    try:
+        t, _ = c.outputs()
+    except Fail as e:
+        c.defer("outputs not complete when the exec'd program's exit returned: %s\n%r"
+                % (e, r))
+        t, waited = c.outputs(wait=10)
+        c.note("outputs %.2fs after the exit" % waited)
+    stages = re.findall(r"stage=(\d) pid=(\d+) preload=(\w+)", r.out)
+    eq([s[0] for s in stages], ["0", "1", "2"], "stages that ran")
+    pids = {int(s[1]) for s in stages}
+    eq(len(pids), 1, "one pid for the three images")
+    pid = pids.pop()
+    for stage in range(3):
+        eq(t.count("malloc", 41000 + stage, pid), 5 + stage, "image %d's marked mallocs" % stage)
+    # every image is in the one output, and no second session was made
+    eq(sorted(f for f in os.listdir(c.dir) if f.startswith("profile")),
+       ["profile.json", "profile.prof", "profile.txt"], "outputs")
+    check(pid in t.process_names(), "no process_name for pid %d" % pid)
+    t.wellformed()
+    eq(t.other.get("lost_events"), 0, "lost events")
+
+
+# ---------------------------------------------------------------------------------------
+# 5. deaths
+
+
+def death(c, mode, sig):
+    N, TH, size = 100, 30, 52001
+    r = c.run([c.prog("basic"), N, size, mode, TH])
+    eq(r.rc, -sig, "exit status (killed by signal %d)" % sig)
+    t, waited = c.outputs(wait=10)
+    c.note("outputs %.2fs after the %s, program ran %.2fs" % (waited, mode, r.elapsed))
+    check(waited <= 3.0, "outputs appeared %.2fs after the death (want ~2s)" % waited)
+    pid = pid_of(r)
+    eq(t.count("malloc", size, pid), N, "main thread's mallocs before the death")
+    eq(t.count("malloc", size + 1, pid), TH, "live thread's mallocs before the death")
+    t.wellformed()
+    rep = c.report_json(c.path("profile.prof"))
+    eq(report_row(rep, "memory", "malloc")["count"], len(t.select("X", "malloc", "memory")),
+       "report malloc count vs trace")
+
+
+@case
+def sigkill(c):
+    death(c, "kill", signal.SIGKILL)
+
+
+@case
+def abort_(c):
+    death(c, "abort", signal.SIGABRT)
+
+
+@case
+def sigsegv(c):
+    death(c, "segv", signal.SIGSEGV)
+
+
+# ---------------------------------------------------------------------------------------
+# 6. a program that closes every descriptor
+
+
+@case
+def closes_all_fds(c):
+    N = 200
+    r = c.run([c.prog("close_fds"), N])
+    eq(r.rc, 0, "exit status")
+    t, _ = c.outputs(wait=10)
+    eq(len(t.select("X", "malloc", "memory")) > 0, True, "malloc events")
+    eq(t.count("malloc", 61001), N, "main thread's mallocs after closing every fd")
+    eq(t.count("malloc", 61002), N, "new thread's mallocs after closing every fd")
+    eq(len({e["pid"] for e in t.allocs("malloc", 61001)}), 1, "pids")
+    t.wellformed()
+
+
+# ---------------------------------------------------------------------------------------
+# 7. Python
+
+
+@case
+def python_module(c):
+    N = 25
+    script = os.path.join(PROGS, "annotate.py")
+    r, t = profile(c, [sys.executable, script, N], env={"PYTHONPATH": SCRIPTS})
+    info = json.loads(r.out.strip().splitlines()[-1])
+    eq(info["available"], True, "libprof.available()")
+    eq(info["steps"], [1, 2, 3], "libprof.step() numbers")
+    eq(info["dumps_has_label"], True, "libprof.dumps() has the range label")
+    ranges = t.select("X", "LABEL1: linear pass", "user")
+    eq(len(ranges), 1, "LABEL1 ranges")
+    rg = ranges[0]
+    inside = t.allocs("malloc", 51001)
+    eq(len(inside), N, "mallocs in the range")
+    for e in inside:
+        check(rg["ts"] - 0.001 <= e["ts"] and e["ts"] + e["dur"] <= rg["ts"] + rg["dur"] + 0.001,
+              "a malloc of the range lies outside it: %r vs %r" % (e, rg))
+        eq((e["pid"], e["tid"]), (rg["pid"], rg["tid"]), "range and malloc thread")
+    eq(t.count("malloc", 51002), 0, "mallocs while paused")
+    eq(t.count("malloc", 51003), N, "mallocs after resume")
+    eq(len(t.select("i", "checkpoint saved", "mark")), 1, "marks")
+    steps = t.select("i", cat="step")
+    eq(sorted((e.get("args") or {}).get("step") for e in steps), [1, 2, 3], "step instants")
+    loss = sorted(t.select("C", "loss"), key=lambda e: e["ts"])
+    eq([list((e.get("args") or {}).values()) for e in loss], [[0.5], [0.25]], "loss counter")
+    outer = t.select("X", "LABEL2: outer", "user")
+    inner = t.select("X", "LABEL3: inner", "user")
+    eq((len(outer), len(inner)), (1, 1), "nested ranges")
+    check(outer[0]["ts"] <= inner[0]["ts"] and
+          inner[0]["ts"] + inner[0]["dur"] <= outer[0]["ts"] + outer[0]["dur"] + 0.001,
+          "inner range not inside the outer one")
+    rep = c.report_json(c.path("profile.prof"))
+    for name in ("LABEL1: linear pass", "LABEL2: outer", "LABEL3: inner"):
+        row = report_row(rep, "user", name)
+        check(row and row["count"] == 1, "report user row %r: %r" % (name, row))
+    check("LABEL1: linear pass" in c.text(), "profile.txt lacks the range label")
+    t.wellformed()
+
+
+@case
+def python_without_libprof(c):
+    script = os.path.join(PROGS, "annotate.py")
+    r = c.run([sys.executable, script, 5], env={"PYTHONPATH": SCRIPTS}, preload=False)
+    eq(r.rc, 0, "exit status: %r" % r)
+    info = json.loads(r.out.strip().splitlines()[-1])
+    eq(info, {"available": False, "steps": [0, 0, 0], "dumps_has_label": False,
+              "dumps_len": 0}, "the module without libprof")
+    eq(r.err, "", "stderr")
+    eq(os.listdir(c.dir), [], "files made")
+
+
+# ---------------------------------------------------------------------------------------
+# 8. overload
+
+
+def overload(c, block):
+    pairs, size = 200000, 71001
+    env = {"PROFILER_RING_SIZE": "4K"}
+    if block:
+        env["PROFILER_BLOCK"] = "1"
+    r, t = profile(c, [c.prog("overload"), pairs, size], env=env, timeout=180)
+    pid, tid = pid_of(r), int(r.kv("tid")[0])
+    s = parse_summary(r.err)
+    check(s is not None, "no summary line: %r" % r)
+    rep = c.report_json(c.path("profile.prof"))
+    mine = [e for e in t.select(pid=pid, tid=tid) if e.get("ph") in ("X", "i", "C")
+            and e.get("cat") != "lost"]
+    others = [e for e in mine if not (e.get("cat") == "memory" and (
+        (e["name"] == "malloc" and e["args"].get("bytes") == size) or e["name"] == "free"))]
+    check(not others, "the worker thread has events other than its pairs: %r" % others[:5])
+    kept = len(mine)
+    lost_here = t.lost_by_thread().get((pid, tid), 0)
+    c.note("ring 4K%s: kept %d, lost %d of %d (summary: %d lost of %d)"
+           % (" block" if block else "", kept, lost_here, 2 * pairs, s[1], s[0] + s[1]))
+    eq(t.other.get("json_dropped", 0), 0, "events left out of the JSON")
+    if block:
+        eq(s[1], 0, "summary lost")
+        eq(rep["lost_events"], 0, "report lost_events")
+        eq(t.other["lost_events"], 0, "otherData lost_events")
+        eq(t.count("malloc", size, pid), pairs, "mallocs kept")
+        eq(kept, 2 * pairs, "events of the worker")
+        eq(lost_here, 0, "lost instants")
+    else:
+        check(s[1] > 0, "summary says nothing lost with a 4K ring: %r" % r.err)
+        eq(rep["lost_events"], s[1], "report lost_events vs summary")
+        eq(t.other["lost_events"], s[1], "otherData lost_events vs summary")
+        check(t.other.get("lost_gaps"), "otherData lost_gaps empty")
+        eq(sum(t.lost_by_thread().values()), s[1], "lost instants in all vs summary")
+        if not t.other.get("lost_gaps_not_listed"):
+            eq(t.gaps_by_thread(), t.lost_by_thread(), "otherData lost_gaps vs lost instants")
+        check(lost_here > 0, "no loss recorded for the worker thread")
+        eq(kept + lost_here, 2 * pairs, "kept + lost for the worker thread")
+        eq(s[0] + s[1] >= 2 * pairs, True, "summary events + lost")
+    t.wellformed()
+
+
+@case
+def overload_tiny_ring(c):
+    overload(c, block=False)
+
+
+@case
+def overload_tiny_ring_block(c):
+    overload(c, block=True)
+
+
+# ---------------------------------------------------------------------------------------
+# 9. prof record
+
+
+@case
+def record_outputs(c):
+    r = c.prof("record", "--", c.prog("basic"), 10, 52101, "exit:0")
+    eq(r.rc, 0, "exit status: %r" % r)
+    t, _ = c.outputs()
+    eq(t.count("malloc", 52101, pid_of(r)), 10, "marked mallocs")
+    check(parse_summary(r.err), "no summary line on stderr: %r" % r)
+    check("basic" in str(t.other.get("command")), "otherData command %r" % t.other.get("command"))
+    t.wellformed()
+    # the python module path is set for the command
+    r = c.prof("record", "-o", "py", "--", sys.executable, "-c",
+               "import libprof; print('avail', libprof.available())")
+    eq((r.rc, r.out.strip()), (0, "avail True"), "python under prof record: %r" % r)
+    c.outputs("py")
+
+
+@case
+def record_prefix_and_quiet(c):
+    r = c.prof("record", "-q", "-o", "run_%p", c.prog("basic"), 4, 52102, "exit:0")
+    eq(r.rc, 0, "exit status: %r" % r)
+    pid = pid_of(r)
+    t, _ = c.outputs("run_%d" % pid)
+    eq(t.count("malloc", 52102, pid), 4, "marked mallocs")
+    eq(r.err, "", "stderr with -q")
+    # the variable prof record documents for finding the library is no unknown setting
+    r = c.prof("record", "-q", "-o", "lib", c.prog("basic"), 2, 52105, "exit:0",
+               env={"PROFILER_LIBRARY": Setup.lib})
+    eq(r.rc, 0, "prof record with PROFILER_LIBRARY: exit status")
+    if r.err:
+        c.defer("prof record -q with PROFILER_LIBRARY set: stderr %r, want nothing" % r.err)
+    eq(c.outputs("lib")[0].count("malloc", 52105), 2, "marked mallocs with PROFILER_LIBRARY")
+    r = c.prof("record", "--ring-size", "4K", "--block", "-o", "blk", "--",
+               c.prog("overload"), 20000, 71002)
+    eq(r.rc, 0, "exit status: %r" % r)
+    t, _ = c.outputs("blk")
+    s = parse_summary(r.err)
+    check(s and s[1] == 0, "lost with --block: %r" % r.err)
+    eq(t.count("malloc", 71002), 20000, "mallocs with --ring-size 4K --block")
+
+
+@case
+def record_exit_status(c):
+    r = c.prof("record", "-q", "--", c.prog("basic"), 3, 52103, "exit:3")
+    eq(r.rc, 3, "exit 3 propagated: %r" % r)
+    t, _ = c.outputs()
+    eq(t.count("malloc", 52103), 3, "marked mallocs")
+    for mode, sig in (("kill", 9), ("abort", 6)):
+        os.makedirs(c.path(mode))
+        r = c.prof("record", "-q", "--", c.prog("basic"), 5, 52104, mode, cwd=c.path(mode))
+        eq(r.rc, 128 + sig, "prof record status for a command killed by %d: %r" % (sig, r))
+        t = Trace(load_json(c.path(mode, "profile.json")))
+        eq(t.count("malloc", 52104), 5, "marked mallocs before the %s" % mode)
+    r = c.prof("record", "-q", "--", "/nonexistent/program")
+    check(r.rc != 0, "running a missing program succeeded: %r" % r)
+
+
+@case
+def record_usage_errors(c):
+    for args in (["record"], ["record", "-o", "x"], ["record", "--"],
+                 ["record", "--bogus", "true"], ["record", "--ring-size", "abc", "true"]):
+        r = c.prof(*args)
+        eq(r.rc, 2, "prof %s exit status: %r" % (" ".join(args), r))
+        eq(len(r.err.splitlines()), 1, "prof %s: stderr lines: %r" % (" ".join(args), r.err))
+        eq(r.out, "", "prof %s stdout" % " ".join(args))
+    eq(sorted(os.listdir(c.dir)), [], "files made by bad invocations")
+
+
+# ---------------------------------------------------------------------------------------
+# 10. prof report / export
+
+
+def ranges_capture(c, threads=2, reps=20, shorts=50):
+    r, t = profile(c, [c.prog("ranges"), threads, reps, shorts])
+    return r, t, c.path("profile.prof")
+
+
+ROW_KEYS = ("category", "name", "count", "total_ns", "self_ns", "min_ns", "max_ns", "avg_ns",
+            "median_ns", "percent")
+SORT_KEY = {"total": "total_ns", "self": "self_ns", "count": "count", "avg": "avg_ns",
+            "max": "max_ns"}
+
+
+def by_category(rows):
+    out = {}
+    for row in rows:
+        out.setdefault(row["category"], []).append(row)
+    return out
+
+
+@case
+def report_rows_and_sorts(c):
+    T, R, M = 2, 20, 50
+    r, t, cap = ranges_capture(c, T, R, M)
+    rep = c.report_json(cap)
+    for k in ("events", "lost_events", "lost_gaps", "processes", "rows"):
+        check(k in rep, "report JSON has no %r" % k)
+    check(isinstance(rep["rows"], list) and rep["rows"], "no rows")
+    for row in rep["rows"]:
+        for k in ROW_KEYS:
+            check(k in row, "row without %s: %r" % (k, row))
+        check(row["min_ns"] <= row["median_ns"] <= row["max_ns"], "median outside: %r" % row)
+        check(row["min_ns"] <= row["avg_ns"] <= row["max_ns"], "avg outside: %r" % row)
+        check(abs(row["avg_ns"] * row["count"] - row["total_ns"]) <= row["count"],
+              "avg*count != total: %r" % row)
+        check(0 <= row["self_ns"] <= row["total_ns"], "self outside [0, total]: %r" % row)
+        check(0 <= row["percent"] <= 100.0001, "percent: %r" % row)
+    want = {"outer": T * R, "inner": T * R, "sibling": T * R, "short": T * M}
+    eq({x["name"]: x["count"] for x in rep["rows"] if x["category"] == "user"}, want,
+       "user rows")
+    eq(report_row(rep, "memory", "malloc")["count"], len(t.select("X", "malloc", "memory")),
+       "report malloc count vs trace")
+    eq(rep["events"], t.other["events"], "report events vs otherData.events")
+    p = report_process(rep, pid_of(r))[0]
+    check("ranges" in str(p.get("command")), "process command %r" % p.get("command"))
+    eq(len(t.select("i", cat="step")), 1, "steps")
+    # sorts: rows of each category ordered by the key
+    for how, key in SORT_KEY.items():
+        rs = c.report_json(cap, "--sort", how)
+        eq(sorted((x["category"], x["name"]) for x in rs["rows"]),
+           sorted((x["category"], x["name"]) for x in rep["rows"]), "rows with --sort %s" % how)
+        for cat, rows in by_category(rs["rows"]).items():
+            vals = [x[key] for x in rows]
+            eq(vals, sorted(vals, reverse=True), "--sort %s order in %s" % (how, cat))
+    # --top and --category
+    top = c.report_json(cap, "--sort", "count", "--top", "1")
+    for cat, rows in by_category(top["rows"]).items():
+        eq(len(rows), 1, "--top 1 rows in %s" % cat)
+    eq(report_row(top, "user", "short")["count"], T * M, "--top 1 --sort count user row")
+    only = c.report_json(cap, "--category", "user")
+    eq({x["category"] for x in only["rows"]}, {"user"}, "--category user")
+    eq(len(only["rows"]), 4, "--category user rows")
+    # text
+    rt = c.prof("report", cap)
+    eq(rt.rc, 0, "prof report (text): %r" % rt)
+    tr = text_rows(rt.out)
+    for name, n in want.items():
+        eq(tr.get(("user", name)), n, "text row user/%s" % name)
+    eq(tr, text_rows(c.text()), "prof report text rows vs profile.txt")
+    rt = c.prof("report", cap, "--top", "2", "--sort", "count")
+    eq(rt.rc, 0, "prof report --top 2: %r" % rt)
+    user = [n for (cat, n) in text_rows(rt.out) if cat == "user"]
+    eq(len(user), 2, "text --top 2 user rows: %r" % user)
+    check("short" in user, "text --top 2 --sort count lacks the most frequent row: %r" % user)
+    # csv
+    rc_ = c.prof("report", cap, "--format", "csv")
+    eq(rc_.rc, 0, "prof report --format csv: %r" % rc_)
+    rows = list(csv.reader(io.StringIO(rc_.out)))
+    header = [h.strip().lower() for h in rows[0]]
+    for k in ("category", "name", "count"):
+        check(k in header, "csv header %r lacks %s" % (rows[0], k))
+    data = [dict(zip(header, x)) for x in rows[1:] if x]
+    eq(len(data), len(rep["rows"]), "csv rows")
+    jc = {(x["category"], x["name"]): x["count"] for x in rep["rows"]}
+    eq({(d["category"], d["name"]): int(d["count"]) for d in data}, jc, "csv counts vs json")
+    quoted = c.report_json(cap, "--category", "user", "--format", "json")
+    eq(len(quoted["rows"]), 4, "--format given twice")
+
+
+@case
+def report_nested_self_total(c):
+    # twenty rounds of two fresh threads: ring slots are reused, each exiting thread's
+    # last calls (libc's free(NULL)s after the thread-exit hooks) may land in another
+    # slot, and the collector drains each thread's ring between the last inner range and
+    # its outer range (TAIL): the table must still pair every range with its own children
+    T, R, ITER, TAIL = 2, 20, 20, 2000000
+    r, t = profile(c, [c.prog("ranges"), T, R, 0, ITER, TAIL])
+    cap = c.path("profile.prof")
+    rep = c.report_json(cap)
+    outer, inner = report_row(rep, "user", "outer"), report_row(rep, "user", "inner")
+    sib = report_row(rep, "user", "sibling")
+    check(outer and inner and sib, "rows: %r" % rep["rows"])
+    check(outer["total_ns"] >= inner["total_ns"], "outer total < inner total")
+    # nothing but inner runs inside outer (no allocation, no call): exact up to rounding
+    eq(outer["count"], T * R * ITER, "outer ranges")
+    tol = 2 * outer["count"]
+    check(abs(outer["self_ns"] - (outer["total_ns"] - inner["total_ns"])) <= tol,
+          "outer self %d != outer total %d - inner total %d (off by %d ns)"
+          % (outer["self_ns"], outer["total_ns"], inner["total_ns"],
+             outer["self_ns"] - (outer["total_ns"] - inner["total_ns"])))
+    check(abs(inner["self_ns"] - inner["total_ns"]) <= tol, "inner self != total: %r" % inner)
+    check(abs(sib["self_ns"] - sib["total_ns"]) <= tol, "sibling self != total: %r" % sib)
+    # and the trace agrees with the table: totals are the sums of the slices
+    for row in (outer, inner, sib):
+        evs = t.select("X", row["name"], "user")
+        eq(len(evs), row["count"], "%s slices" % row["name"])
+        us = sum(e["dur"] for e in evs)
+        check(abs(us * 1000 - row["total_ns"]) <= max(2 * len(evs), 1),
+              "%s: trace sum %.3f us vs total %d ns" % (row["name"], us, row["total_ns"]))
+        for e in evs:
+            check(e["tid"] != e["pid"], "ranges ran on the worker threads: %r" % e)
+    # every inner slice lies inside an outer slice of its thread
+    outs = t.select("X", "outer", "user")
+    for e in t.select("X", "inner", "user"):
+        check(any(o["tid"] == e["tid"] and o["ts"] <= e["ts"] and
+                  e["ts"] + e["dur"] <= o["ts"] + o["dur"] + 0.001 for o in outs),
+              "inner slice not inside an outer one: %r" % e)
+
+
+@case
+def export_again(c):
+    r, t, cap = ranges_capture(c)
+    x = c.prof("export", cap, "-o", c.path("again.json"))
+    eq(x.rc, 0, "prof export: %r" % x)
+    a = Trace(load_json(c.path("again.json")))
+    a.wellformed()
+
+    def key(tr):
+        out = {}
+        for e in tr.events:
+            if e.get("ph") in ("X", "i", "C"):
+                k = (e["ph"], e.get("cat"), e.get("name"), e.get("pid"), e.get("tid"))
+                out[k] = out.get(k, 0) + 1
+        return out
+    eq(key(a), key(t), "events of the export vs profile.json")
+    eq(a.other.get("events"), t.other.get("events"), "otherData events")
+    full_mem = t.select("X", cat="memory")
+    full_user = t.select("X", cat="user")
+
+    def written(tr):
+        return len([e for e in tr.events if e.get("ph") != "M"])
+    eq(t.other.get("json_events"), written(t), "otherData json_events vs events written")
+    eq(t.other.get("json_dropped"), 0, "json_dropped without a cap")
+    check(len(full_user) > 50 and len(full_mem) > 150, "the capture is too small for the caps")
+    # a cap below the number of user ranges: every allocator event is left out, the ranges
+    # (always kept by the documented rule) stay
+    x = c.prof("export", cap, "-o", c.path("small.json"), "--max-events", 50)
+    eq(x.rc, 0, "prof export --max-events 50: %r" % x)
+    s = Trace(load_json(c.path("small.json")))
+    s.wellformed()
+    eq(len(s.select("X", cat="memory")), 0, "allocator events kept under a cap of 50")
+    eq(len(s.select("X", cat="user")), len(full_user), "user ranges kept under a cap of 50")
+    eq(s.other.get("json_dropped"), len(full_mem), "json_dropped under a cap of 50")
+    eq(s.other.get("json_events"), written(s), "json_events vs events written (cap 50)")
+    eq(s.other.get("json_max_events"), 50, "json_max_events")
+    eq(s.other.get("events"), t.other.get("events"), "otherData events with a cap")
+    check(s.other.get("json_rule"), "otherData json_rule")
+    # a cap between: some allocator events stay, the rest are counted as dropped
+    cap_n = len(full_user) + 2 + len(full_mem) // 2
+    x = c.prof("export", cap, "-o", c.path("mid.json"), "--max-events", cap_n)
+    eq(x.rc, 0, "prof export --max-events %d: %r" % (cap_n, x))
+    m = Trace(load_json(c.path("mid.json")))
+    kept_mem = len(m.select("X", cat="memory"))
+    check(0 < kept_mem < len(full_mem), "allocator events kept under a cap of %d: %d of %d"
+          % (cap_n, kept_mem, len(full_mem)))
+    eq(m.other.get("json_dropped"), len(full_mem) - kept_mem, "json_dropped (cap %d)" % cap_n)
+    n = len([e for e in m.events if e.get("ph") in ("X", "i")])
+    check(n <= cap_n, "%d complete and instant events under a cap of %d" % (n, cap_n))
+    eq(len(m.select("X", cat="user")), len(full_user), "user ranges kept (cap %d)" % cap_n)
+    # what is kept is an unchanged subset of the full trace
+    full_keys = {(e["tid"], e["ts"], e["dur"], e["name"]) for e in full_mem}
+    check(all((e["tid"], e["ts"], e["dur"], e["name"]) in full_keys
+              for e in m.select("X", cat="memory")), "kept allocator events differ from the full trace")
+
+
+@case
+def report_bad_files(c):
+    with open(c.path("text.prof"), "w") as f:
+        f.write("hello, not a capture\n" * 10)
+    open(c.path("empty.prof"), "w").close()
+    os.makedirs(c.path("adir"))
+    for path in ("missing.prof", "text.prof", "empty.prof", "adir"):
+        for cmd in (["report", c.path(path)], ["export", c.path(path), "-o", c.path("o.json")]):
+            r = c.prof(*cmd)
+            eq(r.rc, 2, "prof %s %s: exit status: %r" % (cmd[0], path, r))
+            eq(len(r.err.splitlines()), 1, "prof %s %s: stderr lines %r" % (cmd[0], path, r.err))
+            check(not os.path.exists(c.path("o.json")), "prof export %s made o.json" % path)
+    for args in (["report"], ["report", "x.prof", "--sort", "bogus"],
+                 ["report", "x.prof", "--top", "abc"], ["report", "x.prof", "--format", "xml"],
+                 ["export", "x.prof"], ["bogus-command"], ["report", "x.prof", "--bogus"]):
+        r = c.prof(*args)
+        eq(r.rc, 2, "prof %s: exit status: %r" % (" ".join(args), r))
+        eq(len(r.err.splitlines()), 1, "prof %s: stderr lines %r" % (" ".join(args), r.err))
+
+
+@case
+def report_truncated_capture(c):
+    # enough events for several frames of the capture (about 1 MiB of records each)
+    r, t = profile(c, [c.prog("overload"), 60000, 71003], env={"PROFILER_BLOCK": "1"})
+    cap = c.path("profile.prof")
+    full = c.report_json(cap)
+    whole = report_row(full, "memory", "malloc")["count"]
+    with open(cap, "rb") as f:
+        data = f.read()
+    c.note("capture %d bytes" % len(data))
+    with open(c.path("half.prof"), "wb") as f:
+        f.write(data[:len(data) // 2])
+    r = c.prof("report", c.path("half.prof"), "--format", "json")
+    eq(r.rc, 1, "prof report on a truncated capture: exit status: %r" % r)
+    check(r.err.strip(), "no word on stderr about the damage")
+    rep = json.loads(r.out)
+    row = report_row(rep, "memory", "malloc")
+    check(row and 0 < row["count"] < whole,
+          "malloc rows of the readable part: %r (whole: %d)" % (row, whole))
+    rt = c.prof("report", c.path("half.prof"))
+    eq(rt.rc, 1, "text report on a truncated capture: %r" % rt)
+    check(("memory", "malloc") in text_rows(rt.out), "no malloc row in the text: %r" % rt)
+    x = c.prof("export", c.path("half.prof"), "-o", c.path("half.json"))
+    eq(x.rc, 1, "prof export on a truncated capture: %r" % x)
+    h = Trace(load_json(c.path("half.json")))
+    check(0 < h.count("malloc", 71003) < 60000, "export of the readable part")
+    # a flipped byte in the middle of the compressed bytes of a middle frame (file: 16-byte
+    # header; frame: u32 magic, u32 compressed length, u32 raw length, u32 reserved, bytes)
+    frames, at = [], 16
+    while at + 16 <= len(data):
+        magic, clen = struct.unpack_from("<II", data, at)
+        eq(magic, 0x3146504C, "frame magic at offset %d" % at)
+        frames.append((at + 16, clen))
+        at += 16 + clen
+    eq(at, len(data), "the capture ends on a frame boundary")
+    check(len(frames) >= 3, "only %d frames in the capture" % len(frames))
+    c.note("%d frames" % len(frames))
+    start, clen = frames[len(frames) // 2]
+    bad = bytearray(data)
+    bad[start + clen // 2] ^= 0xFF
+    with open(c.path("flip.prof"), "wb") as f:
+        f.write(bytes(bad))
+    r = c.prof("report", c.path("flip.prof"), "--format", "json")
+    eq(r.rc, 1, "prof report on a corrupt capture: exit status: %r" % r)
+    row = report_row(json.loads(r.out), "memory", "malloc")
+    check(row and 0 < row["count"] < whole, "rows before the corruption: %r" % row)
+
+
+@case
+def help_texts(c):
+    r = c.prof("--help")
+    eq(r.rc, 0, "prof --help: %r" % r)
+    for w in ("record", "report", "export"):
+        check(w in r.out, "prof --help does not mention %s" % w)
+    r = c.prof("report", "--help")
+    eq(r.rc, 0, "prof report --help: %r" % r)
+    for w in ("--sort", "--top", "--category", "--format", "total", "self", "count", "avg",
+              "max", "csv", "json"):
+        check(w in r.out, "prof report --help does not mention %s" % w)
+    r = c.prof("export", "--help")
+    eq(r.rc, 0, "prof export --help: %r" % r)
+    for w in ("-o", "--max-events"):
+        check(w in r.out, "prof export --help does not mention %s" % w)
+    r = c.prof("record", "--help")
+    eq(r.rc, 0, "prof record --help: %r" % r)
+    for w in ("-o", "--ring-size", "--block", "-q"):
+        check(w in r.out, "prof record --help does not mention %s" % w)
+    r = c.prof()
+    eq(r.rc, 2, "prof with no command: %r" % r)
+
+
+# ---------------------------------------------------------------------------------------
+# 11. settings
+
+
+def warnings(stderr):
+    return [l for l in stderr.splitlines() if not SUMMARY_RE.match(l)]
+
+
+@case
+def bad_settings(c):
+    for var, value, word, profiled in (("PROFILER_RING_SIZE", "abc", "PROFILER_RING_SIZE", True),
+                                       ("PROFILER_RING_SIZE", "1K", "PROFILER_RING_SIZE", True),
+                                       ("PROFILER_FOO", "1", "PROFILER_FOO", True),
+                                       ("PROFILER_BLOCK", "maybe", "PROFILER_BLOCK", True),
+                                       ("PROFILER_OUTPUT", "out_%z", "%z", False)):
+        d = c.path(var + value.replace("%", "_"))
+        os.makedirs(d)
+        r = c.run([c.prog("basic"), 6, 52201, "exit:7"], env={var: value}, cwd=d)
+        what = "%s=%s" % (var, value)
+        eq(r.rc, 7, "%s: exit status: %r" % (what, r))
+        w = warnings(r.err)
+        eq(len(w), 1, "%s: one line on stderr: %r" % (what, r.err))
+        check(w[0].startswith("libprof: ") and word in w[0],
+              "%s: the line does not name %s: %r" % (what, word, w[0]))
+        eq(r.kv("pid") != [], True, "%s: program output" % what)
+        files = sorted(os.listdir(d))
+        if profiled:
+            eq(files, ["profile.json", "profile.prof", "profile.txt"], "%s: outputs" % what)
+            t = Trace(load_json(os.path.join(d, "profile.json")))
+            eq(t.count("malloc", 52201), 6, "%s: marked mallocs" % what)
+        else:
+            eq(files, [], "%s: files" % what)
+
+
+@case
+def good_settings(c):
+    # PROFILER_OUTPUT with %p and %r, PROFILER_QUIET, PROFILER_PROFILE_MEMORY=0
+    r = c.run([c.prog("ranges"), 1, 3, 0], env={"PROFILER_OUTPUT": "out_%p_r%r", "RANK": "5",
+                                                "PROFILER_QUIET": "1",
+                                                "PROFILER_PROFILE_MEMORY": "0"})
+    eq(r.rc, 0, "exit status: %r" % r)
+    eq(r.err, "", "stderr with PROFILER_QUIET=1")
+    pid = pid_of(r)
+    t, _ = c.outputs("out_%d_r5" % pid)
+    eq(t.select("X", cat="memory"), [], "memory events with PROFILER_PROFILE_MEMORY=0")
+    eq(len(t.select("X", "outer", "user")), 3, "ranges")
+    # %h host, %t start time; MXNet's filename key names the trace: the prefix drops .json
+    r = c.run([c.prog("basic"), 2, 52203, "exit:0"], env={"PROFILER_OUTPUT": "o_%h_%t",
+                                                          "PROFILER_QUIET": "1"})
+    eq((r.rc, r.err), (0, ""), "PROFILER_OUTPUT=o_%h_%t: exit status, stderr")
+    host = socket.gethostname()
+    made = [f for f in os.listdir(c.dir) if f.startswith("o_")]
+    eq(len(made), 3, "outputs of o_%%h_%%t: %r" % made)
+    for f in made:
+        check(re.match(r"^o_%s_\d{8}-\d{6}\.(json|txt|prof)$" % re.escape(host), f),
+              "output name %r for o_%%h_%%t (host %r)" % (f, host))
+    r = c.run([c.prog("basic"), 2, 52204, "exit:0"], env={"PROFILER_FILENAME": "mx.json",
+                                                          "PROFILER_QUIET": "1"})
+    eq((r.rc, r.err), (0, ""), "PROFILER_FILENAME=mx.json: exit status, stderr")
+    eq(c.outputs("mx")[0].count("malloc", 52204), 2, "marked mallocs in mx.json")
+    sub = c.path("sub")
+    os.makedirs(sub)
+    r = c.run([c.prog("basic"), 2, 52202, "exit:0"], env={"PROFILER_OUTPUT": sub + "/x_%%"})
+    eq(r.rc, 0, "exit status: %r" % r)
+    s = parse_summary(r.err)
+    check(s, "summary line: %r" % r.err)
+    check((sub + "/x_%.json") in r.err, "summary names the trace: %r" % r.err)
+    eq(sorted(os.listdir(sub)), ["x_%.json", "x_%.prof", "x_%.txt"], "outputs of x_%%")
+
+
+# ---------------------------------------------------------------------------------------
+# 12. idle, and control from the program
+
+
+@case
+def idle_without_autostart(c):
+    r = c.run([c.prog("basic"), 50, 52301, "exit:0"], autostart=False)
+    eq(r.rc, 0, "exit status: %r" % r)
+    eq(r.err, "", "stderr")
+    eq(sorted(os.listdir(c.dir)), [], "files made")
+    left = c.leftover_processes()
+    eq(left, [], "processes left behind")
+    # the annotation calls are harmless when idle
+    r = c.run([c.prog("ranges"), 1, 2, 2], autostart=False)
+    eq((r.rc, r.err, sorted(os.listdir(c.dir))), (0, "", []), "ranges while idle: %r" % r)
+
+
+@case
+def set_state_dump_dumps(c):
+    # a few rounds: prof_dump() comes a millisecond or so after the collector started,
+    # which is when a late-found process segment would be missed
+    for i in range(6):
+        d = c.path("round%d" % i)
+        os.makedirs(d)
+        set_state_round(c, d, "round %d: " % i)
+
+
+def set_state_round(c, d, tag):
+    PRE, N = 5, 20
+    r = c.run([c.prog("start_state"), PRE, N], autostart=False, cwd=d)
+    eq(r.rc, 0, tag + "exit status: %r" % r)
+    eq(r.kv("set_state"), ["0"], tag + "prof_set_state(PROF_RUN)")
+    eq(r.kv("dump"), ["0"], tag + "prof_dump()")
+    eq(r.kv("outputs_after_dump"), ["1"], tag + "outputs right after prof_dump()")
+    eq(r.kv("copy"), ["0"], tag + "copy of the dumped trace")
+    eq(r.kv("dumps_null"), ["0"], tag + "prof_dumps() NULL")
+    text = r.out.split("----dumps----", 1)[1].split("----end----", 1)[0]
+    check("started work" in text, tag + "prof_dumps() lacks the range: %r" % text)
+    eq(text_rows(text).get(("user", "started work")), 1, tag + "prof_dumps() row of the range")
+    check(("memory", "malloc") in text_rows(text), tag + "prof_dumps() has no malloc row")
+    dumped = Trace(load_json(os.path.join(d, "dumped.json")))
+    eq(dumped.count("malloc", 81001), 0, tag + "trace written by prof_dump(): mallocs before "
+       "PROF_RUN")
+    eq(dumped.count("malloc", 81002), N, tag + "trace written by prof_dump(): mallocs before "
+       "the call (otherData %r)" % dumped.other)
+    eq(len(dumped.select("X", "started work", "user")), 1,
+       tag + "trace written by prof_dump(): the range")
+    t = Trace(load_json(os.path.join(d, "profile.json")))
+    eq(t.count("malloc", 81001), 0, tag + "final: mallocs before PROF_RUN")
+    eq(t.count("malloc", 81002), N, tag + "final: mallocs before prof_dump()")
+    eq(t.count("malloc", 81003), N, tag + "final: mallocs after prof_dump()")
+    t.wellformed()
+
+
+# ---------------------------------------------------------------------------------------
+# runner
+
+
+def shm_segments():
+    try:
+        return [n for n in os.listdir("/dev/shm")
+                if n.startswith("libprof-%d-" % os.getuid())]
+    except OSError:
+        return []
+
+
+def main():
+    args = sys.argv[1:]
+    keep = "-k" in args
+    verbose = "-v" in args
+    pats = [a for a in args if not a.startswith("-")]
+    for f in (LIB, PROF):
+        if not os.path.exists(f):
+            setup_failed("%s is missing (build first: make all)" % f)
+    compile_programs()
+    setup_sanitizers()
+    print("libprof e2e: BUILD=%s, mode %s%s" % (BUILD, Setup.mode,
+                                                ": " + Setup.why if Setup.why else ""))
+    passed = failed = 0
+    failures = []
+    t_all = time.monotonic()
+    shm_before = set(shm_segments())
+    for fn in CASES:
+        name = fn.__name__.rstrip("_")
+        if pats and not any(p in name for p in pats):
+            continue
+        c = Case(name, keep)
+        t0 = time.monotonic()
+        err = None
+        try:
+            fn(c)
+        except Fail as e:
+            err = str(e)
+        except Exception:
+            err = traceback.format_exc()
+        if c.errors:
+            err = "\n".join(c.errors + ([err] if err else []))
+        try:
+            c.cleanup_check()
+        except Fail as e:
+            err = (err + "\n" if err else "") + str(e)
+        dt = time.monotonic() - t0
+        notes = ("  [" + "; ".join(c.notes) + "]") if c.notes else ""
+        if err is None:
+            passed += 1
+            print("PASS  %-28s %6.2fs%s" % (name, dt, notes), flush=True)
+            if not keep:
+                c.remove()
+        else:
+            failed += 1
+            failures.append(name)
+            print("FAIL  %-28s %6.2fs%s\n      %s\n      (files kept in %s)"
+                  % (name, dt, notes, err.replace("\n", "\n      "), c.root), flush=True)
+        if verbose:
+            print("      dir: %s" % c.root)
+    left = sorted(set(shm_segments()) - shm_before)
+    if left:
+        # not a failure: another user of this machine may own them
+        print("note: /dev/shm entries made during the suite and still there: %s"
+              % " ".join(left))
+    print("suite time %.1fs" % (time.monotonic() - t_all))
+    if failures:
+        print("failed: " + " ".join(failures))
+    print("%d passed, %d failed" % (passed, failed))
+    sys.exit(1 if failed or not passed else 0)
+
+
+if __name__ == "__main__":
+    main()
