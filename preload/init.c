@@ -3,6 +3,7 @@
 #include <errno.h>
 #include <pthread.h>
 #include <signal.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
@@ -227,7 +228,10 @@ __attribute__((destructor(101))) static void prof_fini(void)
 	prof_on = 0;
 	prof_update_flags();
 	atomic_store_explicit(&prof_proc->state, PROC_EXITED, memory_order_release);
-	if (prof_session && (pid_t)prof_session->root_pid == getpid())
+	if (prof_session && (pid_t)prof_session->root_pid == getpid()) {
+		/* the program's own output first, then the summary the collector prints */
+		fflush(0);
 		wait_for_outputs();
+	}
 	t->busy--;
 }
