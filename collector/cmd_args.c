@@ -3,6 +3,8 @@
 #include "cmd_args.h"
 
 #include <errno.h>
+#include <stdarg.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -35,5 +37,42 @@ int arg_number(const char *v, uint64_t min, uint64_t max, uint64_t *out)
 	if (errno || *end || x < min || x > max)
 		return -1;
 	*out = x;
+	return 0;
+}
+
+int arg_error(const char *cmd, const char *fmt, ...)
+{
+	va_list ap;
+
+	fprintf(stderr, "%s: ", cmd);
+	va_start(ap, fmt);
+	vfprintf(stderr, fmt, ap);
+	va_end(ap);
+	fputc('\n', stderr);
+	return 2;
+}
+
+int args_parse(const char *cmd, int argc, char **argv, void (*help)(void), arg_option_fn option,
+	       void *ctx, const char **capture)
+{
+	int i, rc;
+
+	for (i = 1; i < argc; i++) {
+		if (!strcmp(argv[i], "-h") || !strcmp(argv[i], "--help")) {
+			help();
+			return -1;
+		}
+		if (argv[i][0] == '-' && argv[i][1]) {
+			if ((rc = option(argc, argv, &i, ctx)))
+				return rc;
+		} else if (*capture) {
+			return arg_error(cmd, "more than one capture given ('%s', '%s')", *capture,
+					 argv[i]);
+		} else {
+			*capture = argv[i];
+		}
+	}
+	if (!*capture)
+		return arg_error(cmd, "no capture file given (see %s --help)", cmd);
 	return 0;
 }

@@ -10,4 +10,15 @@ int arg_value(int argc, char **argv, int *i, const char *name, const char **valu
 /* A whole decimal number in [min, max]; 0, or -1 when v is not one. */
 int arg_number(const char *v, uint64_t min, uint64_t max, uint64_t *out);
 
+/* "CMD: message" on stderr; returns 2, the exit status of bad usage. */
+int arg_error(const char *cmd, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+
+typedef int (*arg_option_fn)(int argc, char **argv, int *i, void *ctx);
+
+/* The shape both commands share: --help, options (handled by option, which returns 0 or
+ * an exit status), and exactly one capture file. Returns 0 to go on, -1 after --help,
+ * or 2 after one line on stderr. */
+int args_parse(const char *cmd, int argc, char **argv, void (*help)(void), arg_option_fn option,
+	       void *ctx, const char **capture);
+
 #endif

@@ -33,17 +33,7 @@ static void help(void)
 	       (unsigned long long)CHROME_DEFAULT_MAX_EVENTS);
 }
 
-static int bad(const char *fmt, ...)
-{
-	va_list ap;
-
-	fputs("prof export: ", stderr);
-	va_start(ap, fmt);
-	vfprintf(stderr, fmt, ap);
-	va_end(ap);
-	fputc('\n', stderr);
-	return 2;
-}
+#define bad(...) arg_error("prof export", __VA_ARGS__)
 
 struct export_args {
 	const char *capture, *out;
@@ -67,27 +57,15 @@ static int option(int argc, char **argv, int *i, struct export_args *a)
 	return 0;
 }
 
+static int option_cb(int argc, char **argv, int *i, void *ctx)
+{
+	return option(argc, argv, i, ctx);
+}
+
+/* 0 to go on, -1 after --help, or the exit status 2. */
 static int parse(int argc, char **argv, struct export_args *a)
 {
-	int i, rc;
-
-	for (i = 1; i < argc; i++) {
-		if (!strcmp(argv[i], "-h") || !strcmp(argv[i], "--help")) {
-			help();
-			return -1;
-		}
-		if (argv[i][0] == '-' && argv[i][1]) {
-			if ((rc = option(argc, argv, &i, a)))
-				return rc;
-		} else if (a->capture) {
-			return bad("more than one capture given ('%s', '%s')", a->capture, argv[i]);
-		} else {
-			a->capture = argv[i];
-		}
-	}
-	if (!a->capture)
-		return bad("no capture file given (see prof export --help)");
-	return 0;
+	return args_parse("prof export", argc, argv, help, option_cb, a, &a->capture);
 }
 
 /* FILE.prof -> FILE.json; any other name gets .json appended. */

@@ -43,17 +43,7 @@ static void help(void)
 	       "an unusable file. docs/FORMATS.md describes the CSV and JSON fields.\n");
 }
 
-static int bad(const char *fmt, ...)
-{
-	va_list ap;
-
-	fputs("prof report: ", stderr);
-	va_start(ap, fmt);
-	vfprintf(stderr, fmt, ap);
-	va_end(ap);
-	fputc('\n', stderr);
-	return 2;
-}
+#define bad(...) arg_error("prof report", __VA_ARGS__)
 
 static int choose(const char *v, const char *const *names, int n, int *out)
 {
@@ -102,28 +92,15 @@ static int option(int argc, char **argv, int *i, struct report_args *a)
 	return 0;
 }
 
+static int option_cb(int argc, char **argv, int *i, void *ctx)
+{
+	return option(argc, argv, i, ctx);
+}
+
 /* 0 to go on, -1 after --help, or the exit status 2. */
 static int parse(int argc, char **argv, struct report_args *a)
 {
-	int i, rc;
-
-	for (i = 1; i < argc; i++) {
-		if (!strcmp(argv[i], "-h") || !strcmp(argv[i], "--help")) {
-			help();
-			return -1;
-		}
-		if (argv[i][0] == '-' && argv[i][1]) {
-			if ((rc = option(argc, argv, &i, a)))
-				return rc;
-		} else if (a->capture) {
-			return bad("more than one capture given ('%s', '%s')", a->capture, argv[i]);
-		} else {
-			a->capture = argv[i];
-		}
-	}
-	if (!a->capture)
-		return bad("no capture file given (see prof report --help)");
-	return 0;
+	return args_parse("prof report", argc, argv, help, option_cb, a, &a->capture);
 }
 
 /* Tables go to memory first, so an unusable capture leaves no empty OUT behind. */

@@ -113,12 +113,7 @@ void chrome_write_heap(struct chrome *c)
 
 static void fact(struct jw *w, const struct model *m, const char *key)
 {
-	const char *v = model_fact(m, key);
-
-	if (v)
-		jw_cstr(w, v);
-	else
-		jw_lit(w, "null");
+	jw_cstr_or_null(w, model_fact(m, key));
 }
 
 static void gaps(struct chrome *c)

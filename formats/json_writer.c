@@ -240,3 +240,11 @@ void jw_double(struct jw *w, double v)
 		n = snprintf(tmp, sizeof(tmp), "%.17g", v);
 	jw_raw(w, tmp, (size_t)n);
 }
+
+void jw_cstr_or_null(struct jw *w, const char *s)
+{
+	if (s)
+		jw_cstr(w, s);
+	else
+		jw_lit(w, "null");
+}

@@ -34,6 +34,8 @@ void jw_text(struct jw *w, const char *s);
  * escaped, every byte that is not part of well-formed UTF-8 replaced by U+FFFD. */
 void jw_str(struct jw *w, const char *s, size_t n);
 void jw_cstr(struct jw *w, const char *s);
+/* s as a JSON string, or null when s is NULL. */
+void jw_cstr_or_null(struct jw *w, const char *s);
 void jw_u64(struct jw *w, uint64_t v);
 void jw_i64(struct jw *w, int64_t v);
 /* Nanoseconds as microseconds with three decimals: 1234567 -> 1234.567. */

@@ -21,12 +21,7 @@ static void str_gid(struct jw *w, const struct model *m, uint32_t gid)
 
 static void fact(struct jw *w, const struct model *m, const char *key)
 {
-	const char *v = model_fact(m, key);
-
-	if (v)
-		jw_cstr(w, v);
-	else
-		jw_lit(w, "null");
+	jw_cstr_or_null(w, model_fact(m, key));
 }
 
 static void header(struct jw *w, const struct report *r)
