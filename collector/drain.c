@@ -517,6 +517,8 @@ int collector_run(struct collector_options *o)
 		fprintf(stderr, "libprof: %s; not profiling\n", err);
 		atomic_store(&c->s->state, SESSION_FAILED);
 		prof_futex_wake(&c->s->state);
+		atomic_store(&c->s->collector_ready, 1); /* the creator stops waiting, sees FAILED */
+		prof_futex_wake(&c->s->collector_ready);
 		free(c);
 		return 1;
 	}

@@ -125,6 +125,13 @@ static struct prof_session_shm *create_session(void)
 			break;
 		prof_futex_wait(&s->collector_ready, 0, 10);
 	}
+	if (atomic_load(&s->state) == SESSION_FAILED) {
+		/* the collector said why on stderr */
+		unsetenv("PROFILER_SESSION");
+		prof_session_unlink(prof_sid);
+		munmap(s, sizeof *s);
+		return 0;
+	}
 	return s;
 }
 
