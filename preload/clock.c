@@ -63,8 +63,10 @@ void prof_clock_map_init(struct prof_clock_map *m, enum prof_clock_kind kind,
 {
 	memset(m, 0, sizeof *m);
 	m->kind = kind;
-	if (kind != PROF_CLOCK_TSC)
+	if (kind != PROF_CLOCK_TSC) {
+		m->first_ns = first_ns ? first_ns : prof_mono_ns();
 		return;
+	}
 	if (!first_tsc)
 		prof_clock_pair(&first_tsc, &first_ns);
 	m->first_tsc = first_tsc;

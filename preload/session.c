@@ -288,6 +288,8 @@ int prof_session_configure(struct prof_session_shm *s, const struct prof_config 
 	s->clock_kind = prof_clock_detect(c->clock);
 	if (s->clock_kind == PROF_CLOCK_TSC)
 		prof_clock_pair(&s->clock_tsc, &s->clock_ns);
+	else
+		s->clock_ns = prof_mono_ns(); /* the session's start either way */
 	s->root_pid = (uint32_t)root;
 	s->ring_bytes = c->ring_bytes;
 	s->block = (uint32_t)c->block;
