@@ -24,4 +24,7 @@ int collector_run(struct collector_options *o);
 int collector_make_outputs(const char *capture, const char *prefix, uint64_t max_json_events,
 			   int tables, int quiet);
 
+/* Writes the tables of capture to path (atomically). Returns 0 or -1. */
+int collector_write_tables(const char *capture, const char *path);
+
 #endif

@@ -19,6 +19,7 @@
 #include "outputs.h"
 #include "clock.h"
 #include "collector.h"
+#include "dump.h"
 #include "ring.h"
 
 #define EVENT_CHUNK 4096
@@ -52,6 +53,7 @@ struct collector {
 	uint64_t last_scan, last_live, last_clock, last_dump, all_gone_since;
 	int root_released;
 	int liveness_pass; /* this pass also checks orphan slots' threads */
+	struct dump_job dump;
 	/* the events of one drain call, converted */
 	struct prof_event buf[EVENT_CHUNK];
 	uint32_t buf_n, buf_pid, buf_tid;
@@ -451,27 +453,39 @@ static int session_over(struct collector *c, uint64_t now)
 static void answer_dump(struct collector *c)
 {
 	struct prof_session_shm *s = c->s;
-	uint32_t req = atomic_load(&s->dump_request);
-	if (req == atomic_load(&s->dump_done))
-		return;
-	scan_segments(c); /* the requester may be younger than the last scan */
-	drain_all(c);
-	int rc = c->write_failed ? -1 : cap_flush(c->w);
-	if (rc == 0 && s->dump_kind == DUMP_TABLES) {
-		FILE *f = fopen(s->dump_path, "we");
-		struct table_options opt = {.sort = SORT_TOTAL};
-		struct output_summary sum;
-		char err[512];
-		rc = f && tables_write(c->capture_path, f, &opt, &sum, err, sizeof err) != 2 ? 0 : -1;
-		if (f && fclose(f))
-			rc = -1;
-	} else if (rc == 0) {
-		rc = collector_make_outputs(c->capture_path, s->output_prefix, s->max_json_events,
-					    (int)s->aggregate_stats, 1);
+	int status;
+	if (dump_poll(&c->dump, 0, &status) && c->dump.request) {
+		atomic_store(&s->dump_status, status);
+		atomic_store(&s->dump_done, c->dump.request);
+		prof_futex_wake(&s->dump_done);
 	}
-	atomic_store(&s->dump_status, rc);
-	atomic_store(&s->dump_done, req);
-	prof_futex_wake(&s->dump_done);
+	uint32_t req = atomic_load(&s->dump_request);
+	uint64_t now = prof_mono_ns();
+	int asked = req != atomic_load(&s->dump_done) && req != c->dump.request;
+	int periodic = s->continuous_dump && now - c->last_dump >= s->dump_period_ms * 1000000ull;
+	if (c->dump.pid || (!asked && !periodic) || c->write_failed)
+		return;
+	if (asked) {
+		scan_segments(c); /* the requester may be younger than the last scan */
+		drain_all(c);
+	}
+	struct dump_request r = {
+		.request = asked ? req : 0,
+		.tables_path = asked && s->dump_kind == DUMP_TABLES ? s->dump_path : 0,
+		.prefix = s->output_prefix,
+		.max_json_events = s->max_json_events,
+		.tables = (int)s->aggregate_stats,
+	};
+	if (cap_flush(c->w) || dump_start(&c->dump, c->capture_path, &r)) {
+		if (asked) {
+			atomic_store(&s->dump_status, -1);
+			atomic_store(&s->dump_done, req);
+			prof_futex_wake(&s->dump_done);
+		}
+		return;
+	}
+	if (!asked)
+		c->last_dump = now;
 }
 
 static void write_session_header(struct collector *c)
@@ -553,18 +567,17 @@ int collector_run(struct collector_options *o)
 			}
 		}
 		answer_dump(c);
-		if (c->s->continuous_dump && now - c->last_dump >= c->s->dump_period_ms * 1000000ull) {
-			if (!c->write_failed && cap_flush(c->w) == 0)
-				collector_make_outputs(c->capture_path, c->s->output_prefix,
-						       c->s->max_json_events,
-						       (int)c->s->aggregate_stats, 1);
-			c->last_dump = now;
-		}
 		if (!busy)
 			sleep_ms(1);
 	}
 	for (struct proc_entry *p = c->procs; p; p = p->next)
 		finish_process(c, p, child_status(c, p->pid));
+	int status;
+	if (dump_poll(&c->dump, 1, &status) && c->dump.request) {
+		atomic_store(&c->s->dump_status, status);
+		atomic_store(&c->s->dump_done, c->dump.request);
+		prof_futex_wake(&c->s->dump_done);
+	}
 	write_session_end(c);
 	int rc = 0;
 	if (!c->write_failed && cap_flush(c->w))

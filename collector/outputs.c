@@ -2,6 +2,7 @@
  * summary on stderr. */
 #include <stdio.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "collector.h"
 #include "outputs.h"
@@ -12,32 +13,44 @@ static const char *base(const char *path)
 	return s ? s + 1 : path;
 }
 
+/* Outputs are written beside their final name and renamed into place, so a reader
+ * never sees a half-written file while dumps rewrite them during the run. */
+int collector_write_tables(const char *capture, const char *path)
+{
+	char tmp[4200], err[512];
+	struct table_options opt = {.sort = SORT_TOTAL};
+	struct output_summary sum;
+	snprintf(tmp, sizeof tmp, "%s.tmp", path);
+	FILE *f = fopen(tmp, "we");
+	int rc = f && tables_write(capture, f, &opt, &sum, err, sizeof err) != 2 ? 0 : -1;
+	if (f && fclose(f))
+		rc = -1;
+	if (rc == 0 && rename(tmp, path))
+		rc = -1;
+	if (rc) {
+		unlink(tmp);
+		fprintf(stderr, "libprof: cannot write %s\n", path);
+	}
+	return rc;
+}
+
 int collector_make_outputs(const char *capture, const char *prefix, uint64_t max_json_events,
 			   int tables, int quiet)
 {
-	char json[4200], txt[4200], err[512];
+	char json[4200], tmp[4300], txt[4200], err[512];
 	struct output_summary sum = {0};
 	int rc = 0;
 	snprintf(json, sizeof json, "%s.json", prefix);
+	snprintf(tmp, sizeof tmp, "%s.json.tmp", prefix);
 	snprintf(txt, sizeof txt, "%s.txt", prefix);
-	int r = chrome_export(capture, json, max_json_events, &sum, err, sizeof err);
-	if (r == 2) {
-		fprintf(stderr, "libprof: %s\n", err);
+	int r = chrome_export(capture, tmp, max_json_events, &sum, err, sizeof err);
+	if (r == 2 || rename(tmp, json)) {
+		fprintf(stderr, "libprof: %s\n", r == 2 ? err : "cannot write the trace");
+		unlink(tmp);
 		return -1;
 	}
-	if (tables) {
-		FILE *f = fopen(txt, "we");
-		struct table_options opt = {.sort = SORT_TOTAL};
-		struct output_summary tsum;
-		if (!f || tables_write(capture, f, &opt, &tsum, err, sizeof err) == 2) {
-			fprintf(stderr, "libprof: cannot write %s\n", txt);
-			rc = -1;
-		}
-		if (f && fclose(f)) {
-			fprintf(stderr, "libprof: cannot write %s\n", txt);
-			rc = -1;
-		}
-	}
+	if (tables && collector_write_tables(capture, txt))
+		rc = -1;
 	if (quiet)
 		return rc;
 	if (sum.damaged)
