@@ -32,6 +32,16 @@ static inline void keep(void *p)
 	__asm__ volatile("" : : "r"(p) : "memory");
 }
 
+/* n malloc/free pairs of one size: the marked allocations most programs count. */
+static inline void many(size_t size, long n)
+{
+	for (long i = 0; i < n; i++) {
+		void *p = malloc(size);
+		keep(p);
+		free(p);
+	}
+}
+
 static inline long e2e_tid(void)
 {
 	return syscall(SYS_gettid);

@@ -24,15 +24,6 @@ static void *background(void *arg)
 	return 0;
 }
 
-static void many(size_t size, long n)
-{
-	for (long i = 0; i < n; i++) {
-		void *p = malloc(size);
-		keep(p);
-		free(p);
-	}
-}
-
 int main(int argc, char **argv)
 {
 	long W = arg(argc, argv, 1, 3), N = arg(argc, argv, 2, 50), PRE = arg(argc, argv, 3, 7);

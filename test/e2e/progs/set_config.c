@@ -6,15 +6,6 @@
  * usage: set_config N */
 #include "e2e.h"
 
-static void many(size_t size, long n)
-{
-	for (long i = 0; i < n; i++) {
-		void *p = malloc(size);
-		keep(p);
-		free(p);
-	}
-}
-
 int main(int argc, char **argv)
 {
 	long N = arg(argc, argv, 1, 10);

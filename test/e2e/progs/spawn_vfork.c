@@ -11,15 +11,6 @@
 
 extern char **environ;
 
-static void many(size_t size, long n)
-{
-	for (long i = 0; i < n; i++) {
-		void *p = malloc(size);
-		keep(p);
-		free(p);
-	}
-}
-
 int main(int argc, char **argv)
 {
 	if (argc > 1 && !strcmp(argv[1], "child")) {

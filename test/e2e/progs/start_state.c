@@ -6,15 +6,6 @@
 #include <sys/stat.h>
 #include "e2e.h"
 
-static void many(size_t size, long n)
-{
-	for (long i = 0; i < n; i++) {
-		void *p = malloc(size);
-		keep(p);
-		free(p);
-	}
-}
-
 static int copy(const char *from, const char *to)
 {
 	char buf[65536];
