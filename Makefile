@@ -19,7 +19,7 @@ BASE_CFLAGS = -std=gnu11 $(WARN) -fPIC -Iinclude -Iformats -Ipreload -Icollector
 XCFLAGS  = $(BASE_CFLAGS) $(SAN)
 LDFLAGS += $(SAN)
 
-PRELOAD_SRC   := $(sort $(wildcard preload/*.c))
+PRELOAD_SRC   := $(sort $(wildcard preload/*.c preload/*.S))
 FORMATS_SRC   := $(sort $(wildcard formats/*.c))
 COLLECTOR_SRC := $(sort $(wildcard collector/*.c))
 # The pure preload pieces the collector and the unit tests share.
@@ -30,7 +30,7 @@ UNIT_SRC := $(sort $(wildcard test/unit/test_*.c))
 obj = $(patsubst %.c,$(BUILD)/obj/%.o,$(1))
 # libprof.so's objects are built apart: hidden visibility, initial-exec TLS, and under
 # `make asan` only UBSan (ASan's runtime must own malloc, which libprof interposes).
-libobj = $(patsubst %.c,$(BUILD)/obj/lib/%.o,$(1))
+libobj = $(patsubst %.S,$(BUILD)/obj/lib/%.o,$(patsubst %.c,$(BUILD)/obj/lib/%.o,$(1)))
 PRELOAD_SAN ?= $(SAN)
 
 LIB  := $(BUILD)/libprof.so
@@ -47,6 +47,11 @@ $(BUILD)/obj/lib/%.o: %.c $(wildcard include/*.h formats/*.h preload/*.h)
 	@$(CC) $(CFLAGS) $(BASE_CFLAGS) $(PRELOAD_SAN) -fvisibility=hidden \
 	  -ftls-model=initial-exec -c $< -o $@
 
+$(BUILD)/obj/lib/%.o: %.S
+	@mkdir -p $(dir $@)
+	@echo "  AS $<"
+	@$(CC) -c $< -o $@
+
 $(BUILD)/obj/%.o: %.c $(wildcard include/*.h formats/*.h preload/*.h collector/*.h)
 	@mkdir -p $(dir $@)
 	@echo "  CC $<"
@@ -62,12 +67,12 @@ $(CORE): $(call obj,$(CORE_SRC))
 
 $(PROF): $(call obj,collector/main.c) $(CORE)
 	@echo "  LD $@"
-	@$(CC) -o $@ $^ $(LDFLAGS) -lzstd -lm -lpthread
+	@$(CC) -o $@ $^ $(LDFLAGS) -lzstd -lm -lpthread -lstdc++
 
 $(BUILD)/test/%: test/unit/%.c $(CORE)
 	@mkdir -p $(dir $@)
 	@echo "  LD $@"
-	@$(CC) $(CFLAGS) $(XCFLAGS) -o $@ $< $(CORE) $(LDFLAGS) -lcmocka -lzstd -lm -lpthread
+	@$(CC) $(CFLAGS) $(XCFLAGS) -o $@ $< $(CORE) $(LDFLAGS) -lcmocka -lzstd -lm -lpthread -lstdc++
 
 deps:
 	@scripts/install-deps.sh

@@ -1,5 +1,6 @@
 /* Building the model from the capture's structural records (session, processes,
  * threads, strings, categories); events go to model_events.c. */
+#include "demangle.h"
 #include "model.h"
 
 #include <stdio.h>
@@ -272,7 +273,12 @@ static int string(struct model *m, const unsigned char *p, uint32_t len, int cat
 
 	memcpy(&cs, p, sizeof(cs));
 	im = model_image_of(m, cs.pid);
-	if (im < 0 || strtab_intern(&m->str, p + sizeof(cs), len - sizeof(cs), &gid))
+	char *readable = category ? 0 : demangle_name((const char *)p + sizeof(cs),
+							len - sizeof(cs));
+	int bad = im < 0 || (readable ? strtab_intern_str(&m->str, readable, &gid)
+				      : strtab_intern(&m->str, p + sizeof(cs), len - sizeof(cs), &gid));
+	free(readable);
+	if (bad)
 		return -1;
 	if (category) {
 		if (cs.id < 256)

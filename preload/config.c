@@ -168,7 +168,8 @@ int prof_config_set(struct prof_config *c, const char *key, const char *value, c
 /* Variables that belong to the session machinery rather than to settings. */
 static int is_internal(const char *name)
 {
-	return !strcmp(name, "SESSION") || !strcmp(name, "COLLECTOR") || !strcmp(name, "LIBRARY");
+	return !strcmp(name, "SESSION") || !strcmp(name, "COLLECTOR") || !strcmp(name, "LIBRARY") ||
+	       !strcmp(name, "TRACE"); /* read by the tracer (preload/got.c) */
 }
 
 int prof_config_from_env(struct prof_config *c, char *const *env, void (*warn)(const char *))

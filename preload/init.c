@@ -13,6 +13,7 @@
 #include "alloc.h"
 #include "launch.h"
 #include "state.h"
+#include "trace.h"
 
 struct prof_config prof_cfg;
 struct prof_session_shm *prof_session;
@@ -33,6 +34,8 @@ void prof_update_flags(void)
 {
 	int on = prof_on && prof_proc;
 	__atomic_store_n(&prof_memory_on, on && prof_cfg.profile_memory, __ATOMIC_RELAXED);
+	__atomic_store_n(&prof_trace_on, on && prof_cfg.profile_api && prof_trace_enabled(),
+			 __ATOMIC_RELAXED);
 }
 
 static int prof_collector_alive_in(struct prof_session_shm *s)
@@ -161,6 +164,8 @@ static int prof_start_session(int may_create)
 		if (make_process_segment() == 0) {
 			prof_on = 1;
 			rc = 0;
+			prof_trace_configure(getenv("PROFILER_TRACE"));
+			prof_trace_patch_loaded();
 		}
 	}
 	prof_update_flags();

@@ -48,6 +48,8 @@ extern uint32_t prof_names[NAME_COUNT];
 
 /* strings.c */
 uint32_t prof_intern(const char *s);
+/* A dynamic category's index (registered in the process segment on first use). */
+uint8_t prof_category(const char *name);
 void prof_strings_reset(void);
 void prof_strings_inherit(struct prof_proc_shm *from, struct prof_proc_shm *to);
 

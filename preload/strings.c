@@ -107,6 +107,28 @@ void prof_strings_inherit(struct prof_proc_shm *from, struct prof_proc_shm *to)
 		used = 0;
 	memcpy(prof_proc_strings(to), prof_proc_strings(from), used);
 	atomic_store_explicit(&to->strings_used, used, memory_order_release);
+	uint32_t ncat = atomic_load(&from->ncategories);
+	memcpy(to->categories, from->categories, sizeof to->categories);
+	atomic_store_explicit(&to->ncategories, ncat, memory_order_release);
 	/* a fork may have caught another thread holding the lock */
 	atomic_flag_clear(&insert_lock);
+}
+
+uint8_t prof_category(const char *name)
+{
+	struct prof_proc_shm *p = prof_proc;
+	if (!p)
+		return PROF_CAT_FIRST_DYNAMIC;
+	while (atomic_flag_test_and_set_explicit(&insert_lock, memory_order_acquire))
+		;
+	uint32_t n = atomic_load_explicit(&p->ncategories, memory_order_relaxed), i;
+	for (i = 0; i < n; i++)
+		if (!strncmp(p->categories[i], name, PROF_CATEGORY_NAME_MAX))
+			break;
+	if (i == n && n < PROF_MAX_CATEGORIES) {
+		strncpy(p->categories[n], name, PROF_CATEGORY_NAME_MAX - 1);
+		atomic_store_explicit(&p->ncategories, n + 1, memory_order_release);
+	}
+	atomic_flag_clear_explicit(&insert_lock, memory_order_release);
+	return (uint8_t)(PROF_CAT_FIRST_DYNAMIC + (i < PROF_MAX_CATEGORIES ? i : 0));
 }

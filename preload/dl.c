@@ -1,0 +1,56 @@
+/* dlsym hands back the stub of a traced function: ctypes (MXNet's Python binding calls
+ * every MX* function this way) and plugin loaders never go through a PLT, so patching
+ * GOTs alone would not see them. It is also where objects loaded since the last look
+ * get their GOTs patched. dlsym finds RTLD_NEXT relative to its caller, so every path
+ * that does not trace ends in a tail call to the real one (the caller stays the
+ * program's code, not libprof). dlvsym is not wrapped: it is how libprof finds the real
+ * dlsym. */
+#define _GNU_SOURCE
+#include <dlfcn.h>
+
+#include "dl.h"
+#include "state.h"
+#include "trace.h"
+
+#define EXPORT __attribute__((visibility("default")))
+
+static void *(*real_dlsym)(void *, const char *);
+
+static void resolve(void)
+{
+	real_dlsym = (void *(*)(void *, const char *))dlvsym(RTLD_NEXT, "dlsym", "GLIBC_2.34");
+	if (!real_dlsym)
+		real_dlsym = (void *(*)(void *, const char *))dlvsym(RTLD_NEXT, "dlsym",
+								     "GLIBC_2.2.5");
+}
+
+void *prof_real_dlsym(void *handle, const char *name)
+{
+	if (!real_dlsym)
+		resolve();
+	return real_dlsym(handle, name);
+}
+
+static int tracing(void *handle)
+{
+	return handle != RTLD_NEXT && prof_trace_enabled() && prof_proc && !prof_thr.busy;
+}
+
+static void *traced(const char *name, void *real)
+{
+	struct prof_thread *t = &prof_thr;
+	t->busy++;
+	prof_trace_patch_loaded();
+	void *r = prof_trace_lookup(name, real);
+	t->busy--;
+	return r;
+}
+
+EXPORT __attribute__((optimize("optimize-sibling-calls"))) void *dlsym(void *handle, const char *name)
+{
+	if (!real_dlsym)
+		resolve();
+	if (!tracing(handle))
+		return real_dlsym(handle, name); /* tail call */
+	return traced(name, real_dlsym(handle, name));
+}

@@ -1,0 +1,285 @@
+/* Which functions PROFILER_TRACE picks, and reaching their calls: the GOT entries
+ * (JUMP_SLOT relocations) of every loaded object that name a matching symbol are pointed
+ * at the symbol's stub. That covers calls between objects and an object's calls to its
+ * own exported functions through its PLT. Objects loaded later are patched when they
+ * are first seen (the dlsym wrapper looks, as ctypes and extension-module loading both
+ * go through it); dlsym itself hands back stubs (dl.c). All of this runs at set-up, never
+ * on a traced call. */
+#define _GNU_SOURCE
+#include <dlfcn.h>
+#include <elf.h>
+#include <fnmatch.h>
+#include <link.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <unistd.h>
+
+#include "dl.h"
+#include "state.h"
+#include "trace.h"
+
+#define MAX_PATTERNS 64
+#define MAX_OBJECTS 4096
+
+struct pattern {
+	const char *glob;
+	uint8_t cat;
+};
+
+static char pattern_text[4096];
+static struct pattern patterns[MAX_PATTERNS];
+static unsigned npatterns;
+static uintptr_t patched[MAX_OBJECTS];
+static unsigned npatched;
+static unsigned long long seen_adds = ~0ull;
+
+int prof_trace_enabled(void)
+{
+	return npatterns > 0;
+}
+
+static uint8_t category_for(const char *name, size_t len)
+{
+	char buf[PROF_CATEGORY_NAME_MAX];
+	if (len >= sizeof buf)
+		len = sizeof buf - 1;
+	memcpy(buf, name, len);
+	buf[len] = 0;
+	return prof_category(buf);
+}
+
+int prof_trace_configure(const char *text)
+{
+	if (!text || !*text)
+		return 0;
+	if (strlen(text) >= sizeof pattern_text) {
+		prof_warn("PROFILER_TRACE is longer than %zu bytes; not tracing by name",
+			  sizeof pattern_text - 1);
+		return -1;
+	}
+	strcpy(pattern_text, text);
+	uint8_t trace_cat = category_for("trace", 5);
+	for (char *save, *tok = strtok_r(pattern_text, ",", &save); tok;
+	     tok = strtok_r(0, ",", &save)) {
+		while (*tok == ' ')
+			tok++;
+		if (!*tok || npatterns == MAX_PATTERNS)
+			continue;
+		char *eq = strchr(tok, '=');
+		struct pattern *p = &patterns[npatterns++];
+		p->cat = trace_cat;
+		p->glob = tok;
+		if (eq) {
+			p->cat = category_for(tok, (size_t)(eq - tok));
+			p->glob = eq + 1;
+		}
+	}
+	return 0;
+}
+
+/* The demangled name without its parameter list: "ns::f(int)" -> "ns::f". */
+static void strip_params(char *s)
+{
+	int depth = 0;
+	for (char *p = s; *p; p++) {
+		if (*p == '<')
+			depth++;
+		else if (*p == '>')
+			depth--;
+		else if (*p == '(' && depth == 0 && p != s) {
+			*p = 0;
+			return;
+		}
+	}
+}
+
+/* A category + 1 when name (mangled or demangled) matches a pattern, else 0. */
+static unsigned match(const char *name)
+{
+	static char *(*demangle)(const char *, char *, size_t *, int *);
+	for (unsigned i = 0; i < npatterns; i++)
+		if (fnmatch(patterns[i].glob, name, 0) == 0)
+			return patterns[i].cat + 1u;
+	if (strncmp(name, "_Z", 2))
+		return 0;
+	if (!demangle)
+		demangle = (char *(*)(const char *, char *, size_t *, int *))prof_real_dlsym(
+			RTLD_DEFAULT, "__cxa_demangle");
+	int status = -1;
+	char *d = demangle ? demangle(name, 0, 0, &status) : 0;
+	unsigned cat = 0;
+	if (d && status == 0) {
+		for (unsigned i = 0; i < npatterns && !cat; i++)
+			if (fnmatch(patterns[i].glob, d, 0) == 0)
+				cat = patterns[i].cat + 1u;
+		strip_params(d);
+		for (unsigned i = 0; i < npatterns && !cat; i++)
+			if (fnmatch(patterns[i].glob, d, 0) == 0)
+				cat = patterns[i].cat + 1u;
+	}
+	free(d);
+	return cat;
+}
+
+static int inside_libprof(const void *addr)
+{
+	static void *base;
+	Dl_info self, other;
+	if (!base && dladdr((void *)inside_libprof, &self))
+		base = self.dli_fbase;
+	return dladdr(addr, &other) && other.dli_fbase == base;
+}
+
+void *prof_trace_lookup(const char *name, void *real)
+{
+	if (!npatterns || !real || !name || !prof_proc || inside_libprof(real))
+		return real;
+	unsigned cat = match(name);
+	if (!cat)
+		return real;
+	void *stub = prof_trace_stub(real, prof_intern(name), (uint8_t)(cat - 1));
+	return stub ? stub : real;
+}
+
+/* Where a slot's call really goes: the slot itself once bound, else what the dynamic
+ * linker would pick (the global scope first, then the object's own). */
+static void *resolve(void **slot, const char *name, const char *object)
+{
+	Dl_info di;
+	void *cur = *slot;
+	if (dladdr(cur, &di) && di.dli_sname && !strcmp(di.dli_sname, name))
+		return cur;
+	void *r = prof_real_dlsym(RTLD_DEFAULT, name);
+	if (r)
+		return r;
+	void *h = dlopen(object && *object ? object : 0, RTLD_LAZY | RTLD_NOLOAD);
+	if (h) {
+		r = prof_real_dlsym(h, name);
+		dlclose(h);
+	}
+	return r;
+}
+
+static void write_slot(void **slot, void *value, uintptr_t relro_start, uintptr_t relro_end)
+{
+	uintptr_t page = (uintptr_t)sysconf(_SC_PAGESIZE);
+	uintptr_t at = (uintptr_t)slot & ~(page - 1);
+	int relro = (uintptr_t)slot >= relro_start && (uintptr_t)slot < relro_end;
+	if (relro && mprotect((void *)at, page, PROT_READ | PROT_WRITE))
+		return;
+	__atomic_store_n(slot, value, __ATOMIC_RELEASE);
+	if (relro)
+		mprotect((void *)at, page, PROT_READ);
+}
+
+struct dynamic_info {
+	const Elf64_Sym *symtab;
+	const char *strtab;
+	const Elf64_Rela *jmprel;
+	size_t jmprel_size;
+};
+
+static uintptr_t dyn_ptr(uintptr_t base, Elf64_Addr v)
+{
+	/* glibc relocates most d_ptr values in place; a small one is still an offset */
+	return v < base ? base + v : v;
+}
+
+static int read_dynamic(const struct dl_phdr_info *info, struct dynamic_info *d,
+			uintptr_t *relro_start, uintptr_t *relro_end)
+{
+	const Elf64_Dyn *dyn = 0;
+	for (int i = 0; i < info->dlpi_phnum; i++) {
+		const Elf64_Phdr *ph = &info->dlpi_phdr[i];
+		if (ph->p_type == PT_DYNAMIC)
+			dyn = (const Elf64_Dyn *)(info->dlpi_addr + ph->p_vaddr);
+		if (ph->p_type == PT_GNU_RELRO) {
+			*relro_start = info->dlpi_addr + ph->p_vaddr;
+			*relro_end = *relro_start + ph->p_memsz;
+		}
+	}
+	if (!dyn)
+		return -1;
+	memset(d, 0, sizeof *d);
+	for (; dyn->d_tag != DT_NULL; dyn++) {
+		switch (dyn->d_tag) {
+		case DT_SYMTAB:
+			d->symtab = (const void *)dyn_ptr(info->dlpi_addr, dyn->d_un.d_ptr);
+			break;
+		case DT_STRTAB:
+			d->strtab = (const void *)dyn_ptr(info->dlpi_addr, dyn->d_un.d_ptr);
+			break;
+		case DT_JMPREL:
+			d->jmprel = (const void *)dyn_ptr(info->dlpi_addr, dyn->d_un.d_ptr);
+			break;
+		case DT_PLTRELSZ:
+			d->jmprel_size = dyn->d_un.d_val;
+			break;
+		case DT_PLTREL:
+			if (dyn->d_un.d_val != DT_RELA)
+				return -1;
+			break;
+		}
+	}
+	return d->symtab && d->strtab && d->jmprel ? 0 : -1;
+}
+
+static int skip_object(const struct dl_phdr_info *info)
+{
+	const char *n = info->dlpi_name;
+	return strstr(n, "linux-vdso") || strstr(n, "ld-linux") || strstr(n, "/ld-") ||
+	       inside_libprof((const void *)(info->dlpi_addr + info->dlpi_phdr[0].p_vaddr));
+}
+
+static int patch_object(struct dl_phdr_info *info, size_t size, void *ctx)
+{
+	(void)size;
+	(void)ctx;
+	for (unsigned i = 0; i < npatched; i++)
+		if (patched[i] == info->dlpi_addr)
+			return 0;
+	if (npatched < MAX_OBJECTS)
+		patched[npatched++] = info->dlpi_addr;
+	struct dynamic_info d;
+	uintptr_t relro_start = 0, relro_end = 0;
+	if (skip_object(info) || read_dynamic(info, &d, &relro_start, &relro_end))
+		return 0;
+	size_t n = d.jmprel_size / sizeof(Elf64_Rela);
+	for (size_t i = 0; i < n; i++) {
+		const Elf64_Rela *r = &d.jmprel[i];
+		if (ELF64_R_TYPE(r->r_info) != R_X86_64_JUMP_SLOT)
+			continue;
+		const char *name = d.strtab + d.symtab[ELF64_R_SYM(r->r_info)].st_name;
+		void **slot = (void **)(info->dlpi_addr + r->r_offset);
+		if (!*name || prof_trace_is_stub(*slot) || !match(name))
+			continue;
+		void *real = resolve(slot, name, info->dlpi_name);
+		void *stub = prof_trace_lookup(name, real);
+		if (stub && stub != real)
+			write_slot(slot, stub, relro_start, relro_end);
+	}
+	return 0;
+}
+
+static int count_adds(struct dl_phdr_info *info, size_t size, void *ctx)
+{
+	(void)size;
+	*(unsigned long long *)ctx = info->dlpi_adds;
+	return 1;
+}
+
+void prof_trace_patch_loaded(void)
+{
+	if (!npatterns || !prof_proc)
+		return;
+	unsigned long long adds = 0;
+	dl_iterate_phdr(count_adds, &adds);
+	if (adds == seen_adds)
+		return;
+	struct prof_thread *t = &prof_thr;
+	t->busy++;
+	seen_adds = adds;
+	dl_iterate_phdr(patch_object, 0);
+	t->busy--;
+}

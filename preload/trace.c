@@ -1,0 +1,231 @@
+/* Traced functions of unknown signature: per-function stubs, the entry/exit hooks the
+ * trampolines call (preload/trace_x86_64.S), and the per-thread shadow stack of
+ * replaced return addresses.
+ *
+ * The real function runs on the caller's own stack with its return address replaced,
+ * so stack arguments and varargs need nothing. Frames that go away without returning
+ * are handled where they can be seen: longjmp leaves entries whose stack slot lies below
+ * the next traced call or return (popped then), and a C++ exception needs the real
+ * return addresses back in the stack before the unwinder walks it (restored in
+ * _Unwind_RaiseException and friends, entries of frames gone popped at the catch). */
+#define _GNU_SOURCE
+#include <dlfcn.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <unwind.h>
+
+#include "state.h"
+#include "trace.h"
+
+#define EXPORT __attribute__((visibility("default")))
+#define SHADOW_MAX 256
+#define STUB_SIZE 32
+#define STUBS_PER_CHUNK 2048
+#define MAX_TARGETS (1u << 16)
+
+struct trace_target {
+	void *real;
+	void *stub;
+	uint32_t name;
+	uint8_t cat;
+};
+
+struct shadow_entry {
+	void **ret_slot; /* where the return address lives in the caller's frame */
+	void *orig_ret;
+	uint64_t t0;
+	uint32_t target;
+	uint32_t depth;
+};
+
+struct shadow_stack {
+	uint32_t n;
+	struct shadow_entry e[SHADOW_MAX];
+};
+
+static __thread struct shadow_stack shadow __attribute__((tls_model("initial-exec")));
+
+static struct trace_target targets[MAX_TARGETS];
+static _Atomic uint32_t ntargets;
+static char *stub_chunk;
+static uint32_t stubs_left;
+static atomic_flag stub_lock = ATOMIC_FLAG_INIT;
+int prof_trace_on;
+
+void prof_trace_entry(void);
+void prof_trace_exit(void);
+
+static void end_entry(struct prof_thread *t, struct shadow_entry *e, uint64_t t1)
+{
+	struct trace_target *tg = &targets[e->target];
+	if (!__atomic_load_n(&prof_trace_on, __ATOMIC_RELAXED) || t->busy)
+		return;
+	t->busy = 1;
+	prof_emit(t, tg->cat, PROF_EV_COMPLETE, 0, tg->name, e->depth, e->t0, t1, 0, 0, 0);
+	t->busy = 0;
+}
+
+/* Entries whose frames are gone (longjmp past them): at or below a live stack slot. */
+static void pop_dead(struct prof_thread *t, void **live_slot, uint64_t now)
+{
+	while (shadow.n && shadow.e[shadow.n - 1].ret_slot <= live_slot) {
+		struct shadow_entry *e = &shadow.e[--shadow.n];
+		end_entry(t, e, now);
+		t->depth = e->depth;
+	}
+}
+
+__attribute__((used)) void *prof_trace_enter(uint32_t idx, void **ret_slot)
+{
+	struct trace_target *tg = &targets[idx];
+	struct prof_thread *t = &prof_thr;
+	if (unlikely(shadow.n) && shadow.e[shadow.n - 1].ret_slot <= ret_slot)
+		pop_dead(t, ret_slot, prof_now());
+	if (!__atomic_load_n(&prof_trace_on, __ATOMIC_RELAXED) || t->busy ||
+	    shadow.n >= SHADOW_MAX)
+		return tg->real;
+	struct shadow_entry *e = &shadow.e[shadow.n];
+	e->ret_slot = ret_slot;
+	e->orig_ret = *ret_slot;
+	e->target = idx;
+	e->depth = t->depth++;
+	e->t0 = prof_now();
+	shadow.n++; /* complete before it can be seen by a signal handler's call */
+	*ret_slot = (void *)prof_trace_exit;
+	return tg->real;
+}
+
+__attribute__((used)) void *prof_trace_leave(void **sp)
+{
+	uint64_t t1 = prof_now();
+	struct prof_thread *t = &prof_thr;
+	void **ret_slot = sp - 1;
+	/* deeper entries still here were skipped by a longjmp out of their frames */
+	while (shadow.n && shadow.e[shadow.n - 1].ret_slot < ret_slot) {
+		struct shadow_entry *gone = &shadow.e[--shadow.n];
+		end_entry(t, gone, t1);
+	}
+	if (unlikely(!shadow.n || shadow.e[shadow.n - 1].ret_slot != ret_slot)) {
+		/* the original return address is lost: nothing sane can continue */
+		prof_warn("a traced function returned through %p, unknown to the shadow stack; "
+			  "aborting", (void *)ret_slot);
+		abort();
+	}
+	struct shadow_entry *e = &shadow.e[--shadow.n];
+	t->depth = e->depth;
+	end_entry(t, e, t1);
+	return e->orig_ret;
+}
+
+/* ---- C++ exceptions ---- */
+
+static void restore_return_addresses(void)
+{
+	for (uint32_t i = 0; i < shadow.n; i++)
+		*shadow.e[i].ret_slot = shadow.e[i].orig_ret;
+}
+
+#define REAL_UNWIND(name)                                                                  \
+	static __typeof__(&name) real_##name;                                              \
+	if (!real_##name)                                                                  \
+		real_##name = (__typeof__(&name))dlsym(RTLD_NEXT, #name)
+
+EXPORT _Unwind_Reason_Code _Unwind_RaiseException(struct _Unwind_Exception *ex)
+{
+	REAL_UNWIND(_Unwind_RaiseException);
+	restore_return_addresses();
+	return real__Unwind_RaiseException(ex);
+}
+
+EXPORT _Unwind_Reason_Code _Unwind_Resume_or_Rethrow(struct _Unwind_Exception *ex)
+{
+	REAL_UNWIND(_Unwind_Resume_or_Rethrow);
+	restore_return_addresses();
+	return real__Unwind_Resume_or_Rethrow(ex);
+}
+
+EXPORT _Unwind_Reason_Code _Unwind_ForcedUnwind(struct _Unwind_Exception *ex,
+						_Unwind_Stop_Fn stop, void *arg)
+{
+	REAL_UNWIND(_Unwind_ForcedUnwind);
+	restore_return_addresses();
+	return real__Unwind_ForcedUnwind(ex, stop, arg);
+}
+
+/* In the catching frame: entries of the frames the exception left are over; the ones
+ * below (still on the stack) get their replaced return addresses back. */
+EXPORT void *__cxa_begin_catch(void *ex)
+{
+	static void *(*real)(void *);
+	if (!real)
+		real = (void *(*)(void *))dlsym(RTLD_NEXT, "__cxa_begin_catch");
+	void **my_slot = (void **)__builtin_frame_address(0) + 1;
+	struct prof_thread *t = &prof_thr;
+	pop_dead(t, my_slot, prof_now());
+	for (uint32_t i = 0; i < shadow.n; i++)
+		*shadow.e[i].ret_slot = (void *)prof_trace_exit;
+	return real(ex);
+}
+
+/* ---- stubs ---- */
+
+/* mov $idx, %r11d; jmp *0(%rip); .quad prof_trace_entry */
+static void write_stub(char *at, uint32_t idx)
+{
+	static const unsigned char code[] = {0x41, 0xbb, 0, 0, 0, 0, 0xff, 0x25, 0, 0, 0, 0};
+	void *entry = (void *)prof_trace_entry;
+	memcpy(at, code, sizeof code);
+	memcpy(at + 2, &idx, 4);
+	memcpy(at + sizeof code, &entry, 8);
+}
+
+void *prof_trace_stub(void *real, uint32_t name, uint8_t cat)
+{
+	uint32_t n = atomic_load(&ntargets);
+	for (uint32_t i = 0; i < n; i++)
+		if (targets[i].real == real && targets[i].cat == cat)
+			return targets[i].stub;
+	while (atomic_flag_test_and_set_explicit(&stub_lock, memory_order_acquire))
+		;
+	void *stub = 0;
+	n = atomic_load(&ntargets);
+	if (n < MAX_TARGETS) {
+		if (!stubs_left) {
+			/* writable and executable: a stub is added while others run */
+			void *p = mmap(0, STUBS_PER_CHUNK * STUB_SIZE,
+				       PROT_READ | PROT_WRITE | PROT_EXEC, MAP_PRIVATE | MAP_ANONYMOUS,
+				       -1, 0);
+			if (p != MAP_FAILED) {
+				stub_chunk = p;
+				stubs_left = STUBS_PER_CHUNK;
+			}
+		}
+		if (stubs_left) {
+			stub = stub_chunk;
+			stub_chunk += STUB_SIZE;
+			stubs_left--;
+			targets[n] = (struct trace_target){real, stub, name, cat};
+			write_stub(stub, n);
+			__builtin___clear_cache(stub, (char *)stub + STUB_SIZE);
+			atomic_store(&ntargets, n + 1);
+		}
+	}
+	atomic_flag_clear_explicit(&stub_lock, memory_order_release);
+	return stub;
+}
+
+int prof_trace_is_stub(const void *addr)
+{
+	uint32_t n = atomic_load(&ntargets);
+	for (uint32_t i = 0; i < n; i++)
+		if (targets[i].stub == addr)
+			return 1;
+	return 0;
+}
+
+void prof_trace_after_fork_child(void)
+{
+	atomic_flag_clear(&stub_lock);
+}

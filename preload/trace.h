@@ -1,0 +1,23 @@
+/* Tracing functions by name (PROFILER_TRACE): stubs and the patterns that pick them. */
+#ifndef PROF_PRELOAD_TRACE_H
+#define PROF_PRELOAD_TRACE_H
+
+#include <stdint.h>
+
+extern int prof_trace_on; /* recording and profile_api, with patterns given */
+
+/* A stub that traces real under name in category cat (one per real function). NULL when
+ * the stub space is exhausted. */
+void *prof_trace_stub(void *real, uint32_t name, uint8_t cat);
+int prof_trace_is_stub(const void *addr);
+void prof_trace_after_fork_child(void);
+
+/* got.c: parses PROFILER_TRACE ("glob[,glob...]", a glob may be "CATEGORY=glob"). */
+int prof_trace_configure(const char *patterns);
+/* Patches the GOT of every loaded object not patched yet. */
+void prof_trace_patch_loaded(void);
+/* The stub for a symbol looked up by name (dlsym), or real when it is not traced. */
+void *prof_trace_lookup(const char *name, void *real);
+int prof_trace_enabled(void);
+
+#endif
