@@ -151,6 +151,18 @@ int prof_config_set(struct prof_config *c, const char *key, const char *value, c
 		c->max_json_events = v;
 		return 0;
 	}
+	if (!strcmp(key, "follow"))
+		return set_bool(&c->follow, key, value, err, errlen);
+	if (!strcmp(key, "framework")) {
+		static const char *known[] = {"mxnet", "torch", "tensorflow", "onnxruntime", "auto"};
+		for (size_t i = 0; i < sizeof known / sizeof *known; i++)
+			if (!strcmp(value, known[i])) {
+				strcpy(c->framework, value);
+				return 0;
+			}
+		return bad(err, errlen, key, value,
+			   "use mxnet, torch, tensorflow, onnxruntime or auto");
+	}
 	if (!strcmp(key, "clock")) {
 		if (strcmp(value, "tsc") && strcmp(value, "mono"))
 			return bad(err, errlen, key, value, "clock must be tsc or mono");
@@ -160,7 +172,7 @@ int prof_config_set(struct prof_config *c, const char *key, const char *value, c
 	snprintf(err, errlen,
 		 "unknown setting '%s' (known: profile_all, profile_memory, profile_api, "
 		 "aggregate_stats, filename, continuous_dump, dump_period, output, ring_size, "
-		 "block, quiet, autostart, clock, trace_max_events)",
+		 "block, quiet, autostart, clock, trace_max_events, framework, follow)",
 		 key);
 	return -1;
 }

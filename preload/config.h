@@ -28,6 +28,8 @@ struct prof_config {
 	uint64_t max_json_events; /* 0: the exporter's default */
 	char output[PROF_PATH_MAX]; /* prefix before %-expansion */
 	char clock[8];              /* "", "tsc" or "mono" */
+	int follow;                 /* record only while the framework's own profiler runs */
+	char framework[16];         /* "", mxnet, torch, tensorflow, onnxruntime, auto */
 };
 
 void prof_config_defaults(struct prof_config *c);

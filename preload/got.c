@@ -10,12 +10,14 @@
 #include <elf.h>
 #include <fnmatch.h>
 #include <link.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
 #include <unistd.h>
 
 #include "dl.h"
+#include "prof.h"
 #include "state.h"
 #include "trace.h"
 
@@ -33,10 +35,11 @@ static unsigned npatterns;
 static uintptr_t patched[MAX_OBJECTS];
 static unsigned npatched;
 static unsigned long long seen_adds = ~0ull;
+static int following; /* PROFILER_FOLLOW */
 
 int prof_trace_enabled(void)
 {
-	return npatterns > 0;
+	return npatterns > 0 || following;
 }
 
 static uint8_t category_for(const char *name, size_t len)
@@ -49,19 +52,10 @@ static uint8_t category_for(const char *name, size_t len)
 	return prof_category(buf);
 }
 
-int prof_trace_configure(const char *text)
+static void add_patterns(char *text)
 {
-	if (!text || !*text)
-		return 0;
-	if (strlen(text) >= sizeof pattern_text) {
-		prof_warn("PROFILER_TRACE is longer than %zu bytes; not tracing by name",
-			  sizeof pattern_text - 1);
-		return -1;
-	}
-	strcpy(pattern_text, text);
 	uint8_t trace_cat = category_for("trace", 5);
-	for (char *save, *tok = strtok_r(pattern_text, ",", &save); tok;
-	     tok = strtok_r(0, ",", &save)) {
+	for (char *save, *tok = strtok_r(text, ",", &save); tok; tok = strtok_r(0, ",", &save)) {
 		while (*tok == ' ')
 			tok++;
 		if (!*tok || npatterns == MAX_PATTERNS)
@@ -75,6 +69,64 @@ int prof_trace_configure(const char *text)
 			p->glob = eq + 1;
 		}
 	}
+}
+
+/* What each framework's calls look like; categories as the framework's own profiler
+ * names them where it has one (MXNet's MXNET_C_API, PyTorch's operators). */
+static const struct {
+	const char *name, *patterns;
+} presets[] = {
+	{"mxnet", "MXNET_C_API=MX*"},
+	{"torch", "operator=at::_ops::*::call"},
+	{"tensorflow", "TF_API=TF_*,TF_API=TFE_*"},
+	{"onnxruntime", "ORT_API=OrtGetApiBase"},
+};
+
+/* PROFILER_FOLLOW: MXNet's profiler.set_state('run'|'stop') ends in this call. */
+static void follow_mxnet(const uint64_t *args)
+{
+	if ((int)args[0])
+		prof_resume();
+	else
+		prof_pause();
+}
+
+static const struct {
+	const char *symbol;
+	prof_trace_hook hook;
+} follow_hooks[] = {
+	{"MXSetProcessProfilerState", follow_mxnet},
+	{"MXSetProfilerState", follow_mxnet},
+};
+
+static prof_trace_hook hook_for(const char *name)
+{
+	for (size_t i = 0; following && i < sizeof follow_hooks / sizeof *follow_hooks; i++)
+		if (!strcmp(name, follow_hooks[i].symbol))
+			return follow_hooks[i].hook;
+	return 0;
+}
+
+int prof_trace_configure(const char *text, const char *framework, int follow)
+{
+	size_t used = 0;
+	pattern_text[0] = 0;
+	if (text && *text)
+		used = (size_t)snprintf(pattern_text, sizeof pattern_text, "%s,", text);
+	for (size_t i = 0; framework && *framework && i < sizeof presets / sizeof *presets; i++)
+		if (!strcmp(framework, "auto") || !strcmp(framework, presets[i].name))
+			used += (size_t)snprintf(pattern_text + used, sizeof pattern_text - used,
+						 "%s,", presets[i].patterns);
+	if (used >= sizeof pattern_text) {
+		prof_warn("PROFILER_TRACE is longer than %zu bytes; not tracing by name",
+			  sizeof pattern_text - 1);
+		pattern_text[0] = 0;
+		return -1;
+	}
+	following = follow;
+	add_patterns(pattern_text);
+	if (follow && !npatterns)
+		category_for("MXNET_C_API", 11); /* the hooks' stubs need a category */
 	return 0;
 }
 
@@ -122,6 +174,24 @@ static unsigned match(const char *name)
 	return cat;
 }
 
+/* PyTorch's operator entry points are at::_ops::<op>_<overload>::call; the schema name
+ * torch.profiler shows ("aten::add") is in the sibling constant at::_ops::<op>::name. */
+static const char *display_name(const char *mangled)
+{
+	static const char prefix[] = "_ZN2at4_ops";
+	if (strncmp(mangled, prefix, sizeof prefix - 1))
+		return mangled;
+	const char *p = mangled + sizeof prefix - 1;
+	char *end;
+	unsigned long len = strtoul(p, &end, 10);
+	if (!len || len > 200 || strncmp(end + len, "4callE", 6))
+		return mangled;
+	char sym[300];
+	snprintf(sym, sizeof sym, "%s%lu%.*s4nameE", prefix, len, (int)len, end);
+	const char *const *name = prof_real_dlsym(RTLD_DEFAULT, sym);
+	return name && *name ? *name : mangled;
+}
+
 static int inside_libprof(const void *addr)
 {
 	static void *base;
@@ -131,14 +201,23 @@ static int inside_libprof(const void *addr)
 	return dladdr(addr, &other) && other.dli_fbase == base;
 }
 
+/* The stub for name, or NULL when it is neither traced nor hooked. */
+static void *stub_for(const char *name, void *real)
+{
+	unsigned cat = match(name);
+	prof_trace_hook hook = hook_for(name);
+	if (!cat && !hook)
+		return 0;
+	if (!cat)
+		cat = category_for("MXNET_C_API", 11) + 1u;
+	return prof_trace_stub(real, prof_intern(display_name(name)), (uint8_t)(cat - 1), hook);
+}
+
 void *prof_trace_lookup(const char *name, void *real)
 {
-	if (!npatterns || !real || !name || !prof_proc || inside_libprof(real))
+	if ((!npatterns && !following) || !real || !name || !prof_proc || inside_libprof(real))
 		return real;
-	unsigned cat = match(name);
-	if (!cat)
-		return real;
-	void *stub = prof_trace_stub(real, prof_intern(name), (uint8_t)(cat - 1));
+	void *stub = stub_for(name, real);
 	return stub ? stub : real;
 }
 
@@ -252,11 +331,11 @@ static int patch_object(struct dl_phdr_info *info, size_t size, void *ctx)
 			continue;
 		const char *name = d.strtab + d.symtab[ELF64_R_SYM(r->r_info)].st_name;
 		void **slot = (void **)(info->dlpi_addr + r->r_offset);
-		if (!*name || prof_trace_is_stub(*slot) || !match(name))
+		if (!*name || prof_trace_is_stub(*slot) || (!match(name) && !hook_for(name)))
 			continue;
 		void *real = resolve(slot, name, info->dlpi_name);
-		void *stub = prof_trace_lookup(name, real);
-		if (stub && stub != real)
+		void *stub = real && !inside_libprof(real) ? stub_for(name, real) : 0;
+		if (stub)
 			write_slot(slot, stub, relro_start, relro_end);
 	}
 	return 0;
@@ -271,7 +350,7 @@ static int count_adds(struct dl_phdr_info *info, size_t size, void *ctx)
 
 void prof_trace_patch_loaded(void)
 {
-	if (!npatterns || !prof_proc)
+	if ((!npatterns && !following) || !prof_proc)
 		return;
 	unsigned long long adds = 0;
 	dl_iterate_phdr(count_adds, &adds);

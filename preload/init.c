@@ -164,7 +164,11 @@ static int prof_start_session(int may_create)
 		if (make_process_segment() == 0) {
 			prof_on = 1;
 			rc = 0;
-			prof_trace_configure(getenv("PROFILER_TRACE"));
+			prof_trace_configure(getenv("PROFILER_TRACE"), prof_cfg.framework,
+					     prof_cfg.follow);
+			/* follow: nothing is recorded until the framework's profiler starts */
+			if (prof_cfg.follow)
+				prof_on = 0;
 			prof_trace_patch_loaded();
 		}
 	}

@@ -28,6 +28,7 @@
 struct trace_target {
 	void *real;
 	void *stub;
+	prof_trace_hook hook; /* runs on every call, traced or not */
 	uint32_t name;
 	uint8_t cat;
 };
@@ -77,10 +78,13 @@ static void pop_dead(struct prof_thread *t, void **live_slot, uint64_t now)
 	}
 }
 
-__attribute__((used)) void *prof_trace_enter(uint32_t idx, void **ret_slot)
+__attribute__((used)) void *prof_trace_enter(uint32_t idx, void **ret_slot,
+					     const uint64_t *saved_args)
 {
 	struct trace_target *tg = &targets[idx];
 	struct prof_thread *t = &prof_thr;
+	if (unlikely(tg->hook != 0))
+		tg->hook(saved_args);
 	if (unlikely(shadow.n) && shadow.e[shadow.n - 1].ret_slot <= ret_slot)
 		pop_dead(t, ret_slot, prof_now());
 	if (!__atomic_load_n(&prof_trace_on, __ATOMIC_RELAXED) || t->busy ||
@@ -181,7 +185,7 @@ static void write_stub(char *at, uint32_t idx)
 	memcpy(at + sizeof code, &entry, 8);
 }
 
-void *prof_trace_stub(void *real, uint32_t name, uint8_t cat)
+void *prof_trace_stub(void *real, uint32_t name, uint8_t cat, prof_trace_hook hook)
 {
 	uint32_t n = atomic_load(&ntargets);
 	for (uint32_t i = 0; i < n; i++)
@@ -206,7 +210,7 @@ void *prof_trace_stub(void *real, uint32_t name, uint8_t cat)
 			stub = stub_chunk;
 			stub_chunk += STUB_SIZE;
 			stubs_left--;
-			targets[n] = (struct trace_target){real, stub, name, cat};
+			targets[n] = (struct trace_target){real, stub, hook, name, cat};
 			write_stub(stub, n);
 			__builtin___clear_cache(stub, (char *)stub + STUB_SIZE);
 			atomic_store(&ntargets, n + 1);

@@ -6,14 +6,19 @@
 
 extern int prof_trace_on; /* recording and profile_api, with patterns given */
 
-/* A stub that traces real under name in category cat (one per real function). NULL when
- * the stub space is exhausted. */
-void *prof_trace_stub(void *real, uint32_t name, uint8_t cat);
+/* Called on entry with the integer argument registers (rdi, rsi, rdx, rcx, r8, r9). */
+typedef void (*prof_trace_hook)(const uint64_t *args);
+
+/* A stub that traces real under name in category cat (one per real function), calling
+ * hook first when there is one. NULL when the stub space is exhausted. */
+void *prof_trace_stub(void *real, uint32_t name, uint8_t cat, prof_trace_hook hook);
 int prof_trace_is_stub(const void *addr);
 void prof_trace_after_fork_child(void);
 
-/* got.c: parses PROFILER_TRACE ("glob[,glob...]", a glob may be "CATEGORY=glob"). */
-int prof_trace_configure(const char *patterns);
+/* got.c: parses PROFILER_TRACE ("glob[,glob...]", a glob may be "CATEGORY=glob"), adds
+ * the PROFILER_FRAMEWORK preset's patterns, and with follow the hooks that start and
+ * stop recording with the framework's own profiler. */
+int prof_trace_configure(const char *patterns, const char *framework, int follow);
 /* Patches the GOT of every loaded object not patched yet. */
 void prof_trace_patch_loaded(void);
 /* The stub for a symbol looked up by name (dlsym), or real when it is not traced. */

@@ -4,7 +4,8 @@
  * saves every argument register (and %al, the vector count of varargs calls), lets
  * prof_trace_enter() record the entry and replace the return address on the stack by
  * prof_trace_exit, restores the registers and jumps to the real function with the
- * caller's stack untouched (stack arguments and varargs stay where they were).
+ * caller's stack untouched (stack arguments and varargs stay where they were). A hook
+ * (PROFILER_FOLLOW) reads the integer arguments from the saved registers.
  * prof_trace_exit runs when the real function returns: it keeps the return registers
  * (rax, rdx, xmm0, xmm1; st0 is not touched by the C code) across prof_trace_leave(),
  * which records the exit and gives back the original return address. */
@@ -36,6 +37,7 @@ prof_trace_entry:
 	movdqu	%xmm7, 176(%rsp)
 	movl	%r11d, %edi		/* the stub's index */
 	leaq	200(%rsp), %rsi		/* where the return address is */
+	movq	%rsp, %rdx		/* the saved argument registers */
 	call	prof_trace_enter	/* -> the real function */
 	movq	%rax, %r11
 	movq	0(%rsp), %rdi
