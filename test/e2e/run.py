@@ -1892,6 +1892,73 @@ def trace_through_ctypes(c):
 
 
 # ---------------------------------------------------------------------------------------
+# 15. real frameworks (installed by scripts/install-deps.sh; a missing one fails loudly)
+
+FRAMEWORKS = os.path.join(ROOT, "test", "e2e", "frameworks")
+
+
+def need_module(name, install):
+    p = subprocess.run([sys.executable, "-c", "import " + name], capture_output=True, text=True)
+    check(p.returncode == 0, "Python module %s is not importable (%s): install it with `%s` "
+          "(scripts/install-deps.sh does)" % (name, p.stderr.strip().splitlines()[-1:], install))
+
+
+def mxnet_table(text, section):
+    """Rows (name -> count) of one section of MXNet's own profiler.dumps() table."""
+    rows, inside = {}, False
+    for line in text.splitlines():
+        if line.strip() == section:
+            inside = True
+            continue
+        if inside:
+            parts = line.split()
+            if not parts:
+                if rows:
+                    break
+                continue
+            if parts[0].startswith("=") or parts[0] in ("Name", "----"):
+                continue
+            # "Name words... Count Time Min Max Avg": the count is the first integer
+            at = next((i for i, w in enumerate(parts) if i and w.isdigit()), None)
+            if at is None:
+                break
+            rows[" ".join(parts[:at])] = int(parts[at])
+    return rows
+
+
+@case
+def mxnet_trace_example_follow(c):
+    need_module("mxnet", "pip install mxnet==1.9.1 numpy==1.23.5")
+    script = os.path.join(FRAMEWORKS, "mxnet_trace_example.py")
+    r, t = profile(c, [sys.executable, script],
+                   env={"PROFILER_FRAMEWORK": "mxnet", "PROFILER_FOLLOW": "1"})
+    ours = trace_counts(t, "MXNET_C_API")
+    theirs = mxnet_table(r.out, "MXNET_C_API")
+    check(theirs, "MXNet's own dumps() table is missing from the output: %r" % r.out[-2000:])
+    # the calls of the guide's table, counted as MXNet's own profiler counts them
+    for name in ("MXNDArrayCreateEx", "MXNDArraySyncCopyFromCPU", "MXImperativeInvokeEx",
+                 "MXNDArrayWaitAll", "MXNDArrayGetShapeEx", "MXNDArrayGetDType"):
+        eq(ours.get(name), theirs.get(name), "%s: libprof's count vs MXNet's" % name)
+    eq(ours.get("MXImperativeInvokeEx"), 2, "MXImperativeInvokeEx (diag, sum)")
+    # follow: nothing from before set_state('run') (import mxnet makes thousands of calls)
+    check(sum(ours.values()) < 40, "calls outside the profiled region: %r" % ours)
+    rep = c.report_json(c.path("profile.prof"), "--category", "MXNET_C_API")
+    eq(report_row(rep, "MXNET_C_API", "MXImperativeInvokeEx")["count"], 2, "report row")
+
+
+@case
+def mxnet_c_api_whole_run(c):
+    need_module("mxnet", "pip install mxnet==1.9.1 numpy==1.23.5")
+    script = os.path.join(FRAMEWORKS, "mxnet_trace_example.py")
+    r, t = profile(c, [sys.executable, script], env={"PROFILER_FRAMEWORK": "mxnet"})
+    ours = trace_counts(t, "MXNET_C_API")
+    # without follow the whole run is there: start-up registers every operator
+    check(ours.get("MXSymbolGetAtomicSymbolInfo", 0) > 1000,
+          "MXNet's start-up calls are missing: %r" % sorted(ours.items())[:20])
+    eq(ours.get("MXImperativeInvokeEx"), 2, "MXImperativeInvokeEx")
+
+
+# ---------------------------------------------------------------------------------------
 # runner
 
 
