@@ -69,6 +69,34 @@ def overhead():
     return med
 
 
+def traced_calls():
+    """Issue 3: the generic entry/exit mechanism against the untraced call."""
+    loop = os.path.join(B, "bench", "trace_loop")
+    n = N
+    v = [("native call through the PLT", {}),
+         ("libprof preloaded, not tracing", {"LD_PRELOAD": LIB, "PROFILER_AUTOSTART": "1",
+                                             "PROFILER_QUIET": "1"}),
+         ("libprof tracing bench_fn", {"LD_PRELOAD": LIB, "PROFILER_AUTOSTART": "1",
+                                       "PROFILER_QUIET": "1", "PROFILER_TRACE": "bench_fn",
+                                       "PROFILER_RING_SIZE": "256M"})]
+    res = {name: [] for name, _ in v}
+    for _ in range(ROUNDS):
+        for name, extra in v:
+            env = {k: x for k, x in os.environ.items()
+                   if not k.startswith("PROFILER_") and k != "LD_PRELOAD"}
+            env.update(extra)
+            out = subprocess.run([loop, str(n)], env=env, cwd=WORK, capture_output=True,
+                                 text=True, check=True)
+            res[name].append(float(out.stdout.split()[0]))
+    med = {k: statistics.median(x) for k, x in res.items()}
+    base = med["native call through the PLT"]
+    print()
+    print(f"Traced call cost: {n:,} calls of a tiny function through the PLT, median of {ROUNDS}")
+    print(f"{'variant':40} {'ns/call':>8} {'added':>8}")
+    for name, x in med.items():
+        print(f"{name:40} {x:8.2f} {x - base:+8.2f}")
+
+
 def throughput():
     n = 3000000
     env = {"LD_PRELOAD": LIB, "PROFILER_AUTOSTART": "1", "PROFILER_QUIET": "1",
@@ -106,6 +134,7 @@ if __name__ == "__main__":
     WORK = tempfile.mkdtemp(prefix="libprof-bench-")
     try:
         overhead()
+        traced_calls()
         throughput()
     finally:
         shutil.rmtree(WORK, ignore_errors=True)

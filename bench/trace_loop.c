@@ -1,0 +1,28 @@
+/* The traced-call benchmark: N calls of a tiny function in a shared library, through the
+ * PLT; prints nanoseconds per call. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <time.h>
+
+int bench_fn(int x);
+
+static double now_ns(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return ts.tv_sec * 1e9 + ts.tv_nsec;
+}
+
+int main(int argc, char **argv)
+{
+	long n = argc > 1 ? atol(argv[1]) : 1000000;
+	volatile int sink = 0;
+	for (long i = 0; i < 10000; i++)
+		sink = bench_fn(sink);
+	double t0 = now_ns();
+	for (long i = 0; i < n; i++)
+		sink = bench_fn(sink);
+	double t1 = now_ns();
+	printf("%.2f\n", (t1 - t0) / n);
+	return 0;
+}
