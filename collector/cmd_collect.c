@@ -52,10 +52,15 @@ int cmd_collect(int argc, char **argv)
 	signal(SIGINT, SIG_IGN);
 	signal(SIGHUP, SIG_IGN);
 	signal(SIGPIPE, SIG_IGN);
+	signal(SIGXFSZ, SIG_IGN); /* a file-size limit is a write error, reported as such */
+	signal(SIGCHLD, SIG_DFL); /* the program may ignore it; dump workers are reaped */
+	if (chdir("/")) { /* outputs are absolute paths; don't pin the program's directory */
+	}
 	atomic_store(&s->collector_pid, (uint32_t)getpid());
 	struct collector_options o = {.sid = sid, .session = s};
 	int rc = collector_run(&o);
-	if (atomic_load(&s->state) == SESSION_RUNNING)
+	uint32_t st = atomic_load(&s->state);
+	if (st == SESSION_RUNNING || st == SESSION_CLOSING)
 		atomic_store(&s->state, rc ? SESSION_FAILED : SESSION_DONE);
 	prof_futex_wake(&s->state);
 	prof_session_unlink(sid);

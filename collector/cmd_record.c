@@ -17,6 +17,14 @@
 
 extern char **environ;
 
+static volatile pid_t record_child;
+
+static void forward_term(int sig)
+{
+	if (record_child > 0)
+		kill(record_child, sig);
+}
+
 static void usage(FILE *f)
 {
 	fprintf(f,
@@ -157,6 +165,7 @@ int cmd_record(int argc, char **argv)
 	prof_config_from_env(&cfg, environ, warn_line);
 	if (parse(argc, argv, &cfg, &cmd_at))
 		return 2;
+	signal(SIGCHLD, SIG_DFL); /* an inherited SIG_IGN would reap the command for us */
 	char lib[PATH_MAX];
 	if (find_library(lib, sizeof lib)) {
 		fprintf(stderr, "prof record: cannot find libprof.so next to prof or in ../lib "
@@ -191,9 +200,13 @@ int cmd_record(int argc, char **argv)
 		fprintf(stderr, "prof record: cannot run '%s': %s\n", argv[cmd_at], strerror(errno));
 		_exit(127);
 	}
-	/* Ctrl-C reaches the whole process group: the command decides, we finish the job */
+	/* Ctrl-C reaches the whole process group: the command decides, we finish the job.
+	 * A SIGTERM meant for us goes to the command, and we finish when it ends. */
 	signal(SIGINT, SIG_IGN);
 	signal(SIGQUIT, SIG_IGN);
+	signal(SIGXFSZ, SIG_IGN);
+	record_child = child;
+	signal(SIGTERM, forward_term);
 	/* %p names the command's pid, and the header its command line, not prof's */
 	prof_session_configure(s, &cfg, child, err, sizeof err);
 	s->root_pid = 0;

@@ -174,8 +174,7 @@ static int thread_has_older_events(struct prof_proc_shm *shm, unsigned orphan_sl
 		if (j == orphan_slot || o->tid != tid || atomic_load(&o->orphan) ||
 		    atomic_load(&o->state) == SLOT_FREE)
 			continue;
-		if (atomic_load(&o->state) == SLOT_RETIRED ||
-		    atomic_load(&o->head) != atomic_load(&o->tail))
+		if (atomic_load(&o->head) != atomic_load(&o->tail) || atomic_load(&o->lost_pending))
 			return 1;
 	}
 	return 0;
@@ -194,8 +193,9 @@ static uint64_t drain_slot(struct collector *c, struct proc_entry *p, unsigned i
 	uint32_t state = atomic_load_explicit(&s->state, memory_order_acquire);
 	if (state == SLOT_FREE)
 		return 0;
-	/* after the head: an orphan's flag is set before its first event is published */
-	(void)atomic_load_explicit(&s->head, memory_order_acquire);
+	/* every field read after the head: an orphan's flag and a new owner's tid are set
+	 * before its first event is published */
+	uint64_t head = atomic_load_explicit(&s->head, memory_order_acquire);
 	int orphan = atomic_load(&s->orphan) != 0;
 	if (orphan != orphan_pass || (orphan && thread_has_older_events(shm, i, s->tid)))
 		return 0;
@@ -215,7 +215,6 @@ static uint64_t drain_slot(struct collector *c, struct proc_entry *p, unsigned i
 	c->buf_tid = s->tid;
 	/* Strings after the head: every name an event up to that head uses was interned
 	 * (and published) before the event was. */
-	uint64_t head = atomic_load_explicit(&s->head, memory_order_acquire);
 	read_strings(c, p);
 	uint64_t n = ring_drain_upto(s, prof_proc_ring(shm, i), shm->ring_cap, head,
 				     on_ring_events, c);
@@ -272,6 +271,8 @@ static void finish_process(struct collector *c, struct proc_entry *p, int32_t st
 	put(c, CAP_PROCESS_END, &e, sizeof e, 0, 0);
 	p->finished = 1;
 	shm_unlink(p->name);
+	prof_proc_unmap(p->shm); /* a long session of many processes must not keep them */
+	p->shm = 0;
 }
 
 static int32_t child_status(struct collector *c, pid_t pid)
@@ -359,6 +360,22 @@ static int scan_segments(struct collector *c)
 	return added;
 }
 
+/* Segments of processes that joined as the session closed: never drained, never kept. */
+static void sweep_segments(struct collector *c)
+{
+	DIR *d = opendir("/dev/shm");
+	if (!d)
+		return;
+	char path[300];
+	size_t plen = strlen(c->shm_prefix);
+	for (struct dirent *e; (e = readdir(d));)
+		if (!strncmp(e->d_name, c->shm_prefix, plen) && !known(c, e->d_name)) {
+			snprintf(path, sizeof path, "/%.255s", e->d_name);
+			shm_unlink(path);
+		}
+	closedir(d);
+}
+
 static void check_liveness(struct collector *c)
 {
 	if (c->o->child > 0 && !c->o->child_status) {
@@ -425,6 +442,13 @@ static void release_root_if_alone(struct collector *c)
 	atomic_store(&c->s->root_release, 1);
 	prof_futex_wake(&c->s->state);
 	c->root_released = 1;
+	/* Whoever reads the program's stderr through a pipe must not wait for its
+	 * background processes too: the rest goes to the outputs only. */
+	int null = open("/dev/null", O_WRONLY | O_CLOEXEC);
+	if (null >= 0) {
+		dup2(null, 2);
+		close(null);
+	}
 }
 
 static uint64_t drain_all(struct collector *c)
@@ -463,6 +487,12 @@ static void answer_dump(struct collector *c)
 	uint64_t now = prof_mono_ns();
 	int asked = req != atomic_load(&s->dump_done) && req != c->dump.request;
 	int periodic = s->continuous_dump && now - c->last_dump >= s->dump_period_ms * 1000000ull;
+	if (asked && c->write_failed) {
+		atomic_store(&s->dump_status, -1); /* the capture is broken: say so, don't hang */
+		atomic_store(&s->dump_done, req);
+		prof_futex_wake(&s->dump_done);
+		return;
+	}
 	if (c->dump.pid || (!asked && !periodic) || c->write_failed)
 		return;
 	if (asked) {
@@ -559,9 +589,12 @@ int collector_run(struct collector_options *o)
 			release_root_if_alone(c);
 			c->last_live = now;
 			if (session_over(c, now)) {
-				/* one more look for segments made in the last moment */
+				/* closed to newcomers, then one more look for segments made in
+				 * the last moment */
+				atomic_store(&c->s->state, SESSION_CLOSING);
 				if (!scan_segments(c))
 					break;
+				atomic_store(&c->s->state, SESSION_RUNNING);
 			} else {
 				c->all_gone_since = 0;
 			}
@@ -578,6 +611,7 @@ int collector_run(struct collector_options *o)
 		atomic_store(&c->s->dump_done, c->dump.request);
 		prof_futex_wake(&c->s->dump_done);
 	}
+	sweep_segments(c);
 	write_session_end(c);
 	int rc = 0;
 	if (!c->write_failed && cap_flush(c->w))
@@ -596,7 +630,8 @@ int collector_run(struct collector_options *o)
 	}
 	for (struct proc_entry *p = c->procs, *next; p; p = next) {
 		next = p->next;
-		prof_proc_unmap(p->shm);
+		if (p->shm)
+			prof_proc_unmap(p->shm);
 		free(p->slot_gen);
 		free(p);
 	}

@@ -2,6 +2,7 @@
 #define _GNU_SOURCE
 #include <errno.h>
 #include <fcntl.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -163,6 +164,10 @@ static int ask_collector(uint32_t kind, const char *path)
 		return -1;
 	uint32_t me = (uint32_t)getpid(), free_ = 0;
 	while (!atomic_compare_exchange_weak(&s->dump_lock, &free_, me)) {
+		/* a holder that died (killed inside prof_dump) must not block everyone */
+		if (free_ && kill((pid_t)free_, 0) && errno == ESRCH &&
+		    atomic_compare_exchange_strong(&s->dump_lock, &free_, me))
+			break;
 		free_ = 0;
 		if (!prof_collector_alive())
 			return -1;

@@ -181,7 +181,7 @@ int prof_config_set(struct prof_config *c, const char *key, const char *value, c
 static int is_internal(const char *name)
 {
 	return !strcmp(name, "SESSION") || !strcmp(name, "COLLECTOR") || !strcmp(name, "LIBRARY") ||
-	       !strcmp(name, "TRACE"); /* read by the tracer (preload/got.c) */
+	       !strcmp(name, "TRACE") || !strcmp(name, "SPAWNED"); /* read by the tracer (preload/got.c) */
 }
 
 int prof_config_from_env(struct prof_config *c, char *const *env, void (*warn)(const char *))

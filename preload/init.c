@@ -164,6 +164,11 @@ static int prof_start_session(int may_create)
 		if (make_process_segment() == 0) {
 			prof_on = 1;
 			rc = 0;
+			/* an exec'd or spawned image the session counted as pending */
+			if (getenv("PROFILER_SPAWNED")) {
+				atomic_fetch_add(&prof_session->forks_registered, 1);
+				unsetenv("PROFILER_SPAWNED");
+			}
 			prof_trace_configure(getenv("PROFILER_TRACE"), prof_cfg.framework,
 					     prof_cfg.follow);
 			/* follow: nothing is recorded until the framework's profiler starts */
@@ -208,13 +213,15 @@ void prof_after_fork_child(void)
 static void wait_for_outputs(void)
 {
 	struct prof_session_shm *s = prof_session;
-	while (atomic_load(&s->state) == SESSION_RUNNING && !atomic_load(&s->root_release)) {
+	uint32_t st;
+	while (((st = atomic_load(&s->state)) == SESSION_RUNNING || st == SESSION_CLOSING) &&
+	       !atomic_load(&s->root_release)) {
 		if (!prof_collector_alive()) {
 			prof_warn("the collector (pid %u) is gone; outputs may be missing",
 				  atomic_load(&s->collector_pid));
 			return;
 		}
-		prof_futex_wait(&s->state, SESSION_RUNNING, 200);
+		prof_futex_wait(&s->state, st, 200);
 	}
 }
 
@@ -229,10 +236,13 @@ __attribute__((constructor(101))) static void prof_init(void)
 			     getenv("PROFILER_SESSION") ? ignore_line : warn_line);
 	pthread_atfork(0, 0, prof_after_fork_child);
 	t->busy--;
-	/* A child of a profiled process follows its session even without autostart; a
-	 * stale session (its collector gone) leaves it idle. */
-	if (prof_cfg.autostart || getenv("PROFILER_SESSION"))
-		prof_start_session(prof_cfg.autostart);
+	/* A child of a profiled process follows its session even without autostart, and
+	 * never starts one of its own: a session that is over (or whose collector is gone)
+	 * leaves it idle, so it cannot overwrite the session's outputs. */
+	if (getenv("PROFILER_SESSION"))
+		prof_start_session(0);
+	else if (prof_cfg.autostart)
+		prof_start_session(1);
 }
 
 __attribute__((destructor(101))) static void prof_fini(void)

@@ -83,8 +83,12 @@ int prof_spawn_collector(const char *path, const char *sid, _Atomic uint32_t *pi
 		}
 		_exit(c < 0 ? 1 : 0);
 	}
-	int status;
-	while (waitpid(mid, &status, 0) < 0 && errno == EINTR)
-		;
+	int status = 0;
+	while (waitpid(mid, &status, 0) < 0) {
+		if (errno == ECHILD) /* SIGCHLD ignored: reaped already; did it get going? */
+			return atomic_load(pid_out) ? 0 : -1;
+		if (errno != EINTR)
+			return -1;
+	}
 	return WIFEXITED(status) && WEXITSTATUS(status) == 0 ? 0 : -1;
 }

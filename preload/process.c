@@ -59,6 +59,14 @@ static size_t env_count(char *const *env)
 /* Copies env into out (room for env_count + 3), with LD_PRELOAD naming libprof and
  * PROFILER_SESSION naming this session. The buffers live in the caller's frame: no heap
  * use, so this is safe after vfork. */
+/* The new image registers when it joins (PROFILER_SPAWNED in its environment): until
+ * then the collector does not end the session. */
+static void count_spawn(int delta)
+{
+	if (prof_session)
+		atomic_fetch_add(&prof_session->forks_started, (uint64_t)(int64_t)delta);
+}
+
 static char **session_env(char *const *env, char **out, char *preload, size_t plen, char *sid,
 			  size_t slen)
 {
@@ -68,7 +76,8 @@ static char **session_env(char *const *env, char **out, char *preload, size_t pl
 	for (size_t i = 0; env && env[i]; i++) {
 		if (!strncmp(env[i], "LD_PRELOAD=", 11))
 			old_preload = env[i] + 11;
-		else if (strncmp(env[i], "PROFILER_SESSION=", 17))
+		else if (strncmp(env[i], "PROFILER_SESSION=", 17) &&
+			 strncmp(env[i], "PROFILER_SPAWNED=", 17))
 			out[k++] = env[i];
 	}
 	if (old_preload && (!*lib || strstr(old_preload, lib)))
@@ -80,6 +89,7 @@ static char **session_env(char *const *env, char **out, char *preload, size_t pl
 	snprintf(sid, slen, "PROFILER_SESSION=%s", prof_sid);
 	out[k++] = preload;
 	out[k++] = sid;
+	out[k++] = "PROFILER_SPAWNED=1";
 	out[k] = 0;
 	return out;
 }
@@ -104,12 +114,14 @@ static void exec_failed(int marked)
 	do {                                                                               \
 		if (!prof_session)                                                         \
 			return call(env);                                                  \
-		char *fixed[env_count(env) + 3];                                           \
+		char *fixed[env_count(env) + 4];                                           \
 		char preload_var[PATH_MAX * 2], sid_var[64];                               \
 		session_env(env, fixed, preload_var, sizeof preload_var, sid_var,          \
 			    sizeof sid_var);                                               \
 		int marked = mark_exec();                                                  \
+		count_spawn(1);                                                            \
 		int rc = call(fixed);                                                      \
+		count_spawn(-1);                                                           \
 		exec_failed(marked);                                                       \
 		return rc;                                                                 \
 	} while (0)
@@ -147,10 +159,14 @@ EXPORT int posix_spawn(pid_t *pid, const char *path, const posix_spawn_file_acti
 #define CALL(e) real_posix_spawn(pid, path, fa, attr, argv, e)
 	if (!prof_session)
 		return CALL(envp);
-	char *fixed[env_count(envp) + 3];
+	char *fixed[env_count(envp) + 4];
 	char preload_var[PATH_MAX * 2], sid_var[64];
-	return CALL(session_env(envp, fixed, preload_var, sizeof preload_var, sid_var,
-				sizeof sid_var));
+	count_spawn(1);
+	int rc = CALL(session_env(envp, fixed, preload_var, sizeof preload_var, sid_var,
+				  sizeof sid_var));
+	if (rc)
+		count_spawn(-1);
+	return rc;
 #undef CALL
 }
 
@@ -161,9 +177,13 @@ EXPORT int posix_spawnp(pid_t *pid, const char *file, const posix_spawn_file_act
 #define CALL(e) real_posix_spawnp(pid, file, fa, attr, argv, e)
 	if (!prof_session)
 		return CALL(envp);
-	char *fixed[env_count(envp) + 3];
+	char *fixed[env_count(envp) + 4];
 	char preload_var[PATH_MAX * 2], sid_var[64];
-	return CALL(session_env(envp, fixed, preload_var, sizeof preload_var, sid_var,
-				sizeof sid_var));
+	count_spawn(1);
+	int rc = CALL(session_env(envp, fixed, preload_var, sizeof preload_var, sid_var,
+				  sizeof sid_var));
+	if (rc)
+		count_spawn(-1);
+	return rc;
 #undef CALL
 }

@@ -1,5 +1,6 @@
 #include "session.h"
 
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <linux/futex.h>
@@ -206,10 +207,10 @@ void prof_proc_unmap(struct prof_proc_shm *p)
 	munmap(p, p->segment_size);
 }
 
-uint64_t prof_proc_start_ticks(pid_t pid)
+/* State and start time (fields 3 and 22) of /proc/<path>/stat; 0 when unreadable. */
+static uint64_t read_stat(const char *path, char *state)
 {
-	char path[64], buf[1024];
-	snprintf(path, sizeof path, "/proc/%d/stat", (int)pid);
+	char buf[1024];
 	int fd = open(path, O_RDONLY | O_CLOEXEC);
 	if (fd < 0)
 		return 0;
@@ -222,9 +223,7 @@ uint64_t prof_proc_start_ticks(pid_t pid)
 	char *p = strrchr(buf, ')');
 	if (!p || p[1] != ' ')
 		return 0;
-	char state = p[2];
-	if (state == 'Z' || state == 'X')
-		return 0;
+	*state = p[2];
 	int field = 3; /* the state character is field 3 */
 	for (p += 2; *p && field < 22; p++)
 		if (*p == ' ')
@@ -232,6 +231,36 @@ uint64_t prof_proc_start_ticks(pid_t pid)
 	unsigned long long v = 0;
 	sscanf(p, "%llu", &v);
 	return v ? v : 1;
+}
+
+/* A main thread that called pthread_exit is a zombie while its other threads run. */
+static int any_thread_running(pid_t pid)
+{
+	char dir[64], path[128];
+	snprintf(dir, sizeof dir, "/proc/%d/task", (int)pid);
+	DIR *d = opendir(dir);
+	if (!d)
+		return 0;
+	int running = 0;
+	for (struct dirent *e; !running && (e = readdir(d));) {
+		char state = 'Z';
+		if (e->d_name[0] == '.')
+			continue;
+		snprintf(path, sizeof path, "%s/%.20s/stat", dir, e->d_name);
+		running = read_stat(path, &state) && state != 'Z' && state != 'X';
+	}
+	closedir(d);
+	return running;
+}
+
+uint64_t prof_proc_start_ticks(pid_t pid)
+{
+	char path[64], state = 'Z';
+	snprintf(path, sizeof path, "/proc/%d/stat", (int)pid);
+	uint64_t ticks = read_stat(path, &state);
+	if (!ticks || ((state == 'Z' || state == 'X') && !any_thread_running(pid)))
+		return 0;
+	return ticks;
 }
 
 int prof_proc_alive(pid_t pid, uint64_t start_ticks)

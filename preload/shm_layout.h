@@ -30,6 +30,7 @@ enum prof_session_state {
 	SESSION_RUNNING = 0,
 	SESSION_DONE = 1,   /* outputs written */
 	SESSION_FAILED = 2, /* the collector gave up; see its stderr */
+	SESSION_CLOSING = 3, /* every process is gone: no new one may join */
 };
 
 /* Requests a process can make of the collector (dump_kind). */
