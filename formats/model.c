@@ -1,5 +1,6 @@
 /* Building the model from the capture's structural records (session, processes,
  * threads, strings, categories); events go to model_events.c. */
+#include "aten_names.h"
 #include "demangle.h"
 #include "model.h"
 
@@ -275,6 +276,11 @@ static int string(struct model *m, const unsigned char *p, uint32_t len, int cat
 	im = model_image_of(m, cs.pid);
 	char *readable = category ? 0 : demangle_name((const char *)p + sizeof(cs),
 							len - sizeof(cs));
+	char *op = readable ? aten_display_name(readable) : 0;
+	if (op) {
+		free(readable);
+		readable = op;
+	}
 	int bad = im < 0 || (readable ? strtab_intern_str(&m->str, readable, &gid)
 				      : strtab_intern(&m->str, p + sizeof(cs), len - sizeof(cs), &gid));
 	free(readable);

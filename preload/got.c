@@ -91,18 +91,33 @@ static void follow_mxnet(const uint64_t *args)
 		prof_pause();
 }
 
+/* torch.profiler (Kineto) starts and stops through these. */
+static void follow_start(const uint64_t *args)
+{
+	(void)args;
+	prof_resume();
+}
+
+static void follow_stop(const uint64_t *args)
+{
+	(void)args;
+	prof_pause();
+}
+
 static const struct {
-	const char *symbol;
+	const char *symbol; /* a glob over the mangled name */
 	prof_trace_hook hook;
 } follow_hooks[] = {
 	{"MXSetProcessProfilerState", follow_mxnet},
 	{"MXSetProfilerState", follow_mxnet},
+	{"_ZN5torch8autograd8profiler14enableProfilerE*", follow_start},
+	{"_ZN5torch8autograd8profiler15disableProfilerEv", follow_stop},
 };
 
 static prof_trace_hook hook_for(const char *name)
 {
 	for (size_t i = 0; following && i < sizeof follow_hooks / sizeof *follow_hooks; i++)
-		if (!strcmp(name, follow_hooks[i].symbol))
+		if (!fnmatch(follow_hooks[i].symbol, name, 0))
 			return follow_hooks[i].hook;
 	return 0;
 }
@@ -155,9 +170,15 @@ static unsigned match(const char *name)
 			return patterns[i].cat + 1u;
 	if (strncmp(name, "_Z", 2))
 		return 0;
-	if (!demangle)
+	if (!demangle) {
+		/* C++ libraries loaded RTLD_LOCAL (Python extensions) keep libstdc++ out of the
+		 * global scope: ask it by name */
+		void *h = dlopen("libstdc++.so.6", RTLD_LAZY | RTLD_NOLOAD);
 		demangle = (char *(*)(const char *, char *, size_t *, int *))prof_real_dlsym(
-			RTLD_DEFAULT, "__cxa_demangle");
+			h ? h : RTLD_DEFAULT, "__cxa_demangle");
+		if (h)
+			dlclose(h);
+	}
 	int status = -1;
 	char *d = demangle ? demangle(name, 0, 0, &status) : 0;
 	unsigned cat = 0;
@@ -172,24 +193,6 @@ static unsigned match(const char *name)
 	}
 	free(d);
 	return cat;
-}
-
-/* PyTorch's operator entry points are at::_ops::<op>_<overload>::call; the schema name
- * torch.profiler shows ("aten::add") is in the sibling constant at::_ops::<op>::name. */
-static const char *display_name(const char *mangled)
-{
-	static const char prefix[] = "_ZN2at4_ops";
-	if (strncmp(mangled, prefix, sizeof prefix - 1))
-		return mangled;
-	const char *p = mangled + sizeof prefix - 1;
-	char *end;
-	unsigned long len = strtoul(p, &end, 10);
-	if (!len || len > 200 || strncmp(end + len, "4callE", 6))
-		return mangled;
-	char sym[300];
-	snprintf(sym, sizeof sym, "%s%lu%.*s4nameE", prefix, len, (int)len, end);
-	const char *const *name = prof_real_dlsym(RTLD_DEFAULT, sym);
-	return name && *name ? *name : mangled;
 }
 
 static int inside_libprof(const void *addr)
@@ -210,7 +213,7 @@ static void *stub_for(const char *name, void *real)
 		return 0;
 	if (!cat)
 		cat = category_for("MXNET_C_API", 11) + 1u;
-	return prof_trace_stub(real, prof_intern(display_name(name)), (uint8_t)(cat - 1), hook);
+	return prof_trace_stub(real, prof_intern(name), (uint8_t)(cat - 1), hook);
 }
 
 void *prof_trace_lookup(const char *name, void *real)
@@ -257,6 +260,8 @@ struct dynamic_info {
 	const char *strtab;
 	const Elf64_Rela *jmprel;
 	size_t jmprel_size;
+	const Elf64_Rela *rela; /* GLOB_DAT: function pointers taken (pybind11 bindings) */
+	size_t rela_size;
 };
 
 static uintptr_t dyn_ptr(uintptr_t base, Elf64_Addr v)
@@ -295,6 +300,12 @@ static int read_dynamic(const struct dl_phdr_info *info, struct dynamic_info *d,
 		case DT_PLTRELSZ:
 			d->jmprel_size = dyn->d_un.d_val;
 			break;
+		case DT_RELA:
+			d->rela = (const void *)dyn_ptr(info->dlpi_addr, dyn->d_un.d_ptr);
+			break;
+		case DT_RELASZ:
+			d->rela_size = dyn->d_un.d_val;
+			break;
 		case DT_PLTREL:
 			if (dyn->d_un.d_val != DT_RELA)
 				return -1;
@@ -311,6 +322,22 @@ static int skip_object(const struct dl_phdr_info *info)
 	       inside_libprof((const void *)(info->dlpi_addr + info->dlpi_phdr[0].p_vaddr));
 }
 
+static void patch_slot(const struct dl_phdr_info *info, const struct dynamic_info *d,
+		       const Elf64_Rela *r, uintptr_t relro_start, uintptr_t relro_end,
+		       int hooks_only)
+{
+	const char *name = d->strtab + d->symtab[ELF64_R_SYM(r->r_info)].st_name;
+	void **slot = (void **)(info->dlpi_addr + r->r_offset);
+	if (!*name || prof_trace_is_stub(*slot))
+		return;
+	if (hooks_only ? !hook_for(name) : (!match(name) && !hook_for(name)))
+		return;
+	void *real = resolve(slot, name, info->dlpi_name);
+	void *stub = real && !inside_libprof(real) ? stub_for(name, real) : 0;
+	if (stub)
+		write_slot(slot, stub, relro_start, relro_end);
+}
+
 static int patch_object(struct dl_phdr_info *info, size_t size, void *ctx)
 {
 	(void)size;
@@ -325,19 +352,16 @@ static int patch_object(struct dl_phdr_info *info, size_t size, void *ctx)
 	if (skip_object(info) || read_dynamic(info, &d, &relro_start, &relro_end))
 		return 0;
 	size_t n = d.jmprel_size / sizeof(Elf64_Rela);
-	for (size_t i = 0; i < n; i++) {
-		const Elf64_Rela *r = &d.jmprel[i];
-		if (ELF64_R_TYPE(r->r_info) != R_X86_64_JUMP_SLOT)
-			continue;
-		const char *name = d.strtab + d.symtab[ELF64_R_SYM(r->r_info)].st_name;
-		void **slot = (void **)(info->dlpi_addr + r->r_offset);
-		if (!*name || prof_trace_is_stub(*slot) || (!match(name) && !hook_for(name)))
-			continue;
-		void *real = resolve(slot, name, info->dlpi_name);
-		void *stub = real && !inside_libprof(real) ? stub_for(name, real) : 0;
-		if (stub)
-			write_slot(slot, stub, relro_start, relro_end);
-	}
+	for (size_t i = 0; i < n; i++)
+		if (ELF64_R_TYPE(d.jmprel[i].r_info) == R_X86_64_JUMP_SLOT)
+			patch_slot(info, &d, &d.jmprel[i], relro_start, relro_end, 0);
+	/* A function's address taken (GLOB_DAT) is patched only for the follow hooks:
+	 * elsewhere it could change what a program compares function pointers with. */
+	n = d.rela ? d.rela_size / sizeof(Elf64_Rela) : 0;
+	for (size_t i = 0; following && i < n; i++)
+		if (ELF64_R_TYPE(d.rela[i].r_info) == R_X86_64_GLOB_DAT &&
+		    ELF64_ST_TYPE(d.symtab[ELF64_R_SYM(d.rela[i].r_info)].st_info) == STT_FUNC)
+			patch_slot(info, &d, &d.rela[i], relro_start, relro_end, 1);
 	return 0;
 }
 

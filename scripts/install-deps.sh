@@ -2,7 +2,8 @@
 # Installs the Debian packages libprof needs to build and test, when they are missing.
 set -e
 need=""
-for pkg in build-essential libzstd-dev libcmocka-dev libunwind-dev python3; do
+# python3-torch: CPU PyTorch for /usr/bin/python3, run for real by the e2e tests
+for pkg in build-essential libzstd-dev libcmocka-dev libunwind-dev python3 python3-torch; do
 	dpkg-query -W -f='${Status}' "$pkg" 2>/dev/null | grep -q "install ok installed" ||
 		need="$need $pkg"
 done

@@ -1,0 +1,12 @@
+/* PyTorch's operator entry points, named as torch.profiler names them. */
+#ifndef PROF_FORMATS_ATEN_NAMES_H
+#define PROF_FORMATS_ATEN_NAMES_H
+
+extern const char *const aten_op_names[];
+extern const unsigned aten_op_count;
+
+/* For "at::_ops::<op>_<overload>::call(...)", "aten::<op>" (malloc'd); NULL for any
+ * other name. */
+char *aten_display_name(const char *demangled);
+
+#endif
