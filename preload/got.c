@@ -76,49 +76,80 @@ static void add_patterns(char *text)
 static const struct {
 	const char *name, *patterns;
 } presets[] = {
-	{"mxnet", "MXNET_C_API=MX*"},
+	{"mxnet", "MXNET_C_API=MX*,operator=_ZN5mxnet6engine14ThreadedEngine15ExecuteOprBlockE*"},
 	{"torch", "operator=at::_ops::*::call"},
 	{"tensorflow", "TF_API=TF_*,TF_API=TFE_*"},
 	{"onnxruntime", "ORT_API=OrtGetApiBase"},
 };
 
 /* PROFILER_FOLLOW: MXNet's profiler.set_state('run'|'stop') ends in this call. */
-static void follow_mxnet(const uint64_t *args)
+static uint32_t follow_mxnet(const uint64_t *args)
 {
 	if ((int)args[0])
 		prof_resume();
 	else
 		prof_pause();
+	return 0;
 }
 
 /* torch.profiler (Kineto) starts and stops through these. */
-static void follow_start(const uint64_t *args)
+static uint32_t follow_start(const uint64_t *args)
 {
 	(void)args;
 	prof_resume();
+	return 0;
 }
 
-static void follow_stop(const uint64_t *args)
+static uint32_t follow_stop(const uint64_t *args)
 {
 	(void)args;
 	prof_pause();
+	return 0;
+}
+
+/* MXNet runs each operator on an engine thread in
+ * ThreadedEngine::ExecuteOprBlock(RunContext, OprBlock *): its event is named after the
+ * operator, read where MXNet 1.x keeps it (src/engine/threaded_engine.h): OprBlock::opr
+ * at 8; ThreadedOpr::opr_name at 88, after the AsyncFn (32 bytes; Opr has no vtable),
+ * two vectors and the FnProperty (checked on 1.9.1 in gdb). RunContext is passed in
+ * memory, so the OprBlock is the second integer argument after `this`. */
+static uint32_t mxnet_operator(const uint64_t *args)
+{
+	const char *block = (const char *)args[1];
+	const char *opr = block ? *(const char *const *)(block + 8) : 0;
+	const char *name = opr ? *(const char *const *)(opr + 88) : 0;
+	struct prof_thread *t = &prof_thr;
+	if (!name || !prof_proc || t->busy)
+		return 0;
+	t->busy++;
+	uint32_t id = prof_intern(*name ? name : "(engine task)");
+	t->busy--;
+	return id + 1;
 }
 
 static const struct {
 	const char *symbol; /* a glob over the mangled name */
 	prof_trace_hook hook;
-} follow_hooks[] = {
-	{"MXSetProcessProfilerState", follow_mxnet},
-	{"MXSetProfilerState", follow_mxnet},
-	{"_ZN5torch8autograd8profiler14enableProfilerE*", follow_start},
-	{"_ZN5torch8autograd8profiler15disableProfilerEv", follow_stop},
+	const char *preset; /* the framework preset that installs it, or NULL: follow only */
+} hooks[] = {
+	{"MXSetProcessProfilerState", follow_mxnet, 0},
+	{"MXSetProfilerState", follow_mxnet, 0},
+	{"_ZN5torch8autograd8profiler14enableProfilerE*", follow_start, 0},
+	{"_ZN5torch8autograd8profiler15disableProfilerEv", follow_stop, 0},
+	{"_ZN5mxnet6engine14ThreadedEngine15ExecuteOprBlockE*", mxnet_operator, "mxnet"},
 };
+
+static const char *preset_in_use; /* PROFILER_FRAMEWORK */
 
 static prof_trace_hook hook_for(const char *name)
 {
-	for (size_t i = 0; following && i < sizeof follow_hooks / sizeof *follow_hooks; i++)
-		if (!fnmatch(follow_hooks[i].symbol, name, 0))
-			return follow_hooks[i].hook;
+	for (size_t i = 0; i < sizeof hooks / sizeof *hooks; i++) {
+		int on = hooks[i].preset ? preset_in_use && (!strcmp(preset_in_use, "auto") ||
+							     !strcmp(preset_in_use, hooks[i].preset))
+					 : following;
+		if (on && !fnmatch(hooks[i].symbol, name, 0))
+			return hooks[i].hook;
+	}
 	return 0;
 }
 
@@ -139,6 +170,7 @@ int prof_trace_configure(const char *text, const char *framework, int follow)
 		return -1;
 	}
 	following = follow;
+	preset_in_use = framework && *framework ? framework : 0;
 	add_patterns(pattern_text);
 	if (follow && !npatterns)
 		category_for("MXNET_C_API", 11); /* the hooks' stubs need a category */

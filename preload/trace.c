@@ -39,6 +39,8 @@ struct shadow_entry {
 	uint64_t t0;
 	uint32_t target;
 	uint32_t depth;
+	uint32_t name; /* + 1; 0: the function's own name */
+	uint32_t pad;
 };
 
 struct shadow_stack {
@@ -61,10 +63,13 @@ void prof_trace_exit(void);
 static void end_entry(struct prof_thread *t, struct shadow_entry *e, uint64_t t1)
 {
 	struct trace_target *tg = &targets[e->target];
-	if (!__atomic_load_n(&prof_trace_on, __ATOMIC_RELAXED) || t->busy)
+	/* a call that began while recording is recorded whole, even if a pause came since
+	 * (an engine thread's operator outlives the wait the program stops after) */
+	if (t->busy || !prof_proc)
 		return;
 	t->busy = 1;
-	prof_emit(t, tg->cat, PROF_EV_COMPLETE, 0, tg->name, e->depth, e->t0, t1, 0, 0, 0);
+	prof_emit(t, tg->cat, PROF_EV_COMPLETE, 0, e->name ? e->name - 1 : tg->name, e->depth,
+		  e->t0, t1, 0, 0, 0);
 	t->busy = 0;
 }
 
@@ -83,8 +88,9 @@ __attribute__((used)) void *prof_trace_enter(uint32_t idx, void **ret_slot,
 {
 	struct trace_target *tg = &targets[idx];
 	struct prof_thread *t = &prof_thr;
+	uint32_t name = 0;
 	if (unlikely(tg->hook != 0))
-		tg->hook(saved_args);
+		name = tg->hook(saved_args);
 	if (unlikely(shadow.n) && shadow.e[shadow.n - 1].ret_slot <= ret_slot)
 		pop_dead(t, ret_slot, prof_now());
 	if (!__atomic_load_n(&prof_trace_on, __ATOMIC_RELAXED) || t->busy ||
@@ -94,6 +100,7 @@ __attribute__((used)) void *prof_trace_enter(uint32_t idx, void **ret_slot,
 	e->ret_slot = ret_slot;
 	e->orig_ret = *ret_slot;
 	e->target = idx;
+	e->name = name;
 	e->depth = t->depth++;
 	e->t0 = prof_now();
 	shadow.n++; /* complete before it can be seen by a signal handler's call */

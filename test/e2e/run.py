@@ -1944,6 +1944,16 @@ def mxnet_trace_example_follow(c):
     check(sum(ours.values()) < 40, "calls outside the profiled region: %r" % ours)
     rep = c.report_json(c.path("profile.prof"), "--category", "MXNET_C_API")
     eq(report_row(rep, "MXNET_C_API", "MXImperativeInvokeEx")["count"], 2, "report row")
+    # operators, where the engine runs them (not on the Python thread that queued them)
+    ops = trace_counts(t, "operator")
+    their_ops = mxnet_table(r.out, "operator")
+    for name in ("diag", "sum"):
+        eq(ops.get(name), 1, "operator %s" % name)
+        eq(ops.get(name), their_ops.get(name), "%s: libprof's count vs MXNet's" % name)
+    main_tid = {e["tid"] for e in t.select("X", "MXImperativeInvokeEx", "MXNET_C_API")}
+    op_tids = {e["tid"] for e in t.select("X", "diag", "operator")}
+    check(op_tids and not (op_tids & main_tid),
+          "diag ran on the calling thread %r, not an engine thread" % op_tids)
 
 
 @case
