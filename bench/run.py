@@ -97,6 +97,38 @@ def traced_calls():
         print(f"{name:40} {x:8.2f} {x - base:+8.2f}")
 
 
+def torch_overhead():
+    """Issue 3: a PyTorch training loop's slowdown under libprof (ATen operators and the
+    allocator traced) and under torch.profiler, side by side in one run."""
+    py = "/usr/bin/python3"
+    if subprocess.run([py, "-c", "import torch"], capture_output=True).returncode:
+        print("\nPyTorch benchmark: skipped, /usr/bin/python3 has no torch (python3-torch)")
+        return
+    script = os.path.join(os.path.dirname(os.path.abspath(__file__)), "torch_step.py")
+    v = [("native", {}, []),
+         ("libprof: ATen ops + allocator", {"LD_PRELOAD": LIB, "PROFILER_AUTOSTART": "1",
+                                             "PROFILER_QUIET": "1",
+                                             "PROFILER_FRAMEWORK": "torch"}, []),
+         ("torch.profiler (CPU)", {}, ["torchprof"])]
+    res = {name: [] for name, _, _ in v}
+    rounds = max(3, ROUNDS // 2)
+    for _ in range(rounds):
+        for name, extra, args in v:
+            env = {k: x for k, x in os.environ.items()
+                   if not k.startswith("PROFILER_") and k != "LD_PRELOAD"}
+            env.update(extra)
+            out = subprocess.run([py, script] + args, env=env, cwd=WORK, capture_output=True,
+                                 text=True, check=True)
+            res[name].append(float(out.stdout.split()[-1]))
+    med = {k: statistics.median(x) for k, x in res.items()}
+    base = med["native"]
+    print()
+    print(f"PyTorch CNN, batch 1, one thread, median of 500 iterations, median of {rounds} runs")
+    print(f"{'variant':32} {'us/iter':>9} {'slowdown':>9}")
+    for name, x in med.items():
+        print(f"{name:32} {x:9.1f} {100 * (x / base - 1):+8.1f}%")
+
+
 def throughput():
     n = 3000000
     env = {"LD_PRELOAD": LIB, "PROFILER_AUTOSTART": "1", "PROFILER_QUIET": "1",
@@ -135,6 +167,7 @@ if __name__ == "__main__":
     try:
         overhead()
         traced_calls()
+        torch_overhead()
         throughput()
     finally:
         shutil.rmtree(WORK, ignore_errors=True)
