@@ -73,10 +73,15 @@ static void end_entry(struct prof_thread *t, struct shadow_entry *e, uint64_t t1
 	t->busy = 0;
 }
 
+/* Two slots on one stack: a signal handler on an alternate stack, or a coroutine that
+ * switched stacks, is far away, and its calls say nothing about the frames here. */
+#define SAME_STACK(a, b) ((uintptr_t)(b) - (uintptr_t)(a) < (64u << 20))
+
 /* Entries whose frames are gone (longjmp past them): at or below a live stack slot. */
 static void pop_dead(struct prof_thread *t, void **live_slot, uint64_t now)
 {
-	while (shadow.n && shadow.e[shadow.n - 1].ret_slot <= live_slot) {
+	while (shadow.n && shadow.e[shadow.n - 1].ret_slot <= live_slot &&
+	       SAME_STACK(shadow.e[shadow.n - 1].ret_slot, live_slot)) {
 		struct shadow_entry *e = &shadow.e[--shadow.n];
 		end_entry(t, e, now);
 		t->depth = e->depth;
@@ -91,7 +96,8 @@ __attribute__((used)) void *prof_trace_enter(uint32_t idx, void **ret_slot,
 	uint32_t name = 0;
 	if (unlikely(tg->hook != 0))
 		name = tg->hook(saved_args);
-	if (unlikely(shadow.n) && shadow.e[shadow.n - 1].ret_slot <= ret_slot)
+	if (unlikely(shadow.n) && shadow.e[shadow.n - 1].ret_slot <= ret_slot &&
+	    SAME_STACK(shadow.e[shadow.n - 1].ret_slot, ret_slot))
 		pop_dead(t, ret_slot, prof_now());
 	if (!__atomic_load_n(&prof_trace_on, __ATOMIC_RELAXED) || t->busy ||
 	    shadow.n >= SHADOW_MAX)
@@ -114,20 +120,29 @@ __attribute__((used)) void *prof_trace_leave(void **sp)
 	struct prof_thread *t = &prof_thr;
 	void **ret_slot = sp - 1;
 	/* deeper entries still here were skipped by a longjmp out of their frames */
-	while (shadow.n && shadow.e[shadow.n - 1].ret_slot < ret_slot) {
-		struct shadow_entry *gone = &shadow.e[--shadow.n];
-		end_entry(t, gone, t1);
-	}
-	if (unlikely(!shadow.n || shadow.e[shadow.n - 1].ret_slot != ret_slot)) {
+	uint32_t k = shadow.n;
+	while (k && shadow.e[k - 1].ret_slot != ret_slot)
+		k--;
+	if (unlikely(!k)) {
 		/* the original return address is lost: nothing sane can continue */
 		prof_warn("a traced function returned through %p, unknown to the shadow stack; "
 			  "aborting", (void *)ret_slot);
 		abort();
 	}
-	struct shadow_entry *e = &shadow.e[--shadow.n];
-	t->depth = e->depth;
-	end_entry(t, e, t1);
-	return e->orig_ret;
+	/* Entries above it on this stack were left by a longjmp; ones on another stack (a
+	 * handler on sigaltstack, a coroutine) are still running and stay. */
+	struct shadow_entry e = shadow.e[k - 1];
+	uint32_t keep = k - 1;
+	for (uint32_t i = k; i < shadow.n; i++) {
+		if (shadow.e[i].ret_slot < ret_slot && SAME_STACK(shadow.e[i].ret_slot, ret_slot))
+			end_entry(t, &shadow.e[i], t1);
+		else
+			shadow.e[keep++] = shadow.e[i];
+	}
+	shadow.n = keep;
+	t->depth = e.depth;
+	end_entry(t, &e, t1);
+	return e.orig_ret;
 }
 
 /* ---- C++ exceptions ---- */

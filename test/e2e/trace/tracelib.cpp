@@ -3,6 +3,7 @@
 // doubles, a C++ exception thrown through traced frames, and a longjmp out of them.
 #include <csetjmp>
 #include <cstdarg>
+#include <csignal>
 #include <stdexcept>
 
 extern "C" {
@@ -63,6 +64,13 @@ void tl_jump(jmp_buf *env, int n)
 	if (n == 0)
 		longjmp(*env, 7);
 	tl_jump_b(env, n - 1);
+}
+
+/* raises a signal inside a traced frame; its handler (on an alternate stack) makes
+ * traced calls too */
+int tl_raise(int sig)
+{
+	return raise(sig);
 }
 
 struct pair {

@@ -2,6 +2,7 @@
 // Checks every result itself: tracing must never change what a function computes.
 // usage: tracemain PLUGIN_PATH N_ADDS THREADS
 #include <csetjmp>
+#include <csignal>
 #include <cstdio>
 #include <cstdlib>
 #include <dlfcn.h>
@@ -17,6 +18,7 @@ double tl_mix(double, int, double, long, double, int, double, long, double, int,
 long tl_fact(long);
 int tl_throw(int);
 void tl_jump(jmp_buf *, int);
+int tl_raise(int);
 struct pair {
 	long a, b, c;
 };
@@ -36,6 +38,12 @@ static int failures;
 	} while (0)
 
 static long adds_per_thread;
+static volatile int handler_sum;
+
+static void on_usr1(int)
+{
+	handler_sum = tl_add(20, 22); /* a traced call on the alternate stack */
+}
 
 static void *adder(void *)
 {
@@ -74,6 +82,17 @@ int main(int argc, char **argv)
 		tl_jump(&env, 4);
 	CHECK(jumped == 7);
 	CHECK(tl_add(2, 2) == 4); /* and after the longjmp */
+	stack_t ss = {};
+	ss.ss_sp = malloc(1 << 16);
+	ss.ss_size = 1 << 16;
+	sigaltstack(&ss, 0);
+	struct sigaction sa = {};
+	sa.sa_handler = on_usr1;
+	sa.sa_flags = SA_ONSTACK;
+	sigaction(SIGUSR1, &sa, 0);
+	CHECK(tl_raise(SIGUSR1) == 0);
+	CHECK(handler_sum == 42);
+	CHECK(tl_add(3, 3) == 6); /* and after the handler */
 	void *h = dlopen(argv[1], RTLD_NOW | RTLD_LOCAL);
 	CHECK(h);
 	int (*mul)(int, int) = h ? (int (*)(int, int))dlsym(h, "t2_mul") : 0;
