@@ -17,6 +17,7 @@
 #include <unistd.h>
 
 #include "dl.h"
+#include "ort.h"
 #include "prof.h"
 #include "state.h"
 #include "trace.h"
@@ -245,7 +246,15 @@ static void *stub_for(const char *name, void *real)
 		return 0;
 	if (!cat)
 		cat = category_for("MXNET_C_API", 11) + 1u;
-	return prof_trace_stub(real, prof_intern(name), (uint8_t)(cat - 1), hook);
+	void *stub = prof_trace_stub(real, prof_intern(name), (uint8_t)(cat - 1), hook);
+	/* ONNX Runtime: OrtGetApiBase is replaced by ort.c's wrapper (which calls the stub) */
+	if (preset_in_use && !strcmp(name, "OrtGetApiBase") &&
+	    (!strcmp(preset_in_use, "auto") || !strcmp(preset_in_use, "onnxruntime"))) {
+		void *wrap = prof_ort_wrap_get_api_base(stub ? stub : real);
+		if (wrap)
+			return wrap;
+	}
+	return stub;
 }
 
 void *prof_trace_lookup(const char *name, void *real)

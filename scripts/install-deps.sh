@@ -23,4 +23,12 @@ if ! "$PYTHON" -c 'import mxnet' 2>/dev/null; then
 		true
 	"$PYTHON" -c 'import mxnet' 2>/dev/null || echo "install-deps: mxnet could not be installed"
 fi
+# ONNX Runtime's C API (the wheel's libonnxruntime.so); numpy stays where MXNet needs it
+if ! "$PYTHON" -c 'import onnxruntime' 2>/dev/null; then
+	echo "installing: onnxruntime numpy==1.23.5 (pip)"
+	"$PYTHON" -m pip install -q onnxruntime numpy==1.23.5 2>&1 | grep -v "as the 'root' user" ||
+		true
+	"$PYTHON" -c 'import onnxruntime' 2>/dev/null ||
+		echo "install-deps: onnxruntime could not be installed"
+fi
 exit 0
