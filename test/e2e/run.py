@@ -2327,11 +2327,29 @@ def need_torch():
           % p.stderr.strip().splitlines()[-1:])
 
 
-@case
-def torch_ops_match_torch_profiler(c):
+def same_name_children(events):
+    """Events directly inside an event of the same name on the same thread, by name."""
+    out = {}
+    by_tid = {}
+    for e in events:
+        by_tid.setdefault(e["tid"], []).append(e)
+    for evs in by_tid.values():
+        evs.sort(key=lambda e: (e["ts"], -e["dur"]))
+        stack = []
+        for e in evs:
+            end = e["ts"] + e["dur"]
+            while stack and stack[-1]["ts"] + stack[-1]["dur"] < end - 0.0005:
+                stack.pop()
+            if stack and stack[-1]["name"] == e["name"]:
+                out[e["name"]] = out.get(e["name"], 0) + 1
+            stack.append(e)
+    return out
+
+
+def torch_follow(c, model, must_have, slack=0):
     need_torch()
     script = os.path.join(FRAMEWORKS, "torch_cnn_follow.py")
-    r, t = profile(c, ["/usr/bin/python3", script],
+    r, t = profile(c, ["/usr/bin/python3", script, model],
                    env={"PROFILER_FRAMEWORK": "torch", "PROFILER_FOLLOW": "1",
                         "PROFILER_PROFILE_MEMORY": "0"})
     theirs = {}
@@ -2340,15 +2358,42 @@ def torch_ops_match_torch_profiler(c):
             k, n = line[10:].rsplit(" ", 1)
             theirs[k] = int(n)
     ours = trace_counts(t, "operator")
+    # An overload that forwards to another overload of the same operator (div_.Scalar
+    # calling div_.Tensor) is two entry-point calls to libprof and one row to
+    # torch.profiler: compare with such same-name nesting collapsed, and say so.
+    forwarded = same_name_children(t.select("X", cat="operator"))
+    for name, n in forwarded.items():
+        ours[name] -= n
+    if forwarded:
+        c.note("collapsed same-name nesting: %s" % ", ".join(
+            "%s x%d" % kv for kv in sorted(forwarded.items())))
     both = sorted(set(ours) & set(theirs))
     check(len(both) >= 30, "ops seen by both: %d (%r)" % (len(both), both))
-    differ = [(k, ours[k], theirs[k]) for k in both if ours[k] != theirs[k]]
+    differ = [(k, ours[k], theirs[k]) for k in both if abs(ours[k] - theirs[k]) > slack]
     eq(differ, [], "ops whose count differs from torch.profiler's (name, libprof, torch)")
+    near = [(k, ours[k], theirs[k]) for k in both if ours[k] != theirs[k]]
+    if near:
+        c.note("off by one at the region's edge: %r" % near)
     only_ours = sorted(set(ours) - set(theirs))
     eq(only_ours, [], "operators recorded outside torch.profiler's region")
-    for op in ("aten::conv2d", "aten::addmm", "aten::max_pool2d", "aten::relu"):
+    for op in must_have:
         check(op in ours, "%s missing: %r" % (op, sorted(ours)))
     c.note("%d ops both see, all counts equal" % len(both))
+
+
+@case
+def torch_ops_match_torch_profiler(c):
+    torch_follow(c, "cnn", ("aten::conv2d", "aten::addmm", "aten::max_pool2d", "aten::relu"))
+
+
+@case
+def torch_resnet_ops_match_torch_profiler(c):
+    # one op call at the edge of torch.profiler's region sometimes falls on the other
+    # side of libprof's start/stop hooks (seen for aten::empty and aten::div_, one run in
+    # three): counts may differ by one, and the case says which
+    torch_follow(c, "resnet", ("aten::conv2d", "aten::batch_norm", "aten::add",
+                               "aten::adaptive_avg_pool2d", "aten::convolution_backward"),
+                 slack=1)
 
 
 # ---------------------------------------------------------------------------------------
