@@ -2378,7 +2378,8 @@ def torch_follow(c, model, must_have, slack=0):
     eq(only_ours, [], "operators recorded outside torch.profiler's region")
     for op in must_have:
         check(op in ours, "%s missing: %r" % (op, sorted(ours)))
-    c.note("%d ops both see, all counts equal" % len(both))
+    c.note("%d ops both see, %s" % (len(both), "counts within %d" % slack if near
+                                     else "all counts equal"))
 
 
 @case
