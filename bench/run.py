@@ -19,13 +19,26 @@ LIB = os.path.join(B, "libprof.so")
 PROF = os.path.join(B, "prof")
 
 
+def clean_env(extra):
+    """The environment without any libprof setting, plus extra."""
+    env = {k: v for k, v in os.environ.items()
+           if not k.startswith("PROFILER_") and k != "LD_PRELOAD"}
+    env.update(extra)
+    return env
+
+
+def interleaved_medians(variants, rounds, measure):
+    """Runs measure(*variant[1:]) for every variant, round after round (so slow phases of
+    the machine hit them all alike), and returns each variant's median."""
+    res = {v[0]: [] for v in variants}
+    for _ in range(rounds):
+        for v in variants:
+            res[v[0]].append(measure(*v[1:]))
+    return {k: statistics.median(x) for k, x in res.items()}
+
+
 def run(env_extra, n, wrapper=()):
-    env = dict(os.environ)
-    for k in list(env):
-        if k.startswith("PROFILER_") or k == "LD_PRELOAD":
-            del env[k]
-    env.update(env_extra)
-    out = subprocess.run(list(wrapper) + [LOOP, str(n)], env=env, cwd=WORK,
+    out = subprocess.run(list(wrapper) + [LOOP, str(n)], env=clean_env(env_extra), cwd=WORK,
                          capture_output=True, text=True, check=True)
     for line in out.stdout.splitlines():  # heaptrack prints its own lines too
         try:
@@ -51,11 +64,7 @@ def variants():
 
 
 def overhead():
-    results = {name: [] for name, *_ in variants()}
-    for _ in range(ROUNDS):
-        for name, env, n, wrapper in variants():
-            results[name].append(run(env, n, wrapper))
-    med = {k: statistics.median(v) for k, v in results.items()}
+    med = interleaved_medians(variants(), ROUNDS, run)
     native, nop = med["native"], med["do-nothing interposer"]
     floor = subprocess.run([os.path.join(B, "bench", "clock_floor")], capture_output=True,
                            text=True, check=True).stdout.split()
@@ -79,16 +88,12 @@ def traced_calls():
          ("libprof tracing bench_fn", {"LD_PRELOAD": LIB, "PROFILER_AUTOSTART": "1",
                                        "PROFILER_QUIET": "1", "PROFILER_TRACE": "bench_fn",
                                        "PROFILER_RING_SIZE": "256M"})]
-    res = {name: [] for name, _ in v}
-    for _ in range(ROUNDS):
-        for name, extra in v:
-            env = {k: x for k, x in os.environ.items()
-                   if not k.startswith("PROFILER_") and k != "LD_PRELOAD"}
-            env.update(extra)
-            out = subprocess.run([loop, str(n)], env=env, cwd=WORK, capture_output=True,
-                                 text=True, check=True)
-            res[name].append(float(out.stdout.split()[0]))
-    med = {k: statistics.median(x) for k, x in res.items()}
+    def measure(extra):
+        out = subprocess.run([loop, str(n)], env=clean_env(extra), cwd=WORK,
+                             capture_output=True, text=True, check=True)
+        return float(out.stdout.split()[0])
+
+    med = interleaved_medians(v, ROUNDS, measure)
     base = med["native call through the PLT"]
     print()
     print(f"Traced call cost: {n:,} calls of a tiny function through the PLT, median of {ROUNDS}")
@@ -110,17 +115,14 @@ def torch_overhead():
                                              "PROFILER_QUIET": "1",
                                              "PROFILER_FRAMEWORK": "torch"}, []),
          ("torch.profiler (CPU)", {}, ["torchprof"])]
-    res = {name: [] for name, _, _ in v}
     rounds = max(3, ROUNDS // 2)
-    for _ in range(rounds):
-        for name, extra, args in v:
-            env = {k: x for k, x in os.environ.items()
-                   if not k.startswith("PROFILER_") and k != "LD_PRELOAD"}
-            env.update(extra)
-            out = subprocess.run([py, script] + args, env=env, cwd=WORK, capture_output=True,
-                                 text=True, check=True)
-            res[name].append(float(out.stdout.split()[-1]))
-    med = {k: statistics.median(x) for k, x in res.items()}
+
+    def measure(extra, args):
+        out = subprocess.run([py, script] + args, env=clean_env(extra), cwd=WORK,
+                             capture_output=True, text=True, check=True)
+        return float(out.stdout.split()[-1])
+
+    med = interleaved_medians(v, rounds, measure)
     base = med["native"]
     print()
     print(f"PyTorch CNN, batch 1, one thread, median of 500 iterations, median of {rounds} runs")
