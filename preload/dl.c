@@ -33,7 +33,10 @@ void *prof_real_dlsym(void *handle, const char *name)
 
 static int tracing(void *handle)
 {
-	return handle != RTLD_NEXT && prof_trace_enabled() && prof_proc && !prof_thr.busy;
+	/* RTLD_NEXT and RTLD_DEFAULT depend on the caller's scope: those lookups stay
+	 * untraced, so the tail call keeps the program's code as the caller */
+	return handle != RTLD_NEXT && handle != RTLD_DEFAULT && prof_trace_enabled() &&
+	       prof_proc && !prof_thr.busy;
 }
 
 static void *traced(const char *name, void *real)

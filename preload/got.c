@@ -10,6 +10,7 @@
 #include <elf.h>
 #include <fnmatch.h>
 #include <link.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -276,11 +277,12 @@ static void *resolve(void **slot, const char *name, const char *object)
 	void *r = prof_real_dlsym(RTLD_DEFAULT, name);
 	if (r)
 		return r;
-	void *h = dlopen(object && *object ? object : 0, RTLD_LAZY | RTLD_NOLOAD);
-	if (h) {
-		r = prof_real_dlsym(h, name);
-		dlclose(h);
-	}
+	/* the object's own scope, through its link map: a dlopen/dlclose pair here could
+	 * drop the last reference of an object still being loaded */
+	(void)object;
+	struct link_map *lm = 0;
+	if (dladdr1(slot, &di, (void **)&lm, RTLD_DL_LINKMAP) && lm)
+		r = prof_real_dlsym(lm, name);
 	return r;
 }
 
@@ -379,19 +381,17 @@ static void patch_slot(const struct dl_phdr_info *info, const struct dynamic_inf
 		write_slot(slot, stub, relro_start, relro_end);
 }
 
-static int patch_object(struct dl_phdr_info *info, size_t size, void *ctx)
+static void patch_object(struct dl_phdr_info *info)
 {
-	(void)size;
-	(void)ctx;
 	for (unsigned i = 0; i < npatched; i++)
 		if (patched[i] == info->dlpi_addr)
-			return 0;
+			return;
 	if (npatched < MAX_OBJECTS)
 		patched[npatched++] = info->dlpi_addr;
 	struct dynamic_info d;
 	uintptr_t relro_start = 0, relro_end = 0;
 	if (skip_object(info) || read_dynamic(info, &d, &relro_start, &relro_end))
-		return 0;
+		return;
 	size_t n = d.jmprel_size / sizeof(Elf64_Rela);
 	for (size_t i = 0; i < n; i++)
 		if (ELF64_R_TYPE(d.jmprel[i].r_info) == R_X86_64_JUMP_SLOT)
@@ -403,7 +403,6 @@ static int patch_object(struct dl_phdr_info *info, size_t size, void *ctx)
 		if (ELF64_R_TYPE(d.rela[i].r_info) == R_X86_64_GLOB_DAT &&
 		    ELF64_ST_TYPE(d.symtab[ELF64_R_SYM(d.rela[i].r_info)].st_info) == STT_FUNC)
 			patch_slot(info, &d, &d.rela[i], relro_start, relro_end, 1);
-	return 0;
 }
 
 static int count_adds(struct dl_phdr_info *info, size_t size, void *ctx)
@@ -411,6 +410,29 @@ static int count_adds(struct dl_phdr_info *info, size_t size, void *ctx)
 	(void)size;
 	*(unsigned long long *)ctx = info->dlpi_adds;
 	return 1;
+}
+
+/* The objects are listed first and patched after dl_iterate_phdr returns: it holds the
+ * loader's lock, and the patching calls dladdr, which takes another one that a
+ * concurrent dlopen holds while it waits for the first (a deadlock seen in testing). */
+static struct dl_phdr_info listed[MAX_OBJECTS];
+static unsigned nlisted;
+
+static int list_object(struct dl_phdr_info *info, size_t size, void *ctx)
+{
+	(void)size;
+	(void)ctx;
+	if (nlisted < MAX_OBJECTS)
+		listed[nlisted++] = *info;
+	return 0;
+}
+
+static pthread_mutex_t patch_lock = PTHREAD_MUTEX_INITIALIZER;
+
+/* A fork may have caught another thread patching. */
+void prof_trace_patch_after_fork(void)
+{
+	pthread_mutex_init(&patch_lock, 0);
 }
 
 void prof_trace_patch_loaded(void)
@@ -423,7 +445,15 @@ void prof_trace_patch_loaded(void)
 		return;
 	struct prof_thread *t = &prof_thr;
 	t->busy++;
+	pthread_mutex_lock(&patch_lock);
 	seen_adds = adds;
-	dl_iterate_phdr(patch_object, 0);
+	nlisted = 0;
+	dl_iterate_phdr(list_object, 0);
+	/* Not held open meanwhile: dlopen/dlclose here could drop the last reference of an
+	 * object whose constructor is what called dlsym. A dlclose racing with this patching
+	 * is not handled. */
+	for (unsigned i = 0; i < nlisted; i++)
+		patch_object(&listed[i]);
+	pthread_mutex_unlock(&patch_lock);
 	t->busy--;
 }

@@ -189,6 +189,7 @@ void prof_after_fork_child(void)
 	if (!parent)
 		return;
 	t->busy++;
+	prof_trace_after_fork_child();
 	/* the forking thread is the only one here; its ring belongs to the parent */
 	t->w.slot = 0;
 	t->no_slot = 0;

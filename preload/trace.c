@@ -16,6 +16,7 @@
 #include <sys/mman.h>
 #include <unwind.h>
 
+#include "dl.h"
 #include "state.h"
 #include "trace.h"
 
@@ -40,7 +41,7 @@ struct shadow_entry {
 	uint32_t target;
 	uint32_t depth;
 	uint32_t name; /* + 1; 0: the function's own name */
-	uint32_t pad;
+	uint32_t restored; /* its real return address is back in the stack (unwinding) */
 };
 
 struct shadow_stack {
@@ -107,6 +108,7 @@ __attribute__((used)) void *prof_trace_enter(uint32_t idx, void **ret_slot,
 	e->orig_ret = *ret_slot;
 	e->target = idx;
 	e->name = name;
+	e->restored = 0;
 	e->depth = t->depth++;
 	e->t0 = prof_now();
 	shadow.n++; /* complete before it can be seen by a signal handler's call */
@@ -147,16 +149,45 @@ __attribute__((used)) void *prof_trace_leave(void **sp)
 
 /* ---- C++ exceptions ---- */
 
+/* Before the unwinder walks the stack, every return address still replaced is put
+ * back. Newest first, and only where the slot still holds prof_trace_exit: an entry a
+ * longjmp left behind may point into a frame that is live again (its slot overwritten),
+ * or share its slot with a newer entry, and must not be written through. */
 static void restore_return_addresses(void)
 {
-	for (uint32_t i = 0; i < shadow.n; i++)
-		*shadow.e[i].ret_slot = shadow.e[i].orig_ret;
+	pop_dead(&prof_thr, (void **)__builtin_frame_address(0) + 1, prof_now());
+	for (uint32_t i = shadow.n; i-- > 0;) {
+		struct shadow_entry *e = &shadow.e[i];
+		e->restored = *e->ret_slot == (void *)prof_trace_exit;
+		if (e->restored)
+			*e->ret_slot = e->orig_ret;
+	}
+}
+
+/* The real unwinder. RTLD_NEXT searches the global scope only; C++ code loaded
+ * RTLD_LOCAL (Python extensions, ctypes libraries) brings libgcc_s and libstdc++ in
+ * privately while its throws still bind to these wrappers: ask those libraries by name. */
+static void *real_symbol(const char *name, const char *library)
+{
+	void *f = prof_real_dlsym(RTLD_NEXT, name);
+	if (f)
+		return f;
+	void *h = dlopen(library, RTLD_LAZY | RTLD_NOLOAD);
+	if (h) {
+		f = prof_real_dlsym(h, name);
+		dlclose(h);
+	}
+	if (!f) {
+		prof_warn("cannot find the real %s; aborting", name);
+		abort();
+	}
+	return f;
 }
 
 #define REAL_UNWIND(name)                                                                  \
 	static __typeof__(&name) real_##name;                                              \
 	if (!real_##name)                                                                  \
-		real_##name = (__typeof__(&name))dlsym(RTLD_NEXT, #name)
+		real_##name = (__typeof__(&name))real_symbol(#name, "libgcc_s.so.1")
 
 EXPORT _Unwind_Reason_Code _Unwind_RaiseException(struct _Unwind_Exception *ex)
 {
@@ -186,12 +217,15 @@ EXPORT void *__cxa_begin_catch(void *ex)
 {
 	static void *(*real)(void *);
 	if (!real)
-		real = (void *(*)(void *))dlsym(RTLD_NEXT, "__cxa_begin_catch");
+		real = (void *(*)(void *))real_symbol("__cxa_begin_catch", "libstdc++.so.6");
 	void **my_slot = (void **)__builtin_frame_address(0) + 1;
 	struct prof_thread *t = &prof_thr;
 	pop_dead(t, my_slot, prof_now());
 	for (uint32_t i = 0; i < shadow.n; i++)
-		*shadow.e[i].ret_slot = (void *)prof_trace_exit;
+		if (shadow.e[i].restored) {
+			*shadow.e[i].ret_slot = (void *)prof_trace_exit;
+			shadow.e[i].restored = 0;
+		}
 	return real(ex);
 }
 
@@ -254,4 +288,5 @@ int prof_trace_is_stub(const void *addr)
 void prof_trace_after_fork_child(void)
 {
 	atomic_flag_clear(&stub_lock);
+	prof_trace_patch_after_fork();
 }

@@ -14,7 +14,8 @@ typedef uint32_t (*prof_trace_hook)(const uint64_t *args);
  * hook first when there is one. NULL when the stub space is exhausted. */
 void *prof_trace_stub(void *real, uint32_t name, uint8_t cat, prof_trace_hook hook);
 int prof_trace_is_stub(const void *addr);
-void prof_trace_after_fork_child(void);
+void prof_trace_after_fork_child(void); /* the locks a fork may have caught held */
+void prof_trace_patch_after_fork(void);
 
 /* got.c: parses PROFILER_TRACE ("glob[,glob...]", a glob may be "CATEGORY=glob"), adds
  * the PROFILER_FRAMEWORK preset's patterns, and with follow the hooks that start and

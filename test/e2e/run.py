@@ -1834,6 +1834,29 @@ def build_trace_programs():
     return lib, plugin, main
 
 
+def build_local_thrower():
+    out = os.path.join(BIN, "trace")
+    os.makedirs(out, exist_ok=True)
+    so, main = os.path.join(out, "local_thrower.so"), os.path.join(out, "local_loader")
+    for cmd in ([os.environ.get("CXX", "g++"), "-O1", "-fPIC", "-shared", "-o", so,
+                 os.path.join(TRACE_SRC, "local_thrower.cpp")],
+                [os.environ.get("CC", "cc"), "-O1", "-o", main,
+                 os.path.join(TRACE_SRC, "local_loader.c"), "-ldl"]):
+        p = subprocess.run(cmd, capture_output=True, text=True)
+        check(p.returncode == 0, "cannot build %s: %s" % (cmd[-1], p.stderr))
+    return so, main
+
+
+@case
+def cxx_exceptions_in_local_libraries(c):
+    # libprof exports the unwinder wrappers even when it traces nothing: a C++ library
+    # loaded RTLD_LOCAL must still find the real unwinder through them
+    so, main = build_local_thrower()
+    for env in ({}, {"PROFILER_TRACE": "thrower_*"}):
+        r, t = profile(c, [main, so], env=env)
+        eq(r.kv("caught"), ["5"], "exceptions caught with %r" % env)
+
+
 def trace_counts(t, cat):
     counts = {}
     for e in t.select("X", cat=cat):
