@@ -29,7 +29,7 @@ struct prof_config {
 	char output[PROF_PATH_MAX]; /* prefix before %-expansion */
 	char clock[8];              /* "", "tsc" or "mono" */
 	int follow;                 /* record only while the framework's own profiler runs */
-	char framework[16];         /* "", mxnet, torch, tensorflow, onnxruntime, auto */
+	char framework[16];         /* "", mxnet, torch, onnxruntime, auto */
 };
 
 void prof_config_defaults(struct prof_config *c);

@@ -80,7 +80,6 @@ static const struct {
 } presets[] = {
 	{"mxnet", "MXNET_C_API=MX*,operator=_ZN5mxnet6engine14ThreadedEngine15ExecuteOprBlockE*"},
 	{"torch", "operator=at::_ops::*::call"},
-	{"tensorflow", "TF_API=TF_*,TF_API=TFE_*"},
 	{"onnxruntime", "ORT_API=OrtGetApiBase"},
 };
 
@@ -199,10 +198,15 @@ static void strip_params(char *s)
 static unsigned match(const char *name)
 {
 	static char *(*demangle)(const char *, char *, size_t *, int *);
-	for (unsigned i = 0; i < npatterns; i++)
+	int cxx_patterns = 0;
+	for (unsigned i = 0; i < npatterns; i++) {
 		if (fnmatch(patterns[i].glob, name, 0) == 0)
 			return patterns[i].cat + 1u;
-	if (strncmp(name, "_Z", 2))
+		cxx_patterns |= strstr(patterns[i].glob, "::") != 0;
+	}
+	/* Only a pattern naming a scope ("ns::f", "at::_ops::*::call") is tried on demangled
+	 * names: a C API pattern like TF_* must not take in TF_Session::TF_Session(...). */
+	if (!cxx_patterns || strncmp(name, "_Z", 2))
 		return 0;
 	if (!demangle) {
 		/* C++ libraries loaded RTLD_LOCAL (Python extensions) keep libstdc++ out of the
@@ -218,11 +222,11 @@ static unsigned match(const char *name)
 	unsigned cat = 0;
 	if (d && status == 0) {
 		for (unsigned i = 0; i < npatterns && !cat; i++)
-			if (fnmatch(patterns[i].glob, d, 0) == 0)
+			if (strstr(patterns[i].glob, "::") && fnmatch(patterns[i].glob, d, 0) == 0)
 				cat = patterns[i].cat + 1u;
 		strip_params(d);
 		for (unsigned i = 0; i < npatterns && !cat; i++)
-			if (fnmatch(patterns[i].glob, d, 0) == 0)
+			if (strstr(patterns[i].glob, "::") && fnmatch(patterns[i].glob, d, 0) == 0)
 				cat = patterns[i].cat + 1u;
 	}
 	free(d);
@@ -277,13 +281,12 @@ static void *resolve(void **slot, const char *name, const char *object)
 	void *r = prof_real_dlsym(RTLD_DEFAULT, name);
 	if (r)
 		return r;
-	/* the object's own scope, through its link map: a dlopen/dlclose pair here could
-	 * drop the last reference of an object still being loaded */
-	(void)object;
-	struct link_map *lm = 0;
-	if (dladdr1(slot, &di, (void **)&lm, RTLD_DL_LINKMAP) && lm)
-		r = prof_real_dlsym(lm, name);
-	return r;
+	/* The object's own scope (a library loaded RTLD_LOCAL calling itself). The handle
+	 * is kept, never closed: closing could drop the last reference of an object still
+	 * being loaded (its constructor may be what called dlsym). It only keeps an object
+	 * with traced, not yet bound calls from being unloaded. */
+	void *h = dlopen(object && *object ? object : 0, RTLD_LAZY | RTLD_NOLOAD);
+	return h ? prof_real_dlsym(h, name) : 0;
 }
 
 static void write_slot(void **slot, void *value, uintptr_t relro_start, uintptr_t relro_end)
