@@ -93,12 +93,13 @@ static uint32_t follow_mxnet(const uint64_t *args)
 	return 0;
 }
 
-/* torch.profiler (Kineto) starts and stops through these. */
+/* torch.profiler (Kineto) starts and stops through these; recording starts when
+ * enableProfiler returns, as torch.profiler's own does (what it runs to set itself up
+ * is not in its tables either). */
 static uint32_t follow_start(const uint64_t *args)
 {
 	(void)args;
-	prof_resume();
-	return 0;
+	return PROF_HOOK_RESUME_AFTER;
 }
 
 static uint32_t follow_stop(const uint64_t *args)

@@ -17,6 +17,7 @@
 #include <unwind.h>
 
 #include "dl.h"
+#include "prof.h"
 #include "state.h"
 #include "trace.h"
 
@@ -41,7 +42,8 @@ struct shadow_entry {
 	uint32_t target;
 	uint32_t depth;
 	uint32_t name; /* + 1; 0: the function's own name */
-	uint32_t restored; /* its real return address is back in the stack (unwinding) */
+	uint16_t restored; /* its real return address is back in the stack (unwinding) */
+	uint16_t resume_after; /* PROF_HOOK_RESUME_AFTER */
 };
 
 struct shadow_stack {
@@ -94,21 +96,28 @@ __attribute__((used)) void *prof_trace_enter(uint32_t idx, void **ret_slot,
 {
 	struct trace_target *tg = &targets[idx];
 	struct prof_thread *t = &prof_thr;
-	uint32_t name = 0;
-	if (unlikely(tg->hook != 0))
+	uint32_t name = 0, resume_after = 0;
+	if (unlikely(tg->hook != 0)) {
 		name = tg->hook(saved_args);
+		resume_after = name & PROF_HOOK_RESUME_AFTER;
+		name &= ~PROF_HOOK_RESUME_AFTER;
+	}
 	if (unlikely(shadow.n) && shadow.e[shadow.n - 1].ret_slot <= ret_slot &&
 	    SAME_STACK(shadow.e[shadow.n - 1].ret_slot, ret_slot))
 		pop_dead(t, ret_slot, prof_now());
-	if (!__atomic_load_n(&prof_trace_on, __ATOMIC_RELAXED) || t->busy ||
-	    shadow.n >= SHADOW_MAX)
+	if ((!__atomic_load_n(&prof_trace_on, __ATOMIC_RELAXED) && !resume_after) || t->busy ||
+	    shadow.n >= SHADOW_MAX) {
+		if (resume_after)
+			prof_resume(); /* cannot wait for the return: start now */
 		return tg->real;
+	}
 	struct shadow_entry *e = &shadow.e[shadow.n];
 	e->ret_slot = ret_slot;
 	e->orig_ret = *ret_slot;
 	e->target = idx;
 	e->name = name;
 	e->restored = 0;
+	e->resume_after = resume_after != 0;
 	e->depth = t->depth++;
 	e->t0 = prof_now();
 	shadow.n++; /* complete before it can be seen by a signal handler's call */
@@ -143,7 +152,10 @@ __attribute__((used)) void *prof_trace_leave(void **sp)
 	}
 	shadow.n = keep;
 	t->depth = e.depth;
-	end_entry(t, &e, t1);
+	if (e.resume_after)
+		prof_resume();
+	else
+		end_entry(t, &e, t1);
 	return e.orig_ret;
 }
 

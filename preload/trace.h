@@ -9,6 +9,9 @@ extern int prof_trace_on; /* recording and profile_api, with patterns given */
 /* Called on entry with the integer argument registers (rdi, rsi, rdx, rcx, r8, r9).
  * Returns 0, or a string id + 1 that names this call's event instead of the function. */
 typedef uint32_t (*prof_trace_hook)(const uint64_t *args);
+/* Or'd into a hook's result: resume recording when this call returns (a profiler's
+ * start function: what it runs itself is not the program's work). */
+#define PROF_HOOK_RESUME_AFTER 0x80000000u
 
 /* A stub that traces real under name in category cat (one per real function), calling
  * hook first when there is one. NULL when the stub space is exhausted. */
