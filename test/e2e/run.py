@@ -2412,12 +2412,13 @@ def torch_ops_match_torch_profiler(c):
 
 @case
 def torch_resnet_ops_match_torch_profiler(c):
-    # one op call at the edge of torch.profiler's region sometimes falls on the other
-    # side of libprof's start/stop hooks (seen for aten::empty and aten::div_, one run in
-    # three): counts may differ by one, and the case says which
+    # torch.profiler's own count of aten::div/div_ varies between 5 and 6 from run to run
+    # of this same program, and an op at the edge of its region has been seen on the
+    # other side of libprof's hooks: counts may differ by up to two, and the case's note
+    # names every difference
     torch_follow(c, "resnet", ("aten::conv2d", "aten::batch_norm", "aten::add",
                                "aten::adaptive_avg_pool2d", "aten::convolution_backward"),
-                 slack=1)
+                 slack=2)
 
 
 # ---------------------------------------------------------------------------------------
