@@ -130,29 +130,32 @@ static uint32_t mxnet_operator(const uint64_t *args)
 }
 
 static const struct {
-	const char *symbol; /* a glob over the mangled name */
+	const char *symbol;   /* a glob over the mangled name */
 	prof_trace_hook hook;
-	const char *preset; /* the framework preset that installs it, or NULL: follow only */
+	const char *preset;   /* the framework preset that installs it, or NULL: follow only */
+	const char *category; /* of the call's own event, when no pattern names one */
 } hooks[] = {
-	{"MXSetProcessProfilerState", follow_mxnet, 0},
-	{"MXSetProfilerState", follow_mxnet, 0},
-	{"_ZN5torch8autograd8profiler14enableProfilerE*", follow_start, 0},
-	{"_ZN5torch8autograd8profiler15disableProfilerEv", follow_stop, 0},
-	{"_ZN5mxnet6engine14ThreadedEngine15ExecuteOprBlockE*", mxnet_operator, "mxnet"},
+	{"MXSetProcessProfilerState", follow_mxnet, 0, "MXNET_C_API"},
+	{"MXSetProfilerState", follow_mxnet, 0, "MXNET_C_API"},
+	{"_ZN5torch8autograd8profiler14enableProfilerE*", follow_start, 0, "profiler"},
+	{"_ZN5torch8autograd8profiler15disableProfilerEv", follow_stop, 0, "profiler"},
+	{"_ZN5mxnet6engine14ThreadedEngine15ExecuteOprBlockE*", mxnet_operator, "mxnet",
+	 "operator"},
 };
 
 static const char *preset_in_use; /* PROFILER_FRAMEWORK */
 
-static prof_trace_hook hook_for(const char *name)
+/* The hook installed for name, or -1. */
+static int hook_index(const char *name)
 {
 	for (size_t i = 0; i < sizeof hooks / sizeof *hooks; i++) {
 		int on = hooks[i].preset ? preset_in_use && (!strcmp(preset_in_use, "auto") ||
 							     !strcmp(preset_in_use, hooks[i].preset))
 					 : following;
 		if (on && !fnmatch(hooks[i].symbol, name, 0))
-			return hooks[i].hook;
+			return (int)i;
 	}
-	return 0;
+	return -1;
 }
 
 int prof_trace_configure(const char *text, const char *framework, int follow)
@@ -174,8 +177,6 @@ int prof_trace_configure(const char *text, const char *framework, int follow)
 	following = follow;
 	preset_in_use = framework && *framework ? framework : 0;
 	add_patterns(pattern_text);
-	if (follow && !npatterns)
-		category_for("MXNET_C_API", 11); /* the hooks' stubs need a category */
 	return 0;
 }
 
@@ -247,11 +248,12 @@ static int inside_libprof(const void *addr)
 static void *stub_for(const char *name, void *real)
 {
 	unsigned cat = match(name);
-	prof_trace_hook hook = hook_for(name);
-	if (!cat && !hook)
+	int h = hook_index(name);
+	if (!cat && h < 0)
 		return 0;
 	if (!cat)
-		cat = category_for("MXNET_C_API", 11) + 1u;
+		cat = category_for(hooks[h].category, strlen(hooks[h].category)) + 1u;
+	prof_trace_hook hook = h >= 0 ? hooks[h].hook : 0;
 	void *stub = prof_trace_stub(real, prof_intern(name), (uint8_t)(cat - 1), hook);
 	/* ONNX Runtime: OrtGetApiBase is replaced by ort.c's wrapper (which calls the stub) */
 	if (preset_in_use && !strcmp(name, "OrtGetApiBase") &&
@@ -377,7 +379,7 @@ static void patch_slot(const struct dl_phdr_info *info, const struct dynamic_inf
 	void **slot = (void **)(info->dlpi_addr + r->r_offset);
 	if (!*name || prof_trace_is_stub(*slot))
 		return;
-	if (hooks_only ? !hook_for(name) : (!match(name) && !hook_for(name)))
+	if (hooks_only ? hook_index(name) < 0 : (!match(name) && hook_index(name) < 0))
 		return;
 	void *real = resolve(slot, name, info->dlpi_name);
 	void *stub = real && !inside_libprof(real) ? stub_for(name, real) : 0;
