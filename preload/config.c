@@ -154,18 +154,14 @@ int prof_config_set(struct prof_config *c, const char *key, const char *value, c
 	if (!strcmp(key, "follow"))
 		return set_bool(&c->follow, key, value, err, errlen);
 	if (!strcmp(key, "framework")) {
-		static const char *known[] = {"mxnet", "torch", "onnxruntime", "auto"};
-		if (!strcmp(value, "tensorflow"))
-			return bad(err, errlen, key, value,
-				   "not supported yet (tracing TensorFlow 2.21's C API aborts "
-				   "it); PROFILER_TRACE='TF_API=TF_*' tries at your own risk");
+		static const char *known[] = {"mxnet", "torch", "tensorflow", "onnxruntime", "auto"};
 		for (size_t i = 0; i < sizeof known / sizeof *known; i++)
 			if (!strcmp(value, known[i])) {
 				strcpy(c->framework, value);
 				return 0;
 			}
 		return bad(err, errlen, key, value,
-			   "use mxnet, torch, onnxruntime or auto");
+			   "use mxnet, torch, tensorflow, onnxruntime or auto");
 	}
 	if (!strcmp(key, "clock")) {
 		if (strcmp(value, "tsc") && strcmp(value, "mono"))

@@ -21,6 +21,7 @@
 #include "ort.h"
 #include "prof.h"
 #include "state.h"
+#include "tf.h"
 #include "trace.h"
 
 #define MAX_PATTERNS 64
@@ -81,6 +82,8 @@ static const struct {
 	{"mxnet", "MXNET_C_API=MX*,operator=_ZN5mxnet6engine14ThreadedEngine15ExecuteOprBlockE*"},
 	{"torch", "operator=at::_ops::*::call"},
 	{"onnxruntime", "ORT_API=OrtGetApiBase"},
+	/* first match wins: TFE_Execute is the operator (named by tf.c), the rest C API */
+	{"tensorflow", "operator=TFE_Execute,TF_C_API=TF_*,TF_C_API=TFE_*"},
 };
 
 /* PROFILER_FOLLOW: MXNet's profiler.set_state('run'|'stop') ends in this call. */
@@ -141,6 +144,7 @@ static const struct {
 	{"_ZN5torch8autograd8profiler15disableProfilerEv", follow_stop, 0, "profiler"},
 	{"_ZN5mxnet6engine14ThreadedEngine15ExecuteOprBlockE*", mxnet_operator, "mxnet",
 	 "operator"},
+	{"TFE_Execute", prof_tf_execute_hook, "tensorflow", "operator"},
 };
 
 static const char *preset_in_use; /* PROFILER_FRAMEWORK */

@@ -102,9 +102,13 @@ __attribute__((used)) void *prof_trace_enter(uint32_t idx, void **ret_slot,
 		resume_after = name & PROF_HOOK_RESUME_AFTER;
 		name &= ~PROF_HOOK_RESUME_AFTER;
 	}
-	if (unlikely(shadow.n) && shadow.e[shadow.n - 1].ret_slot <= ret_slot &&
-	    SAME_STACK(shadow.e[shadow.n - 1].ret_slot, ret_slot))
-		pop_dead(t, ret_slot, prof_now());
+	/* A traced function that tail-calls another (jmp through the PLT) hands it its own
+	 * return slot, still holding prof_trace_exit: the caller's entry stays, the callee
+	 * nests inside it and returns into prof_trace_exit again, which ends the caller. */
+	void **live = *ret_slot == (void *)prof_trace_exit ? ret_slot - 1 : ret_slot;
+	if (unlikely(shadow.n) && shadow.e[shadow.n - 1].ret_slot <= live &&
+	    SAME_STACK(shadow.e[shadow.n - 1].ret_slot, live))
+		pop_dead(t, live, prof_now());
 	if ((!__atomic_load_n(&prof_trace_on, __ATOMIC_RELAXED) && !resume_after) || t->busy ||
 	    shadow.n >= SHADOW_MAX) {
 		if (resume_after)

@@ -3,7 +3,7 @@
 set -e
 need=""
 # python3-torch: CPU PyTorch for /usr/bin/python3, run for real by the e2e tests
-for pkg in build-essential libzstd-dev libcmocka-dev libunwind-dev python3 python3-torch; do
+for pkg in build-essential libzstd-dev libcmocka-dev libunwind-dev python3 python3-torch python3-venv; do
 	dpkg-query -W -f='${Status}' "$pkg" 2>/dev/null | grep -q "install ok installed" ||
 		need="$need $pkg"
 done
@@ -30,5 +30,14 @@ if ! "$PYTHON" -c 'import onnxruntime' 2>/dev/null; then
 		true
 	"$PYTHON" -c 'import onnxruntime' 2>/dev/null ||
 		echo "install-deps: onnxruntime could not be installed"
+fi
+# TensorFlow in a venv of its own: TF 2.21 needs numpy >= 1.26, MXNet 1.9.1 needs 1.23.5
+TFENV=${LIBPROF_TFENV:-${HOME:-/tmp}/.cache/libprof/tfenv}
+if ! "$TFENV/bin/python" -c 'import tensorflow' 2>/dev/null; then
+	echo "installing: tensorflow-cpu (pip, venv $TFENV)"
+	{ "$PYTHON" -m venv "$TFENV" && "$TFENV/bin/python" -m pip install -q tensorflow-cpu; } 2>&1 |
+		grep -v "as the 'root' user" || true
+	"$TFENV/bin/python" -c 'import tensorflow' 2>/dev/null ||
+		echo "install-deps: tensorflow could not be installed in $TFENV"
 fi
 exit 0

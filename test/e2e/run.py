@@ -1873,11 +1873,14 @@ def trace_by_name(c):
     check("tracemain: ok" in r.out, "a traced function computed something else: %r" % r)
     t.wellformed()
     got = trace_counts(t, "trace")
-    want = {"tl_add": 5 + adds * threads, "tl_raise": 1, "tl_sum": 1, "tl_avg": 1,
+    want = {"tl_add": 5 + 2 + adds * threads, "tl_raise": 1, "tl_sum": 1, "tl_avg": 1,
             "tl_mix": 1,
             "tl_fact": 10, "tl_fact_b": 9, "tl_pair": 1, "tl::scaled(int, int)": 1,
             # an exception through 4 frames, a longjmp out of 5: each frame ends once
-            "tl_throw": 4, "tl_throw_b": 3, "tl_jump": 5, "tl_jump_b": 4}
+            "tl_throw": 4 + 2, "tl_throw_b": 3 + 1, "tl_jump": 5, "tl_jump_b": 4,
+            # tail calls: tl_tail2 -> tl_tail1 -> tl_add (and tl_tail1 once more), and
+            # tl_tail_throw -> tl_throw -> tl_throw_b -> tl_throw, which throws
+            "tl_tail2": 1, "tl_tail1": 2, "tl_tail_throw": 1}
     eq(got, want, "traced calls per function (category trace)")
     eq(trace_counts(t, "mylib"), {"t2_mul": 2}, "calls through dlsym'd pointers (category mylib)")
     # nesting: each tl_fact_b lies inside a tl_fact one level up, on the same thread
@@ -1887,6 +1890,13 @@ def trace_by_name(c):
         check(outer["ts"] <= inner["ts"] and
               inner["ts"] + inner["dur"] <= outer["ts"] + outer["dur"] + 0.001,
               "recursion not nested: %r then %r" % (outer, inner))
+    # the tail-call chain nests: tl_tail2 holds the first tl_tail1, which holds a tl_add
+    chain = t.select("X", "tl_tail2", "trace")[0]
+    inside = lambda o, i: o["ts"] <= i["ts"] and i["ts"] + i["dur"] <= o["ts"] + o["dur"] + 0.001
+    t1 = [e for e in t.select("X", "tl_tail1", "trace") if inside(chain, e)]
+    eq(len(t1), 1, "tl_tail1 calls inside tl_tail2")
+    check(any(inside(t1[0], e) and e["tid"] == chain["tid"]
+              for e in t.select("X", "tl_add", "trace")), "no tl_add inside tl_tail1")
     rep = c.report_json(c.path("profile.prof"))
     eq(report_row(rep, "trace", "tl_fact")["count"], 10, "report count of tl_fact")
     outer = report_row(rep, "trace", "tl_fact")
@@ -2510,6 +2520,57 @@ def ort_c_api_table(c):
     check(r.rc == 0 and r.kv("wrong") == ["0"], "run without the preset: %r" % r)
     t2, _ = c.outputs("plain")
     eq(t2.select("X", cat="ORT_API"), [], "ORT_API events without PROFILER_FRAMEWORK")
+
+
+# ---------------------------------------------------------------------------------------
+# TensorFlow (its own venv: TF 2.21 needs a numpy newer than MXNet 1.9.1 allows)
+
+
+def tf_python():
+    """The venv's python that scripts/install-deps.sh made for TensorFlow."""
+    env = os.environ.get("LIBPROF_TFENV") or os.path.join(
+        os.environ.get("HOME", "/tmp"), ".cache", "libprof", "tfenv")
+    py = os.path.join(env, "bin", "python")
+    p = subprocess.run([py, "-c", "import tensorflow"], capture_output=True, text=True) \
+        if os.path.exists(py) else None
+    check(p is not None and p.returncode == 0,
+          "TensorFlow is not importable from %s (%s): scripts/install-deps.sh installs it "
+          "(python3 -m venv %s && %s -m pip install tensorflow-cpu)"
+          % (py, p.stderr.strip().splitlines()[-1:] if p else "no such venv", env, py))
+    return py
+
+
+@case
+def tensorflow_eager_ops(c):
+    py = tf_python()
+    steps = 20
+    r, t = profile(c, [py, os.path.join(FRAMEWORKS, "tf_eager.py"), steps],
+                   env={"PROFILER_FRAMEWORK": "tensorflow", "TF_CPP_MIN_LOG_LEVEL": "2",
+                        "PROFILER_PROFILE_MEMORY": "0"})
+    check(r.kv("sum"), "the script did not finish: %r" % r)
+    t.wellformed()
+    loop = t.select("X", "loop", "user")
+    eq(len(loop), 1, "the script's libprof range")
+    loop = loop[0]
+    inside = lambda e: (e["pid"] == loop["pid"] and e["tid"] == loop["tid"] and
+                        loop["ts"] <= e["ts"] <= loop["ts"] + loop["dur"])
+    ops = {}
+    for e in t.select("X", cat="operator"):
+        if inside(e):
+            ops[e["name"]] = ops.get(e["name"], 0) + 1
+    # TFE_Execute named after the op it runs, exactly as many as the loop runs
+    want = {"MatMul": 2 * steps, "AddV2": steps, "Mul": steps, "AssignSubVariableOp": steps}
+    eq({k: ops.get(k) for k in want}, want, "eager ops inside the loop (category operator)")
+    check("TFE_Execute" not in ops, "TFE_Execute calls left unnamed: %r" % ops)
+    api = trace_counts(t, "TF_C_API")
+    check(api.get("TFE_NewContext") == 1 and "TFE_Execute" not in api,
+          "TF_C_API table: %r" % sorted(api.items())[:20])
+    # the same script with the patterns by hand, no preset: all TFE_* in one category
+    r, t = profile(c, [py, os.path.join(FRAMEWORKS, "tf_eager.py"), steps],
+                   env={"PROFILER_TRACE": "TFE=TFE_*", "TF_CPP_MIN_LOG_LEVEL": "2",
+                        "PROFILER_PROFILE_MEMORY": "0"})
+    got = trace_counts(t, "TFE")
+    check(got.get("TFE_Execute", 0) >= 5 * steps, "TFE_Execute calls: %r" % got.get("TFE_Execute"))
 
 
 # ---------------------------------------------------------------------------------------

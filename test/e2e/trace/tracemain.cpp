@@ -19,6 +19,9 @@ long tl_fact(long);
 int tl_throw(int);
 void tl_jump(jmp_buf *, int);
 int tl_raise(int);
+int tl_tail1(int, int);
+int tl_tail2(int, int);
+int tl_tail_throw(int);
 struct pair {
 	long a, b, c;
 };
@@ -76,6 +79,15 @@ int main(int argc, char **argv)
 	}
 	CHECK(caught);
 	CHECK(tl_add(1, 1) == 2); /* the shadow stack is sane after the exception */
+	CHECK(tl_tail2(40, 2) == 42); /* a chain of tail calls sharing one return slot */
+	caught = 0;
+	try {
+		tl_tail_throw(1); /* tail call into a thrower */
+	} catch (const std::runtime_error &e) {
+		caught = 1;
+	}
+	CHECK(caught);
+	CHECK(tl_tail1(1, 2) == 3);
 	jmp_buf env;
 	int jumped = setjmp(env);
 	if (!jumped)
