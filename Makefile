@@ -84,8 +84,11 @@ run: deps all
 	@echo; cat $(BUILD)/example.txt
 	@echo; echo "Open $(BUILD)/example.json in ui.perfetto.dev or chrome://tracing."
 
+# The CPython frame reader is tested against real interpreters, outside cmocka.
 unit: $(UNIT_BINS)
 	@failed=""; for t in $(UNIT_BINS); do echo "== $$t"; $$t || failed="$$failed $$t"; done; \
+	  echo "== test/unit/pyframes/run.sh"; \
+	  BUILD=$(abspath $(BUILD)) test/unit/pyframes/run.sh || failed="$$failed pyframes"; \
 	  if [ -n "$$failed" ]; then echo "unit tests failed:$$failed"; exit 1; fi
 
 e2e: all

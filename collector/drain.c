@@ -21,6 +21,7 @@
 #include "collector.h"
 #include "dump.h"
 #include "ring.h"
+#include "stacks.h"
 
 #define EVENT_CHUNK 4096
 #define LIVENESS_EVERY_NS 10000000ull /* 10 ms */
@@ -35,6 +36,7 @@ struct proc_entry {
 	pid_t pid;
 	uint64_t strings_read;
 	uint32_t categories_read;
+	struct proc_stacks stacks;
 	uint32_t *slot_gen;
 	int finished;
 	uint64_t lost;
@@ -125,6 +127,13 @@ static void read_thread_name(pid_t pid, uint32_t tid, char *out, size_t len)
 		out[n - 1] = 0;
 }
 
+static void put_record(void *ctx, uint32_t type, const void *head, size_t hlen,
+		       const void *tail, size_t tlen)
+{
+	put(ctx, type, head, hlen, tail, tlen);
+}
+
+/* Strings, categories and stacks published so far. */
 static void read_strings(struct collector *c, struct proc_entry *p)
 {
 	struct prof_proc_shm *shm = p->shm;
@@ -149,6 +158,7 @@ static void read_strings(struct collector *c, struct proc_entry *p)
 				       .id = PROF_CAT_FIRST_DYNAMIC + p->categories_read};
 		put(c, CAP_CATEGORY, &h, sizeof h, name, strnlen(name, PROF_CATEGORY_NAME_MAX));
 	}
+	stacks_drain(&p->stacks, shm, p->pid, put_record, c);
 }
 
 static void lost_event(struct collector *c, uint64_t count, uint64_t first, uint64_t last,
@@ -273,6 +283,7 @@ static void finish_process(struct collector *c, struct proc_entry *p, int32_t st
 	shm_unlink(p->name);
 	prof_proc_unmap(p->shm); /* a long session of many processes must not keep them */
 	p->shm = 0;
+	stacks_free(&p->stacks);
 }
 
 static int32_t child_status(struct collector *c, pid_t pid)
@@ -633,6 +644,7 @@ int collector_run(struct collector_options *o)
 		if (p->shm)
 			prof_proc_unmap(p->shm);
 		free(p->slot_gen);
+		stacks_free(&p->stacks);
 		free(p);
 	}
 	free(c);

@@ -27,6 +27,8 @@ enum cap_type {
 	CAP_CATEGORY = 6,    /* struct cap_string (id = category index) + name bytes */
 	CAP_EVENTS = 7,      /* struct cap_events + n * struct prof_event (times in ns) */
 	CAP_SESSION_END = 8, /* text "key=value\n" lines: end_ns, events, lost, ... */
+	CAP_STACK = 9,       /* struct cap_stack + nframes * u64 (return addresses) */
+	CAP_MODULE = 10,     /* struct cap_module + path bytes (as /proc/<pid>/maps names it) */
 };
 
 struct cap_rec_hdr {
@@ -68,6 +70,28 @@ struct cap_events {
 	uint32_t count;
 	uint32_t reserved;
 	/* followed by count * struct prof_event */
+};
+
+/* A distinct call stack of a process (PROF_EV_STACK events name it by id). Frames are
+ * innermost first: the first a program address, the rest return addresses; bit 63 set
+ * marks a Python frame whose low 32 bits are a string id of that process. */
+struct cap_stack {
+	uint32_t pid;
+	uint32_t id;
+	uint32_t nframes;
+	uint32_t reserved;
+	/* followed by nframes * u64 */
+};
+
+/* An executable mapping of a process: [start, end) maps the module from file offset
+ * offset. */
+struct cap_module {
+	uint32_t pid;
+	uint32_t reserved;
+	uint64_t start;
+	uint64_t end;
+	uint64_t offset;
+	/* followed by the path */
 };
 
 /* ---- writer ---- */

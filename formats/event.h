@@ -10,6 +10,7 @@ enum prof_ev_type {
 	PROF_EV_INSTANT = 2,  /* a mark or a step: t0 == t1 */
 	PROF_EV_COUNTER = 3,  /* a = value (double bits when PROF_EVF_DOUBLE) */
 	PROF_EV_LOST = 4,     /* a = events dropped between t0 and t1 (full ring) */
+	PROF_EV_STACK = 5,    /* a = stack id of the thread's next event, whose t0 it shares */
 };
 
 /* Fixed categories; later ones (framework API, operators, CUDA) are registered at run
@@ -23,6 +24,9 @@ enum prof_category {
 	PROF_CAT_LOST = 5,
 	PROF_CAT_FIRST_DYNAMIC = 16,
 };
+
+/* In a call stack (struct cap_stack): a Python frame, low 32 bits its string id. */
+#define PROF_STACK_FRAME_PYTHON (1ull << 63)
 
 /* flags */
 #define PROF_EVF_ALLOCS 0x01 /* a = new block of b bytes */

@@ -107,8 +107,11 @@ int memtrack_analyze(struct mem_image *mi, mem_curve_fn fn, void *ctx)
 	mi->peak = mi->peak_t = mi->live_end = 0;
 	if (memtrack_sort(mi->ops, mi->nops))
 		return -1;
+	size_t peak_i = 0;
+	int stacks = 0;
 	u64map_init(&blocks);
 	for (i = 0; i < mi->nops && !rc; i++) {
+		stacks |= mi->ops[i].stack != 0;
 		uint64_t before = live;
 		if (apply(&blocks, &mi->ops[i], &live)) {
 			rc = -1;
@@ -117,12 +120,15 @@ int memtrack_analyze(struct mem_image *mi, mem_curve_fn fn, void *ctx)
 		if (live > mi->peak) {
 			mi->peak = live;
 			mi->peak_t = mi->ops[i].t;
+			peak_i = i;
 		}
 		if (fn && live != before)
 			rc = fn(ctx, mi->ops[i].t, live);
 	}
 	mi->live_end = live;
 	u64map_free(&blocks);
+	if (!rc && stacks && mi->peak)
+		rc = memsites_analyze(mi, peak_i);
 	free(mi->ops);
 	mi->ops = NULL;
 	mi->nops = mi->cap = 0;

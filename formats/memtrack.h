@@ -14,6 +14,10 @@ typedef int (*mem_curve_fn)(void *ctx, uint64_t t, uint64_t live);
  * 0, or -1 when out of memory. */
 int memtrack_analyze(struct mem_image *mi, mem_curve_fn fn, void *ctx);
 
+/* Per call stack: allocations, bytes, bytes live at the peak (after ops[peak_i]) and at
+ * the end, into mi->sites. ops sorted. 0 or -1. */
+int memsites_analyze(struct mem_image *mi, size_t peak_i);
+
 /* Stable sort by time, releases before allocations at equal times. 0 or -1. */
 int memtrack_sort(struct mem_op *ops, size_t n);
 

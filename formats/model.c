@@ -20,6 +20,7 @@ void model_init(struct model *m)
 	u64map_init(&m->names);
 	u64map_init(&m->pid_image);
 	u64map_init(&m->thread_ix);
+	u64map_init(&m->stack_ix);
 	m->first_t = UINT64_MAX;
 }
 
@@ -27,8 +28,10 @@ void model_free(struct model *m)
 {
 	size_t i;
 
-	for (i = 0; i < m->nimg; i++)
+	for (i = 0; i < m->nimg; i++) {
 		free(m->img[i].mem.ops);
+		free(m->img[i].mem.sites);
+	}
 	strtab_free(&m->str);
 	u64map_free(&m->names);
 	u64map_free(&m->pid_image);
@@ -38,6 +41,7 @@ void model_free(struct model *m)
 	free(m->gaps);
 	free(m->session);
 	free(m->session_end);
+	model_stacks_free(m);
 	memset(m, 0, sizeof(*m));
 }
 
@@ -319,6 +323,10 @@ static int record(struct model *m, uint32_t type, const void *p, uint32_t len)
 		return string(m, p, len, 1);
 	case CAP_EVENTS:
 		return model_events(m, p, len);
+	case CAP_STACK:
+		return model_stack_record(m, p, len);
+	case CAP_MODULE:
+		return model_module_record(m, p, len);
 	default:
 		return 0; /* a newer record type: skipped */
 	}

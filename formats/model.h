@@ -22,14 +22,26 @@ struct mem_op {
 	uint64_t t;
 	uint64_t ptr;
 	uint64_t size; /* bytes of an allocation; MEM_OP_FREE for a release */
+	uint32_t stack; /* an allocation's call stack: model stack index + 1, or 0 */
+	uint32_t reserved;
 };
 #define MEM_OP_FREE UINT64_MAX
+
+/* Allocations of one call stack (set by memtrack_analyze when stacks were captured). */
+struct mem_site {
+	uint32_t stack;            /* model stack index + 1; 0: allocations without one */
+	uint64_t allocs, bytes;
+	uint64_t peak_bytes;       /* its blocks live at the image's peak */
+	uint64_t live_bytes, live_count; /* still live at the end: leaks */
+};
 
 struct mem_image {
 	struct mem_op *ops;
 	size_t nops, cap;
 	uint64_t allocs, frees, bytes; /* counted as the events arrive */
 	uint64_t peak, peak_t, live_end; /* set by memtrack_analyze */
+	struct mem_site *sites;    /* when any allocation had a stack */
+	size_t nsites;
 };
 
 struct image {
@@ -48,8 +60,14 @@ struct image {
 struct thread {
 	uint32_t image, tid;
 	uint32_t name; /* gid, STR_NONE when never named */
+	/* A PROF_EV_STACK seen, waiting for the event it belongs to (same t0). */
+	uint32_t pending_stack;
+	uint64_t pending_t0;
 	/* Time spent in completed children, per depth: the streaming self-time state. */
 	uint64_t child[MODEL_MAX_DEPTH + 2];
+	/* Net bytes per depth: of allocator calls made there, of completed calls there. */
+	int64_t mem_direct[MODEL_MAX_DEPTH + 2];
+	int64_t mem_nested[MODEL_MAX_DEPTH + 2];
 };
 
 struct lost_gap {
@@ -59,6 +77,21 @@ struct lost_gap {
 
 struct session_kv {
 	uint32_t key, val; /* gids */
+};
+
+/* A distinct call stack of an image: frames[at .. at + nframes) in model.frames,
+ * innermost first (see struct cap_stack). */
+struct model_stack {
+	uint32_t image;
+	uint32_t nframes;
+	size_t at;
+};
+
+/* An executable mapping of an image (CAP_MODULE). */
+struct model_module {
+	uint32_t image;
+	uint32_t path; /* gid */
+	uint64_t start, end, offset;
 };
 
 struct model;
@@ -86,7 +119,21 @@ struct model {
 	uint64_t end_events, end_lost; /* what CAP_SESSION_END says */
 	uint64_t first_t, last_t;    /* over every event */
 	uint64_t events, lost;       /* event records (not LOST ones); sum of LOST counts */
+	struct model_stack *stacks;
+	size_t nstacks, stacks_cap;
+	uint64_t *frames;
+	size_t nframes, frames_cap;
+	struct u64map stack_ix; /* image << 32 | stack id -> stack index + 1 */
+	struct model_module *mods;
+	size_t nmods, mods_cap;
 	model_events_fn on_events;
+	/* During on_events: per event, its call stack (stack index + 1) or 0; NULL when
+	 * the record has none. The events handed over never include PROF_EV_STACK
+	 * records themselves. */
+	const uint32_t *ev_stacks;
+	uint32_t *ev_stacks_buf;
+	struct prof_event *ev_buf;
+	size_t ev_buf_cap;
 	void *ctx;
 };
 
@@ -96,6 +143,9 @@ void model_free(struct model *m);
  * cap_read result; err names the damage or the reason the capture is unusable (out of
  * memory included). */
 int model_read(struct model *m, const char *path, char *err, size_t errlen);
+
+/* The module holding pc in an image (a native frame), or NULL. */
+const struct model_module *model_module_of(const struct model *m, uint32_t image, uint64_t pc);
 
 /* The origin of the timeline: the session start, else the first event. */
 uint64_t model_origin(const struct model *m);

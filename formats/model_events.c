@@ -2,6 +2,7 @@
  * (when asked) the memory operations of each image. */
 #include "model.h"
 
+#include <stdlib.h>
 #include <string.h>
 
 #include "model_internal.h"
@@ -30,6 +31,8 @@ static int mem_push(struct mem_image *mi, uint64_t t, uint64_t ptr, uint64_t siz
 	mi->ops[mi->nops].t = t;
 	mi->ops[mi->nops].ptr = ptr;
 	mi->ops[mi->nops].size = size;
+	mi->ops[mi->nops].stack = 0;
+	mi->ops[mi->nops].reserved = 0;
 	mi->nops++;
 	return 0;
 }
@@ -37,7 +40,8 @@ static int mem_push(struct mem_image *mi, uint64_t t, uint64_t ptr, uint64_t siz
 /* A release is placed at the call's start and an allocation at its end: the allocator
  * can hand a released block to another thread only after the release began, and that
  * thread's call ends later, so time order never puts a reuse before its release. */
-static int memory_event(struct model *m, struct mem_image *mi, const struct prof_event *e)
+static int memory_event(struct model *m, struct mem_image *mi, const struct prof_event *e,
+			uint32_t stack)
 {
 	if ((e->flags & PROF_EVF_FREES) && e->c) {
 		mi->frees++;
@@ -51,7 +55,26 @@ static int memory_event(struct model *m, struct mem_image *mi, const struct prof
 		if (m->track_memory &&
 		    mem_push(mi, e->t1, e->a, e->b == MEM_OP_FREE ? e->b - 1 : e->b))
 			return -1;
+		if (m->track_memory)
+			mi->ops[mi->nops - 1].stack = stack;
 	}
+	return 0;
+}
+
+/* Room for n events and their stacks in the scratch arrays. */
+static int scratch(struct model *m, size_t n)
+{
+	if (n <= m->ev_buf_cap)
+		return 0;
+	struct prof_event *e = realloc(m->ev_buf, n * sizeof *e);
+	if (!e)
+		return -1;
+	m->ev_buf = e;
+	uint32_t *st = realloc(m->ev_stacks_buf, n * sizeof *st);
+	if (!st)
+		return -1;
+	m->ev_stacks_buf = st;
+	m->ev_buf_cap = n;
 	return 0;
 }
 
@@ -61,12 +84,20 @@ int model_events(struct model *m, const void *payload, uint32_t len)
 	const struct prof_event *ev = (const struct prof_event *)((const char *)payload +
 								  sizeof(ce));
 	int64_t im, th;
-	uint32_t i;
+	uint32_t i, out = 0;
 
 	(void)len; /* checked by the reader: len == sizeof(ce) + count * sizeof(*ev) */
 	memcpy(&ce, payload, sizeof(ce));
 	im = model_image_of(m, ce.pid);
 	if (im < 0 || (th = model_thread_of(m, (uint32_t)im, ce.tid)) < 0)
+		return -1;
+	struct thread *t = &m->thr[th];
+	/* stacks are paired with their events here; consumers get events without the
+	 * PROF_EV_STACK records and a parallel array of stack indexes */
+	int stacks = t->pending_stack != 0;
+	for (i = 0; i < ce.count && !stacks; i++)
+		stacks = ev[i].type == PROF_EV_STACK;
+	if (stacks && scratch(m, ce.count))
 		return -1;
 	for (i = 0; i < ce.count; i++) {
 		const struct prof_event *e = &ev[i];
@@ -75,16 +106,37 @@ int model_events(struct model *m, const void *payload, uint32_t len)
 			m->first_t = e->t0;
 		if (e->t1 > m->last_t)
 			m->last_t = e->t1;
+		if (e->type == PROF_EV_STACK) {
+			t->pending_stack = model_stack_index(m, (uint32_t)im, (uint32_t)e->a);
+			t->pending_t0 = e->t0;
+			m->events++;
+			continue;
+		}
+		uint32_t stack = 0;
+		if (t->pending_stack) {
+			if (t->pending_t0 == e->t0 && e->type != PROF_EV_LOST)
+				stack = t->pending_stack;
+			t->pending_stack = 0;
+		}
+		if (stacks) {
+			m->ev_buf[out] = *e;
+			m->ev_stacks_buf[out++] = stack;
+		}
 		if (e->type == PROF_EV_LOST) {
 			if (lost_gap(m, ce.pid, ce.tid, e))
 				return -1;
 			continue;
 		}
 		m->events++;
-		if (e->cat == PROF_CAT_MEMORY && memory_event(m, &m->img[im].mem, e))
+		if (e->cat == PROF_CAT_MEMORY && memory_event(m, &m->img[im].mem, e, stack))
 			return -1;
 	}
-	if (m->on_events)
+	if (!m->on_events)
+		return 0;
+	if (!stacks)
 		return m->on_events(m->ctx, m, (uint32_t)im, (uint32_t)th, ev, ce.count);
-	return 0;
+	m->ev_stacks = m->ev_stacks_buf;
+	int rc = m->on_events(m->ctx, m, (uint32_t)im, (uint32_t)th, m->ev_buf, out);
+	m->ev_stacks = 0;
+	return rc;
 }

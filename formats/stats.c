@@ -12,6 +12,7 @@ void stats_init(struct stats *s)
 	u64map_init(&s->row_ix);
 	u64map_init(&s->mark_ix);
 	u64map_init(&s->ctr_ix);
+	u64map_init(&s->block_size);
 }
 
 void stats_free(struct stats *s)
@@ -27,6 +28,7 @@ void stats_free(struct stats *s)
 	u64map_free(&s->row_ix);
 	u64map_free(&s->mark_ix);
 	u64map_free(&s->ctr_ix);
+	u64map_free(&s->block_size);
 	memset(s, 0, sizeof(*s));
 }
 
@@ -66,6 +68,45 @@ static struct row *row_for(struct stats *s, uint32_t cat, uint32_t name)
 		s->rows[i].min = UINT64_MAX;
 	}
 	return &s->rows[i];
+}
+
+/* An allocator call's net bytes: + the block it returned, - the one it released (its
+ * size known when its allocation was seen: blocks from before the capture count 0). */
+static int net_bytes(struct stats *s, uint32_t image, const struct prof_event *e, int64_t *net)
+{
+	uint64_t key_base = (uint64_t)image << 47, old;
+	*net = 0;
+	if ((e->flags & PROF_EVF_FREES) && e->c &&
+	    u64map_remove(&s->block_size, key_base ^ e->c, &old))
+		*net -= (int64_t)old;
+	if ((e->flags & PROF_EVF_ALLOCS) && e->a) {
+		int created;
+		uint64_t *v = u64map_upsert(&s->block_size, key_base ^ e->a, &created);
+		if (!v)
+			return -1;
+		*v = e->b;
+		*net += (int64_t)e->b;
+	}
+	return 0;
+}
+
+/* Memory follows the same streaming rule as self time: an allocator call adds its net
+ * bytes to its level; a call that ends takes what its level below gathered. */
+static void complete_mem(struct stats *s, struct row *r, struct thread *t,
+			 const struct prof_event *e, int is_memory, int64_t net)
+{
+	if (is_memory) {
+		r->mem += net;
+		r->self_mem += net;
+		t->mem_direct[e->depth] += net;
+		return;
+	}
+	int64_t direct = t->mem_direct[e->depth + 1], nested = t->mem_nested[e->depth + 1];
+	t->mem_direct[e->depth + 1] = t->mem_nested[e->depth + 1] = 0;
+	r->self_mem += direct;
+	r->mem += direct + nested;
+	t->mem_nested[e->depth] += direct + nested;
+	s->has_mem |= direct || nested;
 }
 
 static int complete(struct row *r, struct thread *t, const struct prof_event *e)
@@ -154,6 +195,10 @@ static int one_event(struct stats *s, struct model *m, uint32_t image, struct th
 		cat = model_category(m, image, e->cat);
 		if (cat == STR_NONE || !(r = row_for(s, cat, name)))
 			return -1;
+		int64_t net = 0;
+		if (e->cat == PROF_CAT_MEMORY && net_bytes(s, image, e, &net))
+			return -1;
+		complete_mem(s, r, t, e, e->cat == PROF_CAT_MEMORY, net);
 		return complete(r, t, e);
 	case PROF_EV_INSTANT:
 		if (e->cat == PROF_CAT_STEP)
@@ -177,6 +222,8 @@ int stats_on_events(void *ctx, struct model *m, uint32_t image, uint32_t thread,
 		if (ev[i].type == PROF_EV_LOST) {
 			/* Ranges that ended in the gap never reported to their parents. */
 			memset(t->child, 0, sizeof(t->child));
+			memset(t->mem_direct, 0, sizeof(t->mem_direct));
+			memset(t->mem_nested, 0, sizeof(t->mem_nested));
 			continue;
 		}
 		if (one_event(s, m, image, t, &ev[i]))

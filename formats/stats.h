@@ -12,6 +12,9 @@
 struct row {
 	uint32_t cat, name; /* gids */
 	uint64_t count, total, self, min, max;
+	/* Net bytes allocated (allocations minus releases) during its calls, with and
+	 * without what its callees did: PyTorch's "CPU Mem" and "Self CPU Mem". */
+	int64_t mem, self_mem;
 	uint64_t *durs; /* every duration, for the median (8 bytes per event) */
 	size_t ndurs, durs_cap;
 	uint64_t median; /* set by stats_finish */
@@ -52,6 +55,8 @@ struct stats {
 	struct step_time *steps;
 	size_t nsteps, steps_cap;
 	struct step_summary step;
+	struct u64map block_size; /* image << 47 | pointer -> bytes, for net memory */
+	int has_mem;              /* some non-memory row saw allocations */
 };
 
 void stats_init(struct stats *s);

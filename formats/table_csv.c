@@ -22,7 +22,9 @@ int table_csv(const struct report *r, FILE *out)
 {
 	size_t i, j, len;
 
-	fputs("category,name,count,total_ns,self_ns,min_ns,max_ns,avg_ns,median_ns,percent\n", out);
+	fputs("category,name,count,total_ns,self_ns,min_ns,max_ns,avg_ns,median_ns,percent,"
+	      "cpu_mem_bytes,self_cpu_mem_bytes\n",
+	      out);
 	for (i = 0; i < r->ncats; i++) {
 		const struct report_cat *c = &r->cats[i];
 		const char *cat = model_str(r->m, c->cat, &len);
@@ -35,9 +37,9 @@ int table_csv(const struct report *r, FILE *out)
 			fputc(',', out);
 			quoted(out, name, len);
 			fprintf(out, ",%" PRIu64 ",%" PRIu64 ",%" PRIu64 ",%" PRIu64 ",%" PRIu64
-				",%" PRIu64 ",%" PRIu64 ",%.2f\n",
+				",%" PRIu64 ",%" PRIu64 ",%.2f,%" PRId64 ",%" PRId64 "\n",
 				w->count, w->total, w->self, w->min, w->max, row_avg(w), w->median,
-				row_percent(c, w));
+				row_percent(c, w), w->mem, w->self_mem);
 		}
 	}
 	return ferror(out) ? -1 : 0;

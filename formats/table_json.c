@@ -5,6 +5,7 @@
 
 #include "json_writer.h"
 #include "report.h"
+#include "stack_names.h"
 
 static void str_gid(struct jw *w, const struct model *m, uint32_t gid)
 {
@@ -83,7 +84,31 @@ static void threads(struct jw *w, const struct model *m, size_t image)
 	jw_lit(w, "]");
 }
 
-static void process(struct jw *w, const struct report *r, size_t i)
+/* Every allocation site with its exact counts (sites exist when stacks were captured). */
+static void sites(struct jw *w, struct stack_names *sn, const struct mem_image *mi)
+{
+	jw_lit(w, ",\"allocation_sites\":[");
+	for (size_t k = 0; k < mi->nsites; k++) {
+		const struct mem_site *s = &mi->sites[k];
+		const char *name = stack_site_name(sn, s->stack);
+		jw_text(w, k ? ",{\"site\":" : "{\"site\":");
+		jw_str(w, name, strlen(name));
+		jw_lit(w, ",\"allocations\":");
+		jw_u64(w, s->allocs);
+		jw_lit(w, ",\"bytes\":");
+		jw_u64(w, s->bytes);
+		jw_lit(w, ",\"bytes_at_peak\":");
+		jw_u64(w, s->peak_bytes);
+		jw_lit(w, ",\"live_blocks_at_end\":");
+		jw_u64(w, s->live_count);
+		jw_lit(w, ",\"live_bytes_at_end\":");
+		jw_u64(w, s->live_bytes);
+		jw_lit(w, "}");
+	}
+	jw_lit(w, "]");
+}
+
+static void process(struct jw *w, const struct report *r, struct stack_names *sn, size_t i)
 {
 	const struct image *im = &r->m->img[i];
 	const struct mem_image *mi = &im->mem;
@@ -116,20 +141,32 @@ static void process(struct jw *w, const struct report *r, size_t i)
 		jw_lit(w, "null");
 	jw_lit(w, ",\"live_bytes_at_end\":");
 	jw_u64(w, mi->live_end);
+	if (sn && mi->nsites)
+		sites(w, sn, mi);
 	threads(w, r->m, i);
 	jw_lit(w, "}");
 }
 
 static void processes(struct jw *w, const struct report *r)
 {
+	struct stack_names sn;
 	size_t i;
+	int named = 0;
 
+	for (i = 0; i < r->m->nimg && !named; i++)
+		named = r->m->img[i].mem.nsites > 0;
+	if (named && stack_names_init(&sn, r->m)) {
+		stack_names_free(&sn);
+		named = 0;
+	}
 	jw_lit(w, ",\n\"processes\":[");
 	for (i = 0; i < r->m->nimg; i++) {
 		jw_text(w, i ? ",\n" : "\n");
-		process(w, r, i);
+		process(w, r, named ? &sn : NULL, i);
 	}
 	jw_lit(w, "]");
+	if (named)
+		stack_names_free(&sn);
 }
 
 static void row(struct jw *w, const struct report *r, const struct report_cat *c,
@@ -155,6 +192,10 @@ static void row(struct jw *w, const struct report *r, const struct report_cat *c
 	jw_u64(w, x->median);
 	jw_lit(w, ",\"percent\":");
 	jw_double(w, round(row_percent(c, x) * 100) / 100);
+	jw_lit(w, ",\"cpu_mem_bytes\":");
+	jw_i64(w, x->mem);
+	jw_lit(w, ",\"self_cpu_mem_bytes\":");
+	jw_i64(w, x->self_mem);
 	jw_lit(w, "}");
 }
 

@@ -1,9 +1,11 @@
 /* The tables for people: a header with the session's facts and losses, one table per
  * category, then memory per process, steps, marks and counters. */
 #include <inttypes.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "report.h"
+#include "stack_names.h"
 #include "textfmt.h"
 
 #define NAME_MIN 16
@@ -67,24 +69,43 @@ static void pad_name(FILE *out, const struct model *m, uint32_t gid, size_t widt
 		fputc(' ', out);
 }
 
+static char *fmt_net_bytes(char buf[TEXTFMT_LEN], int64_t v)
+{
+	char tmp[TEXTFMT_LEN];
+	if (v >= 0)
+		return fmt_bytes(buf, (uint64_t)v);
+	snprintf(buf, TEXTFMT_LEN, "-%s", fmt_bytes(tmp, (uint64_t)-v));
+	return buf;
+}
+
 static void category(const struct report *r, const struct report_cat *c, FILE *out)
 {
 	size_t w = name_width(r, c), i;
-	char t[7][TEXTFMT_LEN];
+	char t[9][TEXTFMT_LEN];
+	const char *cat = model_str(r->m, c->cat, NULL);
+	/* where allocations happened inside calls: PyTorch's memory columns */
+	int mem = r->s->has_mem && strcmp(cat, "memory");
 
-	fprintf(out, "\n%s", model_str(r->m, c->cat, NULL));
+	fprintf(out, "\n%s", cat);
 	if (c->nrows < c->all_rows)
 		fprintf(out, "   (top %zu of %zu)", c->nrows, c->all_rows);
 	/* Two spaces at least after the name: scripts split rows on runs of 2+ spaces. */
-	fprintf(out, "\n%-*s  %10s %10s %10s %10s %10s %10s %10s %10s\n", (int)w, "Name", "Count",
+	fprintf(out, "\n%-*s  %10s %10s %10s %10s %10s %10s %10s %10s", (int)w, "Name", "Count",
 		"Total", "Self", "Min", "Max", "Avg", "Median", "% of cat");
+	if (mem)
+		fprintf(out, " %13s %13s", "CPU Mem", "Self CPU Mem");
+	fputc('\n', out);
 	for (i = 0; i < c->nrows; i++) {
 		const struct row *x = c->rows[i];
 		pad_name(out, r->m, x->name, w);
-		fprintf(out, "  %10s %10s %10s %10s %10s %10s %10s %10.1f\n", fmt_count(t[0], x->count),
+		fprintf(out, "  %10s %10s %10s %10s %10s %10s %10s %10.1f", fmt_count(t[0], x->count),
 			fmt_dur(t[1], x->total), fmt_dur(t[2], x->self), fmt_dur(t[3], x->min),
 			fmt_dur(t[4], x->max), fmt_dur(t[5], row_avg(x)), fmt_dur(t[6], x->median),
 			row_percent(c, x));
+		if (mem)
+			fprintf(out, " %13s %13s", fmt_net_bytes(t[7], x->mem),
+				fmt_net_bytes(t[8], x->self_mem));
+		fputc('\n', out);
 	}
 }
 
@@ -116,6 +137,71 @@ static void memory(const struct report *r, FILE *out)
 			fmt_count(t[1], mi->frees), fmt_bytes(t[2], mi->bytes),
 			fmt_bytes(t[3], mi->peak), at, fmt_bytes(t[4], mi->live_end));
 	}
+}
+
+static int by_bytes(const void *a, const void *b)
+{
+	const struct mem_site *x = *(const struct mem_site *const *)a;
+	const struct mem_site *y = *(const struct mem_site *const *)b;
+	return x->bytes < y->bytes ? 1 : x->bytes > y->bytes ? -1 : 0;
+}
+
+static int by_live(const void *a, const void *b)
+{
+	const struct mem_site *x = *(const struct mem_site *const *)a;
+	const struct mem_site *y = *(const struct mem_site *const *)b;
+	return x->live_bytes < y->live_bytes ? 1 : x->live_bytes > y->live_bytes ? -1 : 0;
+}
+
+/* Top allocation sites of one image by bytes, then the ones still live at the end. */
+static void sites(const struct report *r, struct stack_names *sn, size_t i, FILE *out)
+{
+	const struct image *im = &r->m->img[i];
+	const struct mem_image *mi = &im->mem;
+	const struct mem_site **v = malloc(mi->nsites * sizeof(*v));
+	char t[5][TEXTFMT_LEN];
+	size_t k, n, top = r->opt->top ? (size_t)r->opt->top : 20;
+
+	if (!v)
+		return;
+	for (k = 0; k < mi->nsites; k++)
+		v[k] = &mi->sites[k];
+	qsort(v, mi->nsites, sizeof(*v), by_bytes);
+	fprintf(out, "\nAllocation sites, pid %" PRIu32 " (by bytes; At peak: live when the "
+		"peak of %s was reached)\n%-60s %10s %14s %12s %12s\n", im->pid,
+		fmt_bytes(t[0], mi->peak), "Site", "Allocs", "Bytes", "At peak", "Leaked");
+	for (k = 0; k < mi->nsites && k < top; k++)
+		fprintf(out, "%-60.200s %10s %14s %12s %12s\n", stack_site_name(sn, v[k]->stack),
+			fmt_count(t[0], v[k]->allocs), fmt_bytes(t[1], v[k]->bytes),
+			fmt_bytes(t[2], v[k]->peak_bytes), fmt_bytes(t[3], v[k]->live_bytes));
+	qsort(v, mi->nsites, sizeof(*v), by_live);
+	for (k = n = 0; k < mi->nsites; k++)
+		n += v[k]->live_count != 0;
+	if (n) {
+		fprintf(out, "\nLive at exit (leaks), pid %" PRIu32 ": %s\n%-60s %10s %14s\n",
+			im->pid, fmt_bytes(t[0], mi->live_end), "Site", "Blocks", "Bytes");
+		for (k = 0; k < n && k < top; k++)
+			fprintf(out, "%-60.200s %10s %14s\n", stack_site_name(sn, v[k]->stack),
+				fmt_count(t[0], v[k]->live_count), fmt_bytes(t[1], v[k]->live_bytes));
+	}
+	free(v);
+}
+
+static void memory_sites(const struct report *r, FILE *out)
+{
+	struct stack_names sn;
+	size_t i;
+	int any = 0;
+
+	for (i = 0; i < r->m->nimg; i++)
+		any |= r->m->img[i].mem.nsites > 0;
+	if (!any)
+		return;
+	if (stack_names_init(&sn, r->m) == 0)
+		for (i = 0; i < r->m->nimg; i++)
+			if (r->m->img[i].mem.nsites)
+				sites(r, &sn, i, out);
+	stack_names_free(&sn);
 }
 
 static void steps(const struct report *r, FILE *out)
@@ -165,8 +251,10 @@ int table_text(const struct report *r, FILE *out)
 	header(r, out);
 	for (i = 0; i < r->ncats; i++)
 		category(r, &r->cats[i], out);
-	if (r->show_memory)
+	if (r->show_memory) {
 		memory(r, out);
+		memory_sites(r, out);
+	}
 	if (r->show_steps)
 		steps(r, out);
 	if (r->show_marks)

@@ -11,6 +11,7 @@
 #include <string.h>
 
 #include "alloc.h"
+#include "stack.h"
 #include "state.h"
 
 #define EXPORT __attribute__((visibility("default")))
@@ -87,6 +88,13 @@ static inline void record(struct prof_thread *t, enum prof_name name, uint64_t t
 			  void *ret, size_t bytes, void *released)
 {
 	uint8_t flags = (ret ? PROF_EVF_ALLOCS : 0) | (released ? PROF_EVF_FREES : 0);
+	if (unlikely(__atomic_load_n(&prof_stack_alloc_on, __ATOMIC_RELAXED)) && ret) {
+		/* where the block was asked for; releases need none (matched by pointer) */
+		uint32_t id = prof_stack_capture();
+		if (id)
+			prof_emit(t, PROF_CAT_MEMORY, PROF_EV_STACK, 0, 0, t->depth, t0, t0, id, 0,
+				  0);
+	}
 	prof_emit(t, PROF_CAT_MEMORY, PROF_EV_COMPLETE, flags, prof_names[name], t->depth, t0, t1,
 		  (uint64_t)(uintptr_t)ret, bytes, (uint64_t)(uintptr_t)released);
 }

@@ -11,6 +11,7 @@
 
 #include "alloc.h"
 #include "prof.h"
+#include "stack.h"
 #include "state.h"
 
 #define EXPORT __attribute__((visibility("default")))
@@ -122,6 +123,8 @@ EXPORT int prof_set_config(const char *key, const char *value)
 	else if (key && (!strcmp(key, "filename") || !strcmp(key, "output")) && prof_session)
 		prof_warn("prof_set_config: %s is fixed once profiling has started; set it before "
 			  "prof_set_state(PROF_RUN) or with PROFILER_OUTPUT", key);
+	else if (key && !strncmp(key, "stack", 5))
+		prof_stack_setup();
 	publish_session_settings();
 	prof_update_flags();
 	t->busy--;

@@ -14,6 +14,7 @@ void prof_config_defaults(struct prof_config *c)
 	c->aggregate_stats = 1;
 	c->dump_period_ms = 1000;
 	c->ring_bytes = PROF_DEFAULT_RING_BYTES;
+	c->stack_depth = PROF_DEFAULT_STACK_DEPTH;
 	strcpy(c->output, "profile");
 }
 
@@ -151,6 +152,29 @@ int prof_config_set(struct prof_config *c, const char *key, const char *value, c
 		c->max_json_events = v;
 		return 0;
 	}
+	if (!strcmp(key, "stack")) {
+		static const char *modes[] = {"off", "alloc", "all"};
+		for (int i = 0; i < 3; i++)
+			if (!strcmp(value, modes[i])) {
+				c->stack_mode = i;
+				return 0;
+			}
+		return bad(err, errlen, key, value, "use alloc, all or off");
+	}
+	if (!strcmp(key, "stack_depth")) {
+		uint64_t v;
+		if (parse_uint(value, &v) || v == 0 || v > PROF_MAX_STACK_DEPTH)
+			return bad(err, errlen, key, value, "frames must be 1..128");
+		c->stack_depth = (uint32_t)v;
+		return 0;
+	}
+	if (!strcmp(key, "stack_min_us")) {
+		uint64_t v;
+		if (parse_uint(value, &v) || v > 3600000000ull)
+			return bad(err, errlen, key, value, "not a duration in microseconds");
+		c->stack_min_ns = v * 1000;
+		return 0;
+	}
 	if (!strcmp(key, "follow"))
 		return set_bool(&c->follow, key, value, err, errlen);
 	if (!strcmp(key, "framework")) {
@@ -172,7 +196,8 @@ int prof_config_set(struct prof_config *c, const char *key, const char *value, c
 	snprintf(err, errlen,
 		 "unknown setting '%s' (known: profile_all, profile_memory, profile_api, "
 		 "aggregate_stats, filename, continuous_dump, dump_period, output, ring_size, "
-		 "block, quiet, autostart, clock, trace_max_events, framework, follow)",
+		 "block, quiet, autostart, clock, trace_max_events, framework, follow, stack, "
+		 "stack_depth, stack_min_us)",
 		 key);
 	return -1;
 }

@@ -29,8 +29,15 @@ struct prof_config {
 	char output[PROF_PATH_MAX]; /* prefix before %-expansion */
 	char clock[8];              /* "", "tsc" or "mono" */
 	int follow;                 /* record only while the framework's own profiler runs */
-	char framework[16];         /* "", mxnet, torch, onnxruntime, auto */
+	char framework[16];         /* "", mxnet, torch, tensorflow, onnxruntime, auto */
+	int stack_mode;             /* enum prof_stack_mode */
+	uint32_t stack_depth;       /* native frames per stack (and Python frames) */
+	uint64_t stack_min_ns;      /* traced calls shorter than this get no stack */
 };
+
+enum prof_stack_mode { PROF_STACK_OFF = 0, PROF_STACK_ALLOC = 1, PROF_STACK_ALL = 2 };
+#define PROF_DEFAULT_STACK_DEPTH 32
+#define PROF_MAX_STACK_DEPTH 128
 
 void prof_config_defaults(struct prof_config *c);
 

@@ -12,6 +12,7 @@
 
 #include "alloc.h"
 #include "launch.h"
+#include "stack.h"
 #include "state.h"
 #include "trace.h"
 
@@ -70,6 +71,7 @@ static int make_process_segment(void)
 		return -1;
 	}
 	prof_strings_reset();
+	prof_stack_reset();
 	prof_intern("<unnamed>"); /* id 0: what a name that did not fit falls back to */
 	for (int i = 0; i < NAME_COUNT; i++)
 		prof_names[i] = prof_intern(predefined_names[i]);
@@ -198,6 +200,7 @@ void prof_after_fork_child(void)
 				     sizeof name);
 	if (prof_proc) {
 		prof_strings_inherit(parent, prof_proc);
+		prof_stack_inherit(parent, prof_proc);
 		if (t->counted_fork)
 			atomic_fetch_add(&prof_session->forks_registered, 1);
 	} else {
@@ -236,6 +239,7 @@ __attribute__((constructor(101))) static void prof_init(void)
 	prof_config_from_env(&prof_cfg, environ,
 			     getenv("PROFILER_SESSION") ? ignore_line : warn_line);
 	pthread_atfork(0, 0, prof_after_fork_child);
+	prof_stack_setup();
 	t->busy--;
 	/* A child of a profiled process follows its session even without autostart, and
 	 * never starts one of its own: a session that is over (or whose collector is gone)

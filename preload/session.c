@@ -144,7 +144,7 @@ struct prof_proc_shm *prof_proc_create(const char *sid, uint64_t ring_bytes, uns
 	size_t hdr = round_up(sizeof(struct prof_proc_shm), 4096);
 	size_t slots = round_up(nslots * sizeof(struct prof_slot), 4096);
 	size_t rings = (size_t)nslots * pow2 * sizeof(struct prof_event);
-	size_t size = hdr + PROF_STRINGS_BYTES + slots + rings;
+	size_t size = hdr + PROF_STRINGS_BYTES + slots + rings + PROF_STACKS_BYTES;
 
 	snprintf(name, namelen, "/libprof-%u-%s-%d-%llx", (unsigned)getuid(), sid, (int)getpid(),
 		 (unsigned long long)(__rdtsc() & 0xffffffffffull));
@@ -176,6 +176,8 @@ struct prof_proc_shm *prof_proc_create(const char *sid, uint64_t ring_bytes, uns
 	p->strings_size = PROF_STRINGS_BYTES;
 	p->slots_off = hdr + PROF_STRINGS_BYTES;
 	p->rings_off = hdr + PROF_STRINGS_BYTES + slots;
+	p->stacks_off = hdr + PROF_STRINGS_BYTES + slots + rings;
+	p->stacks_size = PROF_STACKS_BYTES;
 	p->segment_size = size;
 	read_cmdline(p);
 	atomic_store_explicit(&p->state, PROC_LIVE, memory_order_relaxed);

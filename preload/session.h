@@ -13,6 +13,7 @@
 #define PROF_SID_LEN 16
 #define PROF_DEFAULT_SLOTS 256
 #define PROF_STRINGS_BYTES (2u << 20)
+#define PROF_STACKS_BYTES (32u << 20) /* touched as stacks are added */
 
 void prof_session_shm_name(char *buf, size_t len, const char *sid);
 /* "libprof-<uid>-<sid>-" : the start of every process segment's name in /dev/shm. */

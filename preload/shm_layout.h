@@ -18,7 +18,7 @@
 #include "event.h"
 
 #define PROF_SHM_MAGIC 0x314d48534650524cull /* "LRPFSHM1" */
-#define PROF_SHM_VERSION 1
+#define PROF_SHM_VERSION 2
 #define PROF_PATH_MAX 4096
 #define PROF_CMDLINE_MAX 2048
 #define PROF_MAX_CATEGORIES 64
@@ -122,6 +122,9 @@ struct prof_proc_shm {
 	_Atomic uint32_t ncategories;
 	_Atomic uint64_t strings_used; /* bytes of committed string entries */
 	_Atomic uint64_t lost_no_slot; /* events dropped: no free slot or ring memory */
+	uint64_t stacks_off;         /* the stack area (see struct prof_stack_entry) */
+	uint64_t stacks_size;
+	_Atomic uint64_t stacks_reserved; /* bytes handed out; entries become ready later */
 	char cmdline[PROF_CMDLINE_MAX]; /* NUL-separated args, as /proc/<pid>/cmdline */
 	uint32_t cmdline_len;
 	uint32_t pad;
@@ -133,6 +136,18 @@ struct prof_proc_shm {
 struct prof_string_entry {
 	uint32_t len;
 	char bytes[];
+};
+
+/* A distinct call stack in the stack area: written once, never changed. Space is
+ * reserved with an atomic add and the entry published by storing nframes last (0 until
+ * then), so writers take no lock and the collector reads entries in order, stopping at
+ * the first one not ready yet. The stack id is the entry's offset / 8 + 1 (0: none).
+ * Frames are return addresses, innermost first; bit 63 set marks a Python frame whose
+ * low 32 bits are a string id ("function (file:line)"). */
+struct prof_stack_entry {
+	_Atomic uint32_t nframes;
+	uint32_t hash;
+	uint64_t frames[];
 };
 
 static inline struct prof_slot *prof_proc_slot(struct prof_proc_shm *p, unsigned i)
@@ -149,6 +164,11 @@ static inline struct prof_event *prof_proc_ring(struct prof_proc_shm *p, unsigne
 static inline char *prof_proc_strings(struct prof_proc_shm *p)
 {
 	return (char *)p + p->strings_off;
+}
+
+static inline char *prof_proc_stacks(struct prof_proc_shm *p)
+{
+	return (char *)p + p->stacks_off;
 }
 
 #endif

@@ -18,6 +18,7 @@
 
 #include "dl.h"
 #include "prof.h"
+#include "stack.h"
 #include "state.h"
 #include "trace.h"
 
@@ -43,7 +44,8 @@ struct shadow_entry {
 	uint32_t depth;
 	uint32_t name; /* + 1; 0: the function's own name */
 	uint16_t restored; /* its real return address is back in the stack (unwinding) */
-	uint16_t resume_after; /* PROF_HOOK_RESUME_AFTER */
+	uint8_t resume_after; /* PROF_HOOK_RESUME_AFTER */
+	uint8_t unshadowed; /* real return address back while a stack is captured */
 };
 
 struct shadow_stack {
@@ -121,6 +123,7 @@ __attribute__((used)) void *prof_trace_enter(uint32_t idx, void **ret_slot,
 	e->target = idx;
 	e->name = name;
 	e->restored = 0;
+	e->unshadowed = 0;
 	e->resume_after = resume_after != 0;
 	e->depth = t->depth++;
 	e->t0 = prof_now();
@@ -135,7 +138,7 @@ __attribute__((used)) void *prof_trace_leave(void **sp)
 	struct prof_thread *t = &prof_thr;
 	void **ret_slot = sp - 1;
 	/* deeper entries still here were skipped by a longjmp out of their frames */
-	uint32_t k = shadow.n;
+	uint32_t k = shadow.n, n_before = shadow.n;
 	while (k && shadow.e[k - 1].ret_slot != ret_slot)
 		k--;
 	if (unlikely(!k)) {
@@ -147,6 +150,20 @@ __attribute__((used)) void *prof_trace_leave(void **sp)
 	/* Entries above it on this stack were left by a longjmp; ones on another stack (a
 	 * handler on sigaltstack, a coroutine) are still running and stay. */
 	struct shadow_entry e = shadow.e[k - 1];
+	/* The slot is dead, but with its real return address back prof_trace_exit's CFI
+	 * (return address at the caller's stack pointer - 8) lets unwinders walk past it. */
+	*ret_slot = e.orig_ret;
+	if (unlikely(__atomic_load_n(&prof_stack_calls_on, __ATOMIC_RELAXED)) && !t->busy &&
+	    !e.resume_after && t1 - e.t0 >= prof_stack_min_ticks && prof_proc) {
+		t->busy = 1;
+		shadow.n = k - 1; /* the call is over: its own entry must not be unshadowed */
+		uint32_t id = prof_stack_capture();
+		shadow.n = n_before;
+		if (id)
+			prof_emit(t, targets[e.target].cat, PROF_EV_STACK, 0, 0, e.depth, e.t0,
+				  e.t0, id, 0, 0);
+		t->busy = 0;
+	}
 	uint32_t keep = k - 1;
 	for (uint32_t i = k; i < shadow.n; i++) {
 		if (shadow.e[i].ret_slot < ret_slot && SAME_STACK(shadow.e[i].ret_slot, ret_slot))
@@ -161,6 +178,33 @@ __attribute__((used)) void *prof_trace_leave(void **sp)
 	else
 		end_entry(t, &e, t1);
 	return e.orig_ret;
+}
+
+/* ---- stacks ---- */
+
+/* Newest first, as restore_return_addresses does: entries chained by tail calls share
+ * a slot, and only the oldest one's return address is real. */
+void prof_trace_unshadow(void)
+{
+	void **here = (void **)__builtin_frame_address(0);
+	for (uint32_t i = shadow.n; i-- > 0;) {
+		struct shadow_entry *e = &shadow.e[i];
+		/* a slot below this frame on this stack is dead (left by a longjmp): its
+		 * memory may be a live frame now */
+		e->unshadowed = !(e->ret_slot < here && SAME_STACK(e->ret_slot, here)) &&
+				*e->ret_slot == (void *)prof_trace_exit;
+		if (e->unshadowed)
+			*e->ret_slot = e->orig_ret;
+	}
+}
+
+void prof_trace_reshadow(void)
+{
+	for (uint32_t i = 0; i < shadow.n; i++)
+		if (shadow.e[i].unshadowed) {
+			*shadow.e[i].ret_slot = (void *)prof_trace_exit;
+			shadow.e[i].unshadowed = 0;
+		}
 }
 
 /* ---- C++ exceptions ---- */

@@ -8,7 +8,8 @@
  * (PROFILER_FOLLOW) reads the integer arguments from the saved registers.
  * prof_trace_exit runs when the real function returns: it keeps the return registers
  * (rax, rdx, xmm0, xmm1; st0 is not touched by the C code) across prof_trace_leave(),
- * which records the exit and gives back the original return address. */
+ * which records the exit and gives back the original return address (after writing
+ * it back into the dead return slot, so the frame unwinds by its CFI). */
 
 	.text
 	.globl	prof_trace_entry
@@ -66,8 +67,14 @@ prof_trace_entry:
 	.hidden	prof_trace_exit
 	.type	prof_trace_exit, @function
 prof_trace_exit:
-	/* the real function's ret landed here: rsp = 0 mod 16 */
+	/* The real function's ret landed here: rsp = 0 mod 16, the caller's own stack
+	 * pointer. prof_trace_leave writes the original return address back into the slot
+	 * just below it, so from then on this is an ordinary frame for unwinders (stacks
+	 * captured in prof_trace_leave, debuggers): CFA = rsp at entry, RA at CFA - 8. */
+	.cfi_startproc
+	.cfi_def_cfa_offset 0
 	subq	$48, %rsp
+	.cfi_adjust_cfa_offset 48
 	movq	%rax, 0(%rsp)
 	movq	%rdx, 8(%rsp)
 	movdqu	%xmm0, 16(%rsp)
@@ -80,7 +87,9 @@ prof_trace_exit:
 	movdqu	16(%rsp), %xmm0
 	movdqu	32(%rsp), %xmm1
 	addq	$48, %rsp
+	.cfi_adjust_cfa_offset -48
 	jmp	*%r11
+	.cfi_endproc
 	.size	prof_trace_exit, .-prof_trace_exit
 
 	.section .note.GNU-stack,"",@progbits

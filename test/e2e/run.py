@@ -2431,6 +2431,45 @@ def torch_resnet_ops_match_torch_profiler(c):
                  slack=2)
 
 
+@case
+def torch_memory_columns_match_profile_memory(c):
+    # torch.profiler(profile_memory=True) counts the tensor allocations of c10's CPU
+    # allocator; libprof counts every allocator call inside the op (shape vectors and
+    # dispatch scratch too): for ops whose tensors are large, libprof's net bytes must be
+    # torch's plus at most a little
+    need_torch()
+    script = os.path.join(FRAMEWORKS, "torch_cnn_follow.py")
+    r, t = profile(c, ["/usr/bin/python3", script, "cnn", "memory"],
+                   env={"PROFILER_FRAMEWORK": "torch", "PROFILER_FOLLOW": "1"})
+    theirs = {}
+    for line in r.out.splitlines():
+        if line.startswith("TORCHMEM "):
+            k, mem, self_mem = line[9:].rsplit(" ", 2)
+            theirs[k] = (int(mem), int(self_mem))
+    rep = c.report_json(c.path("profile.prof"))
+    ours = {x["name"]: (x["cpu_mem_bytes"], x["self_cpu_mem_bytes"])
+            for x in rep["rows"] if x["category"] == "operator"}
+    # The forward ops whose outputs are the big tensors. Self columns are not compared:
+    # torch.profiler puts an allocation on whichever op it finds innermost, which varies
+    # between runs (conv2d's output lands on conv2d or on mkldnn_convolution's aten::empty)
+    big = ("aten::conv2d", "aten::convolution", "aten::_convolution", "aten::relu",
+           "aten::clamp_min", "aten::max_pool2d", "aten::max_pool2d_with_indices")
+    bad = []
+    for k in big:
+        check(k in ours and k in theirs, "%s missing: libprof %r, torch %r"
+              % (k, ours.get(k), theirs.get(k)))
+        o, th = ours[k][0], theirs[k][0]
+        if not 100000 <= th <= o <= th * 1.1 + 16384:
+            bad.append((k, o, th))
+    eq(bad, [], "ops whose CPU Mem is not torch's plus a little (op, libprof, torch)")
+    check(ours["aten::clamp_min"][1] >= theirs["aten::clamp_min"][1] > 0,
+          "aten::clamp_min's self memory: libprof %r, torch %r"
+          % (ours["aten::clamp_min"], theirs["aten::clamp_min"]))
+    c.note("conv2d: CPU Mem %d vs torch %d bytes" % (ours["aten::conv2d"][0],
+                                                     theirs["aten::conv2d"][0]))
+    check("Self CPU Mem" in c.text(), "profile.txt has no memory columns")
+
+
 # ---------------------------------------------------------------------------------------
 # ONNX Runtime's C API: OrtGetApiBase handed back wrapped, its OrtApi table traced
 
@@ -2520,6 +2559,85 @@ def ort_c_api_table(c):
     check(r.rc == 0 and r.kv("wrong") == ["0"], "run without the preset: %r" % r)
     t2, _ = c.outputs("plain")
     eq(t2.select("X", cat="ORT_API"), [], "ORT_API events without PROFILER_FRAMEWORK")
+
+
+# ---------------------------------------------------------------------------------------
+# call stacks on allocations (PROFILER_STACK)
+
+
+@case
+def allocation_sites_by_stack(c):
+    K, S, T = 64, 100003, 10
+    r, t = profile(c, [c.prog("alloc_sites"), K, S, T], env={"PROFILER_STACK": "alloc"})
+    check("alloc_sites: done" in r.out, "the program did not finish: %r" % r)
+    t.wellformed()
+    rep = c.report_json(c.path("profile.prof"))
+    proc = report_process(rep, pid_of(r))[0]
+    sites = proc.get("allocation_sites")
+    check(sites, "no allocation_sites in the report JSON: %r" % sorted(proc))
+    by = {}
+    for s in sites:  # a site per distinct stack: main has two (calloc, stdio's buffer)
+        name = s["site"].split(" ")[0]
+        check(name not in by or name == "main", "site %s listed twice: %r" % (name, sites))
+        by[name] = s
+    check("site_keep" in by and "site_temp" in by,
+          "the program's functions are not among the sites: %r" % [s["site"] for s in sites])
+    keep, temp = by["site_keep"], by["site_temp"]
+    check(keep["site"].startswith("site_keep (alloc_sites.c:"),
+          "site_keep has no source line: %r" % keep["site"])
+    eq((keep["allocations"], keep["bytes"]), (K, K * S), "site_keep allocations, bytes")
+    eq((temp["allocations"], temp["bytes"]), (T, T * 2 * S), "site_temp allocations, bytes")
+    # the peak comes while site_temp's block is live on top of every kept block
+    eq(keep["bytes_at_peak"], K * S, "site_keep bytes at the peak")
+    eq(temp["bytes_at_peak"], 2 * S, "site_temp bytes at the peak")
+    eq((keep["live_blocks_at_end"], keep["live_bytes_at_end"]), (K - K // 2, (K - K // 2) * S),
+       "site_keep leaks")
+    eq(temp["live_blocks_at_end"], 0, "site_temp leaks")
+    eq(sum(s["bytes_at_peak"] for s in sites), proc["peak_live_bytes"],
+       "sites' bytes at the peak vs the process peak")
+    eq(sum(s["live_bytes_at_end"] for s in sites), proc["live_bytes_at_end"],
+       "sites' leaks vs the process's live bytes at the end")
+    text = c.text()
+    check("Allocation sites" in text and "Live at exit (leaks)" in text and
+          "site_keep (alloc_sites.c:" in text, "profile.txt lacks the site tables")
+    # without PROFILER_STACK there are no sites, and no stack events
+    r, t = profile(c, [c.prog("alloc_sites"), 4, 1000, 1])
+    rep = c.report_json(c.path("profile.prof"))
+    check("allocation_sites" not in report_process(rep, pid_of(r))[0],
+          "allocation_sites without PROFILER_STACK")
+
+
+@case
+def python_allocation_line(c):
+    # the script imports nothing: its allocation is found at its own Python line
+    script = c.path("site.py")
+    with open(script, "w") as f:
+        f.write("import os\n"
+                "def make(n):\n"
+                "    out = []\n"
+                "    for _ in range(n):\n"
+                "        out.append(bytearray(100000))  # line 5\n"
+                "    return out\n"
+                "x = make(5)\n"
+                "print('pid=%d' % os.getpid())\n")
+    r, t = profile(c, ["/usr/bin/python3", script], env={"PROFILER_STACK": "alloc"})
+    rep = c.report_json(c.path("profile.prof"))
+    sites = report_process(rep, pid_of(r))[0].get("allocation_sites") or []
+    want = "make (%s:5)" % script
+    mine = [s for s in sites if s["site"] == want]
+    check(mine, "no site %r among %r" % (want, [s["site"] for s in sites][:15]))
+    eq(mine[0]["allocations"], 5, "allocations at %s" % want)
+    check(100000 * 5 <= mine[0]["bytes"] <= 100100 * 5, "bytes at %s: %r" % (want, mine[0]))
+    check(("make (%s:5)" % script) in c.text(), "profile.txt lacks the Python line")
+
+
+@case
+def stack_settings_rejected(c):
+    for var, val in (("PROFILER_STACK", "sometimes"), ("PROFILER_STACK_DEPTH", "0"),
+                     ("PROFILER_STACK_DEPTH", "500"), ("PROFILER_STACK_MIN_US", "x")):
+        r, _ = profile(c, [c.prog("alloc_sites"), 2, 100, 1], env={var: val})
+        check(("%s=%s" % (var, val)) in r.err and "ignored" in r.err,
+              "no one-line complaint about %s=%s: %r" % (var, val, r.err))
 
 
 # ---------------------------------------------------------------------------------------

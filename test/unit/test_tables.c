@@ -300,8 +300,8 @@ static void test_csv_fields(void **state)
 	fx_close(&f);
 	s = csv(f.path, SORT_TOTAL, 0, NULL);
 	assert_string_equal(s, "category,name,count,total_ns,self_ns,min_ns,max_ns,avg_ns,"
-			       "median_ns,percent\n"
-			       "\"my,cat\",\"we,ird \"\"x\"\"\",2,40,40,10,30,20,20,100.00\n");
+			       "median_ns,percent,cpu_mem_bytes,self_cpu_mem_bytes\n"
+			       "\"my,cat\",\"we,ird \"\"x\"\"\",2,40,40,10,30,20,20,100.00,0,0\n");
 	free(s);
 	unlink(f.path);
 }
@@ -345,6 +345,52 @@ static void write_memory(struct fx *f)
 	fx_events(f, 5, 10, e, 2);
 	fx_text(f, CAP_SESSION_END, "end_ns=1000\nevents=9\nlost=0\n");
 	fx_close(f);
+}
+
+/* PyTorch's CPU Mem / Self CPU Mem: an outer range (depth 0) allocates 100 bytes
+ * itself and holds an inner range (depth 1) that allocates 50 and releases the outer's
+ * 100-byte block: outer net 50, self 100; inner net -50, self -50. */
+static void test_memory_columns(void **state)
+{
+	struct fx f;
+	struct prof_event e[5];
+	int rc;
+	char err[256];
+
+	(void)state;
+	fx_open(&f, "memcols");
+	header(&f);
+	fx_process(&f, 7, 0, "/bin/op", 8);
+	fx_thread(&f, 7, 7, "main");
+	fx_name(&f, 7, 1, "malloc");
+	fx_name(&f, 7, 2, "free");
+	fx_name(&f, 7, 3, "outer");
+	fx_name(&f, 7, 4, "inner");
+	fx_string(&f, CAP_CATEGORY, 7, 20, "operator", 8);
+	e[0] = fx_range(10, 20, 1, PROF_CAT_MEMORY, 1);
+	e[0].flags = PROF_EVF_ALLOCS;
+	e[0].a = 0x1000;
+	e[0].b = 100;
+	e[1] = fx_range(30, 40, 1, PROF_CAT_MEMORY, 2);
+	e[1].flags = PROF_EVF_ALLOCS;
+	e[1].a = 0x2000;
+	e[1].b = 50;
+	e[2] = fx_range(41, 42, 2, PROF_CAT_MEMORY, 2);
+	e[2].flags = PROF_EVF_FREES;
+	e[2].c = 0x1000;
+	e[3] = fx_range(25, 50, 4, 20, 1);
+	e[4] = fx_range(5, 60, 3, 20, 0);
+	fx_events(&f, 7, 7, e, 5);
+	fx_close(&f);
+	char *s = tables(f.path, FORMAT_CSV, SORT_TOTAL, 0, "operator", &rc, err);
+	assert_int_equal(rc, 0);
+	assert_non_null(strstr(s, "\"operator\",\"outer\",1,55,20,55,55,55,55,68.75,50,100\n"));
+	assert_non_null(strstr(s, "\"operator\",\"inner\",1,25,14,25,25,25,25,31.25,-50,-50\n"));
+	free(s);
+	s = tables(f.path, FORMAT_TEXT, SORT_TOTAL, 0, NULL, &rc, err);
+	assert_non_null(strstr(s, "CPU Mem  Self CPU Mem"));
+	free(s);
+	unlink(f.path);
 }
 
 static void test_memory_and_json(void **state)
@@ -516,6 +562,7 @@ int main(void)
 		cmocka_unit_test(test_category_filter),
 		cmocka_unit_test(test_csv_fields),
 		cmocka_unit_test(test_memory_and_json),
+		cmocka_unit_test(test_memory_columns),
 		cmocka_unit_test(test_exec_replaces_names),
 		cmocka_unit_test(test_header_sections_and_damage),
 	};

@@ -1,6 +1,7 @@
 # A training loop (a small CNN, or with argv[1] == "resnet" a resnet-style network with
 # batch norm and residual blocks); torch.profiler records 5 of its iterations, and under
-# PROFILER_FOLLOW=1 libprof records exactly those. Prints torch.profiler's counts per op.
+# PROFILER_FOLLOW=1 libprof records exactly those. Prints torch.profiler's counts per op
+# (and with argv[2] == "memory", profile_memory's CPU Mem and Self CPU Mem per op).
 import sys
 
 import torch
@@ -55,8 +56,11 @@ for _ in range(3):
     step()
 from torch.profiler import ProfilerActivity, profile  # noqa: E402
 
-with profile(activities=[ProfilerActivity.CPU]) as prof:
+memory = len(sys.argv) > 2 and sys.argv[2] == "memory"
+with profile(activities=[ProfilerActivity.CPU], profile_memory=memory) as prof:
     for _ in range(5):
         step()
 for e in prof.key_averages():
     print("TORCHPROF %s %d" % (e.key, e.count))
+    if memory:
+        print("TORCHMEM %s %d %d" % (e.key, e.cpu_memory_usage, e.self_cpu_memory_usage))

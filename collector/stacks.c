@@ -1,0 +1,101 @@
+/* Stacks and the modules their addresses belong to, from a process segment to the
+ * capture. Modules are read from /proc/<pid>/maps while the process lives (a stack is
+ * read within milliseconds of being made), so a library unloaded later still resolves. */
+#define _GNU_SOURCE
+#include "stacks.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "capture.h"
+
+static int covered(const struct proc_stacks *ps, uint64_t pc)
+{
+	size_t lo = 0, hi = ps->nmods;
+	while (lo < hi) {
+		size_t mid = (lo + hi) / 2;
+		if (pc < ps->mods[mid].lo)
+			hi = mid;
+		else if (pc >= ps->mods[mid].hi)
+			lo = mid + 1;
+		else
+			return 1;
+	}
+	return 0;
+}
+
+static int by_lo(const void *a, const void *b)
+{
+	const struct module_range *x = a, *y = b;
+	return x->lo < y->lo ? -1 : x->lo > y->lo;
+}
+
+/* Writes every executable mapping not written yet. */
+static void read_maps(struct proc_stacks *ps, pid_t pid, stacks_put_fn put, void *ctx)
+{
+	char path[64], line[4096 + 256];
+	snprintf(path, sizeof path, "/proc/%d/maps", (int)pid);
+	FILE *f = fopen(path, "re");
+	if (!f)
+		return;
+	size_t added = 0;
+	while (fgets(line, sizeof line, f)) {
+		unsigned long long lo, hi, off;
+		char perms[8];
+		int name_at = 0;
+		if (sscanf(line, "%llx-%llx %7s %llx %*s %*s %n", &lo, &hi, perms, &off, &name_at) < 4 ||
+		    perms[2] != 'x' || covered(ps, lo))
+			continue;
+		char *name = name_at ? line + name_at : line + strlen(line);
+		name[strcspn(name, "\n")] = 0;
+		if (ps->nmods == ps->cap) {
+			size_t cap = ps->cap ? ps->cap * 2 : 64;
+			struct module_range *m = realloc(ps->mods, cap * sizeof *m);
+			if (!m)
+				break;
+			ps->mods = m;
+			ps->cap = cap;
+		}
+		ps->mods[ps->nmods++] = (struct module_range){lo, hi};
+		added++;
+		struct cap_module h = {.pid = (uint32_t)pid, .start = lo, .end = hi, .offset = off};
+		put(ctx, CAP_MODULE, &h, sizeof h, name, strlen(name));
+	}
+	fclose(f);
+	if (added)
+		qsort(ps->mods, ps->nmods, sizeof *ps->mods, by_lo);
+}
+
+void stacks_drain(struct proc_stacks *ps, struct prof_proc_shm *shm, pid_t pid,
+		  stacks_put_fn put, void *ctx)
+{
+	uint64_t used = atomic_load_explicit(&shm->stacks_reserved, memory_order_acquire);
+	if (used > shm->stacks_size)
+		used = shm->stacks_size;
+	const char *area = prof_proc_stacks(shm);
+	ps->maps_read_this_pass = 0;
+	while (ps->read + sizeof(struct prof_stack_entry) <= used) {
+		const struct prof_stack_entry *e = (const void *)(area + ps->read);
+		uint32_t n = atomic_load_explicit(&((struct prof_stack_entry *)e)->nframes,
+						  memory_order_acquire);
+		uint64_t size = sizeof *e + (uint64_t)n * 8;
+		if (!n || ps->read + size > used)
+			break; /* not published yet */
+		for (uint32_t i = 0; i < n && !ps->maps_read_this_pass; i++)
+			if (!(e->frames[i] & PROF_STACK_FRAME_PYTHON) && !covered(ps, e->frames[i])) {
+				read_maps(ps, pid, put, ctx);
+				ps->maps_read_this_pass = 1;
+			}
+		struct cap_stack h = {.pid = (uint32_t)pid, .id = (uint32_t)(ps->read / 8) + 1,
+				      .nframes = n};
+		put(ctx, CAP_STACK, &h, sizeof h, e->frames, (size_t)n * 8);
+		ps->read += size;
+	}
+}
+
+void stacks_free(struct proc_stacks *ps)
+{
+	free(ps->mods);
+	memset(ps, 0, sizeof *ps);
+}

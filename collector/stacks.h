@@ -1,0 +1,32 @@
+/* A process's call stacks (its segment's stack area) and the code mappings they point
+ * into, copied into the capture as CAP_STACK and CAP_MODULE records. */
+#ifndef PROF_COLLECTOR_STACKS_H
+#define PROF_COLLECTOR_STACKS_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include <sys/types.h>
+
+#include "shm_layout.h"
+
+typedef void (*stacks_put_fn)(void *ctx, uint32_t type, const void *head, size_t hlen,
+			      const void *tail, size_t tlen);
+
+struct module_range {
+	uint64_t lo, hi;
+};
+
+struct proc_stacks {
+	uint64_t read;             /* bytes of the stack area copied so far */
+	struct module_range *mods; /* executable mappings already written, sorted */
+	size_t nmods, cap;
+	int maps_read_this_pass;
+};
+
+/* Copies the stacks published since the last call; a frame outside every known module
+ * has /proc/<pid>/maps read again (once per call) and the new mappings written. */
+void stacks_drain(struct proc_stacks *ps, struct prof_proc_shm *shm, pid_t pid,
+		  stacks_put_fn put, void *ctx);
+void stacks_free(struct proc_stacks *ps);
+
+#endif

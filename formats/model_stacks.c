@@ -1,0 +1,73 @@
+/* Call stacks and code mappings of the model's images, and the pairing of each
+ * PROF_EV_STACK record with the event it belongs to (the thread's next one, same t0). */
+#include <stdlib.h>
+#include <string.h>
+
+#include "model_internal.h"
+#include "vec.h"
+
+int model_stack_record(struct model *m, const void *payload, uint32_t len)
+{
+	struct cap_stack cs;
+	if (len < sizeof cs)
+		return 0;
+	memcpy(&cs, payload, sizeof cs);
+	if (cs.nframes > (len - sizeof cs) / 8)
+		return 0; /* damaged: skipped */
+	int64_t im = model_image_of(m, cs.pid);
+	if (im < 0 || VEC_RESERVE(m->stacks, m->stacks_cap, m->nstacks + 1) ||
+	    VEC_RESERVE(m->frames, m->frames_cap, m->nframes + cs.nframes))
+		return -1;
+	int created;
+	uint64_t *slot = u64map_upsert(&m->stack_ix, (uint64_t)im << 32 | cs.id, &created);
+	if (!slot)
+		return -1;
+	memcpy(m->frames + m->nframes, (const char *)payload + sizeof cs, (size_t)cs.nframes * 8);
+	m->stacks[m->nstacks] = (struct model_stack){(uint32_t)im, cs.nframes, m->nframes};
+	m->nframes += cs.nframes;
+	*slot = ++m->nstacks;
+	return 0;
+}
+
+int model_module_record(struct model *m, const void *payload, uint32_t len)
+{
+	struct cap_module cm;
+	uint32_t gid;
+	if (len < sizeof cm)
+		return 0;
+	memcpy(&cm, payload, sizeof cm);
+	int64_t im = model_image_of(m, cm.pid);
+	if (im < 0 || VEC_RESERVE(m->mods, m->mods_cap, m->nmods + 1) ||
+	    strtab_intern(&m->str, (const char *)payload + sizeof cm, len - sizeof cm, &gid))
+		return -1;
+	m->mods[m->nmods++] = (struct model_module){(uint32_t)im, gid, cm.start, cm.end, cm.offset};
+	return 0;
+}
+
+uint32_t model_stack_index(const struct model *m, uint32_t image, uint32_t id)
+{
+	uint64_t *v = u64map_find(&m->stack_ix, (uint64_t)image << 32 | id);
+	return v ? (uint32_t)*v : 0;
+}
+
+/* Few modules per image (tens to hundreds), looked up once per distinct frame. */
+const struct model_module *model_module_of(const struct model *m, uint32_t image, uint64_t pc)
+{
+	const struct model_module *best = 0;
+	for (size_t i = 0; i < m->nmods; i++) {
+		const struct model_module *d = &m->mods[i];
+		if (d->image == image && pc >= d->start && pc < d->end)
+			best = d; /* the latest mapping of the range wins */
+	}
+	return best;
+}
+
+void model_stacks_free(struct model *m)
+{
+	free(m->stacks);
+	free(m->frames);
+	free(m->mods);
+	free(m->ev_stacks_buf);
+	free(m->ev_buf);
+	u64map_free(&m->stack_ix);
+}

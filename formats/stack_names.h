@@ -1,0 +1,24 @@
+/* Names for captured call stacks' frames and allocation sites, symbolized once for a
+ * whole model (every frame of every stack in one batch). */
+#ifndef PROF_FORMATS_STACK_NAMES_H
+#define PROF_FORMATS_STACK_NAMES_H
+
+#include "model.h"
+
+struct stack_names {
+	struct model *m;
+	struct symbolizer *sym;
+	char buf[1024];
+};
+
+/* Symbolizes every native frame of every stack in m. 0, or -1 when out of memory. */
+int stack_names_init(struct stack_names *sn, struct model *m);
+void stack_names_free(struct stack_names *sn);
+/* "function (file:line)", "function (module)", "0xOFF (module)", or a Python frame's
+ * "function (file:line)". Valid until the next call. */
+const char *stack_frame_name(struct stack_names *sn, uint32_t image, uint64_t frame);
+/* Where a stack's allocation was asked for: its innermost Python frame when it has one,
+ * else its innermost frame outside the C and C++ runtime (operator new, libc). */
+const char *stack_site_name(struct stack_names *sn, uint32_t stack);
+
+#endif

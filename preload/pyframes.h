@@ -1,0 +1,23 @@
+/* The calling thread's Python stack, read straight from CPython's frame structures (3.11,
+ * 3.12, 3.13; x86-64, GIL builds): no GIL, lock, system call or allocation per call. */
+#ifndef PROF_PRELOAD_PYFRAMES_H
+#define PROF_PRELOAD_PYFRAMES_H
+
+#include <stdint.h>
+
+/* Bit 63 set: a Python frame in a captured stack; the low 32 bits are the string id
+ * (prof_intern) of "function (file:line)", function being the code's co_qualname. */
+#define PROF_PYFRAME_TAG (1ull << 63)
+
+/* Detects a CPython in the process (dlsym in the global scope). Call at start-up; calling
+ * again is cheap (nothing is looked up unless an object was loaded since the last try)
+ * and is how a libpython that the program dlopens later is found: call it from a point
+ * outside the allocator, such as the dlsym wrapper, never from inside malloc. */
+void prof_py_init(void);
+
+/* Writes up to max tagged frames of the calling thread's Python stack, innermost first;
+ * returns how many (0 when the thread runs no Python, no string id could be had, or no
+ * supported interpreter was found). */
+int prof_py_stack(uint64_t *out, int max);
+
+#endif

@@ -1,0 +1,290 @@
+# Checks preload/pyframes.c from inside a CPython process: stub.so (pyframes.c plus stand-ins
+# for the rest of libprof) is called through ctypes from Python code, and the frames it
+# reads must be the ones sys._getframe() sees, innermost first: "qualname (file:line)".
+# The innermost Python frame is the caller of the ctypes call.
+#
+#   driver.py STUB.so [--layout "minor=11 ts_cframe=56 ..."] [--unsupported] [--bench]
+#
+# --layout: layout_probe's output for this interpreter, compared with pyframes.c's table.
+# --unsupported: this interpreter is one pyframes.c does not read: expect no frames.
+# --bench: print ns per prof_py_stack call (warm cache) for a 10-frame stack.
+# Run it with the stub preloaded (run.sh does): its cache is initial-exec TLS, as in libprof.
+# Exits 0 when every check passes; the last check is that the process exits cleanly while
+# daemon threads still walk their stacks.
+import ctypes
+import sys
+import threading
+
+so = sys.argv[1]
+args = sys.argv[2:]
+lib = ctypes.CDLL(so)  # releases the GIL around each call
+lib_gil = ctypes.PyDLL(so)  # keeps it
+for l in (lib, lib_gil):
+    l.probe.argtypes = [ctypes.c_char_p, ctypes.c_int, ctypes.c_int]
+    l.bench.restype = ctypes.c_double
+    l.bench.argtypes = [ctypes.c_long, ctypes.c_int, ctypes.POINTER(ctypes.c_int)]
+    l.sigprof_stop.restype = ctypes.c_long
+    l.sigprof_stop.argtypes = [ctypes.POINTER(ctypes.c_long)]
+    l.intern_calls.restype = ctypes.c_long
+failures = []
+
+
+def check(cond, what):
+    if not cond:
+        failures.append(what)
+        print("FAIL:", what)
+
+
+def text(s):
+    return s if s.isascii() else "<non-ascii>"
+
+
+def expected(frame, limit=256):
+    out = []
+    while frame is not None and len(out) < limit:
+        c = frame.f_code
+        name = getattr(c, "co_qualname", c.co_name)
+        out.append("%s (%s:%d)" % (text(name), text(c.co_filename), frame.f_lineno))
+        frame = frame.f_back
+    return out
+
+
+def read(max_frames=256, l=lib):
+    buf = ctypes.create_string_buffer(1 << 16)
+    n = l.probe(buf, len(buf), max_frames); want = expected(sys._getframe(), max_frames)
+    got = buf.value.decode().splitlines()
+    if n != len(got) or got[:1] != want[:1]:
+        return -1, got, want  # read()'s own frame, at this line, comes first
+    return n, got[1:], want[1:]
+
+
+def same_stack(what, max_frames=256, l=lib):
+    n, got, want = read(max_frames, l)
+    check(n > 0 and got == want,
+          "%s: got %d frames\n  %s\nwant\n  %s" % (what, n, "\n  ".join(got), "\n  ".join(want)))
+    return got
+
+
+if "--layout" in args:
+    line = args[args.index("--layout") + 1]
+    probe = dict(kv.split("=") for kv in line.split())
+    buf = ctypes.create_string_buffer(4096)
+    check(lib.layout_describe(int(probe["minor"]), buf, len(buf)) == 0,
+          "no layout for 3.%s in pyframes.c" % probe["minor"])
+    table = dict(kv.split("=") for kv in buf.value.decode().split())
+    for k in sorted(set(probe) | set(table)):
+        check(probe.get(k) == table.get(k),
+              "layout 3.%s %s: headers say %s, pyframes.c has %s"
+              % (probe["minor"], k, probe.get(k), table.get(k)))
+
+if "--unsupported" in args:
+    buf = ctypes.create_string_buffer(4096)
+    check(lib.probe(buf, len(buf), 64) == 0, "frames from an unsupported interpreter")
+    print("pyframes: %s: unsupported, no frames: %s" % (sys.version.split()[0],
+                                                       "ok" if not failures else "FAILED"))
+    sys.exit(1 if failures else 0)
+
+
+# --- plain calls, methods, closures, lambdas, generators, coroutines -------------------
+
+def a():
+    return b()
+
+
+def b():
+    return same_stack("nested functions")
+
+
+class K:
+    def method(self):
+        return same_stack("method")
+
+    @staticmethod
+    def static():
+        def inner():
+            return same_stack("closure in a static method")
+        return inner()
+
+
+def gen():
+    yield same_stack("generator")
+    yield same_stack("generator, resumed")
+
+
+def comprehension():
+    return [same_stack("comprehension") for _ in range(1)]
+
+
+async def coro():
+    return same_stack("coroutine")
+
+
+def run_coro():
+    c = coro()
+    try:
+        c.send(None)
+    except StopIteration as e:
+        return e.value
+
+
+def in_except():
+    try:
+        raise ValueError
+    except ValueError:
+        return same_stack("except block")
+
+
+def fünf():
+    return same_stack("non-ASCII name")
+
+
+def recurse(k, fn):
+    return fn() if k == 0 else recurse(k - 1, fn)
+
+
+got = a()
+check(len(got) > 3 and got[0].startswith("same_stack (") and got[1].startswith("b (")
+      and got[2].startswith("a ("), "innermost frames same_stack, b, a")
+K().method()
+K.static()
+list(gen())
+comprehension()
+run_coro()
+in_except()
+got = fünf()
+check(len(got) > 1 and got[1].startswith("<non-ascii> ("), "non-ASCII name shown as <non-ascii>")
+(lambda: same_stack("lambda"))()
+same_stack("GIL held (PyDLL)", l=lib_gil)
+recurse(100, lambda: same_stack("deep, whole stack"))
+recurse(100, lambda: same_stack("deep, max 5", 5))
+recurse(3, lambda: same_stack("max 1", 1))
+
+# --- where the walk must give nothing -------------------------------------------------
+
+check(lib.probe_foreign_thread() == 0, "a thread Python never saw has no frames")
+lib.set_profiling(0)
+buf = ctypes.create_string_buffer(4096)
+check(lib.probe(buf, len(buf), 64) == 0, "no frames while not profiling")
+lib.set_profiling(1)
+
+# --- the cache: warm hits intern nothing; a reused code address is not a stale hit -----
+
+def site():
+    return read()
+
+
+for i in range(101):
+    if i == 1:
+        before = lib.intern_calls()  # the first round filled the cache
+    site()
+check(lib.intern_calls() == before, "warm cache: prof_intern called %d times"
+      % (lib.intern_calls() - before))
+
+for k in range(300):
+    # each f is a new code object (the last one freed): same file and name objects,
+    # often the same address, another line each time
+    ns = {"read": read}
+    exec(compile("\n" * (k % 37) + "def f():\n    return read()\n", "<dyn>", "exec"), ns)
+    n, got, want = ns["f"]()
+    line = (k % 37) + 2
+    if not (n > 0 and got == want and want[0] == "f (<dyn>:%d)" % line):
+        check(False, "recompiled code object %d: got %s want %s" % (k, got[:1], want[:1]))
+        break
+
+# --- threads: each reads its own stack, with the GIL released -------------------------
+
+stop = threading.Event()
+thread_ok = []
+
+
+def worker_inner():
+    for _ in range(2000):
+        n, got, want = read()
+        if got != want or not got or not got[0].startswith("worker_inner ("):
+            thread_ok.append((got, want))
+            return
+    thread_ok.append(True)
+
+
+def worker():
+    worker_inner()
+
+
+def busy_main():
+    x = 0
+    while not stop.is_set():
+        x += sum(range(100))
+
+
+threads = [threading.Thread(target=worker) for _ in range(4)]
+for t in threads:
+    t.start()
+main_busy = threading.Thread(target=busy_main)
+main_busy.start()
+for t in threads:
+    t.join()
+stop.set()
+main_busy.join()
+check(thread_ok == [True] * 4, "threads read their own stacks: %s" % thread_ok[:1])
+
+# --- signal handlers: SIGPROF walks the stack wherever the thread is ------------------
+
+def churn(k):
+    if k:
+        return churn(k - 1)
+    d = {}
+    for i in range(20000):
+        d[i] = [str(i)] * 3
+        g = (j for j in range(3))
+        sum(g)
+    return len(d)
+
+
+lib.sigprof_start(50)
+for _ in range(20):
+    churn(20)
+frames = ctypes.c_long()
+calls = lib.sigprof_stop(ctypes.byref(frames))
+check(calls > 0 and frames.value > calls, "SIGPROF: %d handler calls, %d frames"
+      % (calls, frames.value))
+
+# --- cost -------------------------------------------------------------------------------
+
+if "--bench" in args:
+    def depth_chain(k):
+        if k > 1:
+            return depth_chain(k - 1)
+        depth = ctypes.c_int()
+        r = {}
+        for m in (64, 1):
+            r[m] = 1e9
+            for _ in range(3):  # the best of three
+                r[m] = min(r[m], lib.bench(1000000, m, ctypes.byref(depth)))
+            r[m, "depth"] = depth.value
+        return r
+
+    # 10 Python frames: <module>, run_bench and 8 of depth_chain
+    def run_bench():
+        return depth_chain(8)
+
+    r = run_bench()
+    check(r[64, "depth"] == 10 and r[64] > 0, "bench saw %d frames" % r[64, "depth"])
+    print("pyframes: %s: %.1f ns per prof_py_stack call, warm cache, %d frames"
+          " (%.1f ns with max 1)" % (sys.version.split()[0], r[64], r[64, "depth"], r[1]))
+
+# --- finalization: daemon threads go on walking their stacks (in C, without the GIL) while
+# the interpreter frees thread states; the process must exit cleanly -------------------
+
+lib.spin.restype = ctypes.c_long
+lib.spin.argtypes = [ctypes.c_long]
+
+
+def spinner():
+    lib.spin(1 << 62)
+
+
+for _ in range(2):
+    threading.Thread(target=spinner, daemon=True).start()
+
+print("pyframes: %s: %s" % (sys.version.split()[0], "FAILED" if failures else "ok"))
+sys.exit(1 if failures else 0)
