@@ -79,6 +79,12 @@ static void put(struct collector *c, uint32_t type, const void *head, size_t hle
 		write_failed(c);
 }
 
+static void put_record(void *ctx, uint32_t type, const void *head, size_t hlen,
+		       const void *tail, size_t tlen)
+{
+	put(ctx, type, head, hlen, tail, tlen);
+}
+
 static void flush_events(struct collector *c)
 {
 	if (!c->buf_n)
@@ -125,12 +131,6 @@ static void read_thread_name(pid_t pid, uint32_t tid, char *out, size_t len)
 	out[n] = 0;
 	if (out[n - 1] == '\n')
 		out[n - 1] = 0;
-}
-
-static void put_record(void *ctx, uint32_t type, const void *head, size_t hlen,
-		       const void *tail, size_t tlen)
-{
-	put(ctx, type, head, hlen, tail, tlen);
 }
 
 /* Strings, categories and stacks published so far. */
@@ -321,6 +321,9 @@ static void add_process(struct collector *c, const char *name, struct prof_proc_
 				.start_ns = shm->created_ns};
 	uint32_t len = shm->cmdline_len < PROF_CMDLINE_MAX ? shm->cmdline_len : 0;
 	put(c, CAP_PROCESS, &h, sizeof h, shm->cmdline, len);
+	/* its code mappings now, while it surely lives (stacks may come after its end) */
+	if (c->s->stacks)
+		stacks_read_maps(&p->stacks, p->pid, put_record, c);
 	p->next = c->procs;
 	c->procs = p;
 	c->processes++;

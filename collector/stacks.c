@@ -32,7 +32,7 @@ static int by_lo(const void *a, const void *b)
 }
 
 /* Writes every executable mapping not written yet. */
-static void read_maps(struct proc_stacks *ps, pid_t pid, stacks_put_fn put, void *ctx)
+void stacks_read_maps(struct proc_stacks *ps, pid_t pid, stacks_put_fn put, void *ctx)
 {
 	char path[64], line[4096 + 256];
 	snprintf(path, sizeof path, "/proc/%d/maps", (int)pid);
@@ -84,7 +84,7 @@ void stacks_drain(struct proc_stacks *ps, struct prof_proc_shm *shm, pid_t pid,
 			break; /* not published yet */
 		for (uint32_t i = 0; i < n && !ps->maps_read_this_pass; i++)
 			if (!(e->frames[i] & PROF_STACK_FRAME_PYTHON) && !covered(ps, e->frames[i])) {
-				read_maps(ps, pid, put, ctx);
+				stacks_read_maps(ps, pid, put, ctx);
 				ps->maps_read_this_pass = 1;
 			}
 		struct cap_stack h = {.pid = (uint32_t)pid, .id = (uint32_t)(ps->read / 8) + 1,

@@ -27,6 +27,8 @@ struct proc_stacks {
  * has /proc/<pid>/maps read again (once per call) and the new mappings written. */
 void stacks_drain(struct proc_stacks *ps, struct prof_proc_shm *shm, pid_t pid,
 		  stacks_put_fn put, void *ctx);
+/* Writes the executable mappings of /proc/<pid>/maps not written yet. */
+void stacks_read_maps(struct proc_stacks *ps, pid_t pid, stacks_put_fn put, void *ctx);
 void stacks_free(struct proc_stacks *ps);
 
 #endif

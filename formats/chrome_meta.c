@@ -109,6 +109,24 @@ void chrome_write_heap(struct chrome *c)
 		jw_lit(&c->w, "}}");
 	}
 	c->written += c->heap.n;
+	/* where each process's heap peaked: a process-wide marker on the counter's time */
+	for (i = 0; i < c->plan.nimg; i++) {
+		const struct image *im = &c->plan.img[i];
+		if (!im->mem.peak)
+			continue;
+		chrome_sep(c);
+		jw_lit(&c->w, "{\"ph\":\"i\",\"s\":\"p\",\"name\":\"peak live heap\",\"cat\":"
+			      "\"memory\",\"pid\":");
+		jw_u64(&c->w, im->pid);
+		jw_lit(&c->w, ",\"tid\":");
+		jw_u64(&c->w, im->pid);
+		jw_lit(&c->w, ",\"ts\":");
+		jw_us(&c->w, (int64_t)(im->mem.peak_t - c->origin));
+		jw_lit(&c->w, ",\"args\":{\"bytes\":");
+		jw_u64(&c->w, im->mem.peak);
+		jw_lit(&c->w, "}}");
+		c->written++;
+	}
 }
 
 static void fact(struct jw *w, const struct model *m, const char *key)

@@ -34,7 +34,10 @@ int chrome_plan_events(void *ctx, struct model *m, uint32_t image, uint32_t thre
 
 static void plan_rule(struct chrome *c)
 {
-	uint64_t fixed = c->always + c->heap.n;
+	uint64_t fixed = c->always + c->heap.n, i;
+
+	for (i = 0; i < c->plan.nimg; i++)
+		fixed += c->plan.img[i].mem.peak != 0; /* the peak markers */
 	uint64_t budget = c->max_events > fixed ? c->max_events - fixed : 0;
 
 	dur_rule_pick(&c->rule, c->hist, c->droppable, budget);

@@ -27,6 +27,8 @@ struct mem_op {
 };
 #define MEM_OP_FREE UINT64_MAX
 
+#define MEM_SIZE_BUCKETS 65
+
 /* Allocations of one call stack (set by memtrack_analyze when stacks were captured). */
 struct mem_site {
 	uint32_t stack;            /* model stack index + 1; 0: allocations without one */
@@ -42,6 +44,9 @@ struct mem_image {
 	uint64_t peak, peak_t, live_end; /* set by memtrack_analyze */
 	struct mem_site *sites;    /* when any allocation had a stack */
 	size_t nsites;
+	/* allocations by requested size: bucket 0 holds size 0, bucket k >= 1 sizes in
+	 * (2^(k-2), 2^(k-1)] */
+	uint64_t size_count[MEM_SIZE_BUCKETS], size_bytes[MEM_SIZE_BUCKETS];
 };
 
 struct image {

@@ -51,6 +51,12 @@ static int memory_event(struct model *m, struct mem_image *mi, const struct prof
 	if ((e->flags & PROF_EVF_ALLOCS) && e->a) {
 		mi->allocs++;
 		mi->bytes += e->b;
+		/* bucket k >= 1 holds sizes up to 2^(k-1) above the previous bucket's */
+		unsigned k = e->b <= 1 ? (unsigned)e->b : 65 - (unsigned)__builtin_clzll(e->b - 1);
+		if (k >= MEM_SIZE_BUCKETS)
+			k = MEM_SIZE_BUCKETS - 1;
+		mi->size_count[k]++;
+		mi->size_bytes[k] += e->b;
 		/* A size of MEM_OP_FREE cannot be allocated; one less keeps it an allocation. */
 		if (m->track_memory &&
 		    mem_push(mi, e->t1, e->a, e->b == MEM_OP_FREE ? e->b - 1 : e->b))

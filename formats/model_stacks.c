@@ -51,7 +51,7 @@ uint32_t model_stack_index(const struct model *m, uint32_t image, uint32_t id)
 }
 
 /* Few modules per image (tens to hundreds), looked up once per distinct frame. */
-const struct model_module *model_module_of(const struct model *m, uint32_t image, uint64_t pc)
+static const struct model_module *own_module(const struct model *m, uint32_t image, uint64_t pc)
 {
 	const struct model_module *best = 0;
 	for (size_t i = 0; i < m->nmods; i++) {
@@ -60,6 +60,23 @@ const struct model_module *model_module_of(const struct model *m, uint32_t image
 			best = d; /* the latest mapping of the range wins */
 	}
 	return best;
+}
+
+/* A forked child that was gone before its maps could be read has its parent's
+ * mappings (what it loaded itself stays unresolved). */
+const struct model_module *model_module_of(const struct model *m, uint32_t image, uint64_t pc)
+{
+	for (int hops = 0; hops < 64 && image < m->nimg; hops++) {
+		const struct model_module *d = own_module(m, image, pc);
+		const struct image *im = &m->img[image];
+		if (d || im->exec_seq)
+			return d;
+		const uint64_t *parent = u64map_find(&m->pid_image, im->ppid);
+		if (!parent || *parent == image)
+			return 0;
+		image = (uint32_t)*parent;
+	}
+	return 0;
 }
 
 void model_stacks_free(struct model *m)

@@ -7,7 +7,7 @@
 #include <stdint.h>
 #include <stdio.h>
 
-enum table_sort { SORT_TOTAL, SORT_SELF, SORT_COUNT, SORT_AVG, SORT_MAX };
+enum table_sort { SORT_TOTAL, SORT_SELF, SORT_COUNT, SORT_AVG, SORT_MAX, SORT_MEM, SORT_SELF_MEM };
 enum table_format { FORMAT_TEXT, FORMAT_CSV, FORMAT_JSON };
 
 struct table_options {

@@ -141,6 +141,19 @@ static void process(struct jw *w, const struct report *r, struct stack_names *sn
 		jw_lit(w, "null");
 	jw_lit(w, ",\"live_bytes_at_end\":");
 	jw_u64(w, mi->live_end);
+	jw_lit(w, ",\"size_histogram\":[");
+	for (size_t k = 0, n = 0; k < MEM_SIZE_BUCKETS; k++) {
+		if (!mi->size_count[k])
+			continue;
+		jw_text(w, n++ ? ",{\"max_bytes\":" : "{\"max_bytes\":");
+		jw_u64(w, k ? 1ull << (k - 1) : 0);
+		jw_lit(w, ",\"allocations\":");
+		jw_u64(w, mi->size_count[k]);
+		jw_lit(w, ",\"bytes\":");
+		jw_u64(w, mi->size_bytes[k]);
+		jw_lit(w, "}");
+	}
+	jw_lit(w, "]");
 	if (sn && mi->nsites)
 		sites(w, sn, mi);
 	threads(w, r->m, i);

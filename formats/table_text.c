@@ -114,7 +114,7 @@ static void memory(const struct report *r, FILE *out)
 	char t[5][TEXTFMT_LEN];
 	size_t i;
 
-	fprintf(out, "\nMemory per process\n%-8s %-18s %10s %10s %17s %11s %9s %13s\n", "PID",
+	fprintf(out, "\nMemory: cpu/0, per process\n%-8s %-18s %10s %10s %17s %11s %9s %13s\n", "PID",
 		"Command", "Allocs", "Frees", "Bytes allocated", "Peak live", "At (ms)",
 		"Live at end");
 	for (i = 0; i < r->m->nimg; i++) {
@@ -187,6 +187,30 @@ static void sites(const struct report *r, struct stack_names *sn, size_t i, FILE
 	free(v);
 }
 
+/* Sizes asked for, over every process: which sizes the allocations are made of. */
+static void size_histogram(const struct report *r, FILE *out)
+{
+	uint64_t count[MEM_SIZE_BUCKETS] = {0}, bytes[MEM_SIZE_BUCKETS] = {0}, total = 0;
+	char t[3][TEXTFMT_LEN];
+	size_t i, k;
+
+	for (i = 0; i < r->m->nimg; i++)
+		for (k = 0; k < MEM_SIZE_BUCKETS; k++) {
+			count[k] += r->m->img[i].mem.size_count[k];
+			bytes[k] += r->m->img[i].mem.size_bytes[k];
+			total += r->m->img[i].mem.size_count[k];
+		}
+	if (!total)
+		return;
+	fprintf(out, "\nAllocation sizes (every process)\n%-14s %12s %8s %14s\n", "Size up to",
+		"Allocs", "%", "Bytes");
+	for (k = 0; k < MEM_SIZE_BUCKETS; k++)
+		if (count[k])
+			fprintf(out, "%-14s %12s %8.1f %14s\n",
+				k ? fmt_bytes(t[0], 1ull << (k - 1)) : "0 B", fmt_count(t[1], count[k]),
+				100.0 * (double)count[k] / (double)total, fmt_bytes(t[2], bytes[k]));
+}
+
 static void memory_sites(const struct report *r, FILE *out)
 {
 	struct stack_names sn;
@@ -253,6 +277,7 @@ int table_text(const struct report *r, FILE *out)
 		category(r, &r->cats[i], out);
 	if (r->show_memory) {
 		memory(r, out);
+		size_histogram(r, out);
 		memory_sites(r, out);
 	}
 	if (r->show_steps)

@@ -38,6 +38,10 @@ static uint64_t key_of(const struct row *w, enum table_sort key)
 		return row_avg(w);
 	case SORT_MAX:
 		return w->max;
+	case SORT_MEM: /* signed: the bias keeps negative values below positive ones */
+		return (uint64_t)w->mem ^ (1ull << 63);
+	case SORT_SELF_MEM:
+		return (uint64_t)w->self_mem ^ (1ull << 63);
 	default:
 		return w->total;
 	}

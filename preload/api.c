@@ -108,6 +108,7 @@ static void publish_session_settings(void)
 	if (!s || (pid_t)s->root_pid != getpid())
 		return;
 	s->aggregate_stats = (uint32_t)prof_cfg.aggregate_stats;
+	s->stacks |= prof_cfg.stack_mode != PROF_STACK_OFF;
 	s->continuous_dump = (uint32_t)prof_cfg.continuous_dump;
 	s->dump_period_ms = prof_cfg.dump_period_ms;
 }

@@ -58,6 +58,8 @@ struct prof_session_shm {
 	uint32_t continuous_dump;    /* rewrite the outputs every dump_period_ms */
 	uint32_t dump_period_ms;
 	uint32_t aggregate_stats;    /* write the tables (profile.txt) */
+	uint32_t stacks;             /* PROFILER_STACK is on: the collector reads maps */
+	uint32_t pad2;
 	_Atomic uint32_t prefix_seq; /* bumped when output_prefix changes */
 	char output_prefix[PROF_PATH_MAX]; /* absolute, %-expanded */
 	/* prof_dump / prof_dumps: one request at a time, guarded by dump_lock */

@@ -408,7 +408,10 @@ static void test_memory_and_json(void **state)
 	assert_non_null(strstr(s, "{\"pid\":5,\"ppid\":1,\"exec_seq\":0,\"command\":\"/bin/worker "
 				  "-j 2\",\"exit_status\":null,\"allocations\":3,\"frees\":2,"
 				  "\"bytes_allocated\":350,\"peak_live_bytes\":250,\"peak_at_ns\":80,"
-				  "\"live_bytes_at_end\":250,\"threads\":[{\"tid\":10,\"name\":\"main\"},"
+				  "\"live_bytes_at_end\":250,\"size_histogram\":[{\"max_bytes\":64,"
+				  "\"allocations\":1,\"bytes\":50},{\"max_bytes\":128,\"allocations\":1,"
+				  "\"bytes\":100},{\"max_bytes\":256,\"allocations\":1,\"bytes\":200}],"
+				  "\"threads\":[{\"tid\":10,\"name\":\"main\"},"
 				  "{\"tid\":20,\"name\":\"helper\"}]}"));
 	assert_non_null(strstr(s, "{\"category\":\"memory\",\"name\":\"free\",\"count\":3,"));
 	assert_non_null(strstr(s, "\"command\":\"./train --fast\",\"host\":\"node7\""));
@@ -420,7 +423,7 @@ static void test_memory_and_json(void **state)
 	assert_int_equal(fx_count(s, "\"category\":"), 1); /* --top applies to JSON rows */
 	free(s);
 	s = tables(f.path, FORMAT_TEXT, SORT_TOTAL, 0, NULL, &rc, err);
-	assert_non_null(strstr(s, "Memory per process"));
+	assert_non_null(strstr(s, "Memory: cpu/0, per process"));
 	assert_non_null(strstr(s, "worker -j 2"));
 	assert_non_null(strstr(s, "       250 B"));
 	assert_null(strstr(s, "no session end"));
