@@ -2,8 +2,11 @@
 """make bench: libprof's cost per intercepted call against the native program, a
 do-nothing interposer and heaptrack, measured side by side in one run (variants
 interleaved, medians of several rounds); then the collector's drain rate, raw bytes per
-event and the Chrome export rate."""
+event and the Chrome export rate; then the cost of a call stack per allocation against
+heaptrack at the same depth, and whether both tools find the same peak and sites."""
+import json
 import os
+import re
 import shutil
 import statistics
 import subprocess
@@ -17,6 +20,9 @@ ROUNDS = int(os.environ.get("BENCH_ROUNDS", "7"))
 LOOP = os.path.join(B, "bench", "alloc_loop")
 LIB = os.path.join(B, "libprof.so")
 PROF = os.path.join(B, "prof")
+STACKS = os.path.join(B, "bench", "alloc_stacks")
+STACK_N = int(os.environ.get("BENCH_STACK_N", "300000"))
+STACK_DEPTHS = (5, 30)
 
 
 def clean_env(extra):
@@ -37,15 +43,19 @@ def interleaved_medians(variants, rounds, measure):
     return {k: statistics.median(x) for k, x in res.items()}
 
 
-def run(env_extra, n, wrapper=()):
-    out = subprocess.run(list(wrapper) + [LOOP, str(n)], env=clean_env(env_extra), cwd=WORK,
-                         capture_output=True, text=True, check=True)
-    for line in out.stdout.splitlines():  # heaptrack prints its own lines too
+def first_number(out, what):
+    for line in out.splitlines():  # heaptrack prints its own lines too
         try:
             return float(line)
         except ValueError:
             pass
-    raise RuntimeError(f"no timing in the output of {wrapper} {LOOP}: {out.stdout!r}")
+    raise RuntimeError(f"no timing in the output of {what}: {out!r}")
+
+
+def run(env_extra, n, wrapper=()):
+    out = subprocess.run(list(wrapper) + [LOOP, str(n)], env=clean_env(env_extra), cwd=WORK,
+                         capture_output=True, text=True, check=True)
+    return first_number(out.stdout, f"{wrapper} {LOOP}")
 
 
 def variants():
@@ -161,8 +171,129 @@ def throughput():
     print(f"Tables (prof report): {events / t_report / 1e6:.2f} M events/s")
 
 
+def stack_variants():
+    lp = {"LD_PRELOAD": LIB, "PROFILER_AUTOSTART": "1", "PROFILER_RING_SIZE": "256M"}
+    v = []
+    for d in STACK_DEPTHS:
+        n, depth = str(STACK_N), str(d)
+        v += [(f"native|{d}", {}, [n, depth], ()),
+              (f"libprof, no stacks|{d}", dict(lp, PROFILER_STACK="off"), [n, depth], ()),
+              # 64 frames: the whole chain, as heaptrack (which unwinds up to 64)
+              (f"libprof, stacks (depth 64)|{d}",
+               dict(lp, PROFILER_STACK="alloc", PROFILER_STACK_DEPTH="64"), [n, depth], ())]
+        if shutil.which("heaptrack"):
+            v.append((f"heaptrack|{d}", {}, [n, depth],
+                      ("heaptrack", "-o", os.path.join(WORK, "hts"))))
+        # one unw_backtrace per pair: the floor under both tools, whatever they add
+        v.append((f"unw_backtrace alone|{d}", {}, ["unwind", n, depth], ()))
+    return v
+
+
+LOST = {"events": 0, "lost": 0}
+FRAMES = {}
+
+
+def stack_run(env_extra, args, wrapper):
+    out = subprocess.run(list(wrapper) + [STACKS] + args, env=clean_env(env_extra), cwd=WORK,
+                         capture_output=True, text=True, check=True)
+    # libprof's summary line: a variant that lost events would be measured short
+    m = re.search(r"libprof: (\d+) events \((\d+) lost\)", out.stderr)
+    if m:
+        LOST["events"] += int(m.group(1))
+        LOST["lost"] += int(m.group(2))
+    if args[0] == "unwind":  # "<ns per backtrace> <frames>"; one backtrace per two calls
+        ns, frames = out.stdout.split()
+        FRAMES[args[2]] = int(frames)
+        return float(ns) / 2
+    return first_number(out.stdout, f"{wrapper} {STACKS}")
+
+
+def stacks_overhead():
+    """A call stack per allocation: libprof (PROFILER_STACK=alloc) against heaptrack, the
+    same program, the same depth, interleaved rounds."""
+    med = interleaved_medians(stack_variants(), ROUNDS, stack_run)
+    print()
+    print(f"Call stacks on allocations: {STACK_N:,} malloc/free pairs from 4 sites, "
+          f"D frames below main, median of {ROUNDS} interleaved rounds")
+    print(f"{'D':>3} {'variant':32} {'ns/call':>8} {'vs native':>10}")
+    for d in STACK_DEPTHS:
+        native = med[f"native|{d}"]
+        for key, x in med.items():
+            name, depth = key.split("|")
+            if int(depth) == d and name != "unw_backtrace alone":
+                print(f"{d:3} {name:32} {x:8.2f} {x - native:+10.2f}")
+        floor = med[f"unw_backtrace alone|{d}"]
+        print(f"{d:3} {'unw_backtrace alone, per call':32} {floor:8.2f}"
+              f"  ({FRAMES.get(str(d), 0)} frames, one backtrace per pair)")
+        lp = med[f"libprof, stacks (depth 64)|{d}"] - native
+        ht = med.get(f"heaptrack|{d}")
+        if ht is not None:
+            print(f"{d:3} heaptrack added / libprof added: {(ht - native) / lp:.2f}x")
+    print(f"libprof: {LOST['events']:,} events over all its runs, {LOST['lost']:,} lost")
+    return med
+
+
+def heaptrack_report(path):
+    """Peak (bytes) and the top function names by calls and by peak, from heaptrack_print
+    (sizes printed with decimal suffixes: 6.40M is 6,400,000 bytes)."""
+    out = subprocess.run(["heaptrack_print", "-f", path, "-n", "3", "-s", "0", "-T", "0"],
+                         capture_output=True, text=True, check=True).stdout
+    units = {"": 1, "K": 1e3, "M": 1e6, "G": 1e9}
+    m = re.search(r"^peak heap memory consumption: ([\d.]+)([KMG]?)", out, re.M)
+    peak = int(float(m.group(1)) * units[m.group(2)]) if m else None
+    tops = {}
+    for section, key in (("MOST CALLS TO ALLOCATION FUNCTIONS", "calls"),
+                         ("PEAK MEMORY CONSUMERS", "peak")):
+        part = out.split(section, 1)[1] if section in out else ""
+        part = re.split(r"^[A-Z][A-Z ]+$", part, maxsplit=1, flags=re.M)[0]
+        # each entry: a line "<figure> ... from", the function alone on the next line, then
+        # "  at FILE:LINE" where known and "  in BINARY"; an address stands for its binary
+        found = re.findall(r"^\S.* from\n(\S+)\n(?:  at .*\n)?  in (\S+)", part, re.M)
+        tops[key] = [f if not f.startswith("0x") else f"({os.path.basename(b)})"
+                     for f, b in found[:3]]
+    return peak, tops
+
+
+def same_peak_and_sites():
+    """One run of each tool on a pattern whose peak and sites are known by construction."""
+    depth = "5"
+    out = subprocess.run([STACKS, "peak", depth], capture_output=True, text=True,
+                         check=True).stdout
+    expect = int(re.search(r"program_peak_bytes=(\d+)", out).group(1))
+    env = {"LD_PRELOAD": LIB, "PROFILER_AUTOSTART": "1", "PROFILER_QUIET": "1",
+           "PROFILER_STACK": "alloc", "PROFILER_STACK_DEPTH": "64", "PROFILER_OUTPUT": "peak"}
+    subprocess.run([STACKS, "peak", depth], env=clean_env(env), cwd=WORK, capture_output=True,
+                   check=True)
+    rep = json.loads(subprocess.run([PROF, "report", "peak.prof", "--format", "json"],
+                                    cwd=WORK, capture_output=True, text=True,
+                                    check=True).stdout)
+    proc = rep["processes"][0]
+    sites = proc.get("allocation_sites", [])
+
+    def top3(key):
+        return [s["site"].split(" ")[0] for s in sorted(sites, key=lambda s: -s[key])[:3]]
+
+    lp_calls, lp_peak = top3("allocations"), top3("bytes_at_peak")
+    print()
+    print(f"Same peak, same sites: bench/alloc_stacks peak {depth} (the program's own blocks "
+          f"peak at {expect:,} bytes)")
+    print(f"{'':26} {'peak bytes':>12}  top 3 sites by calls / by bytes at the peak")
+    print(f"{'libprof':26} {proc['peak_live_bytes']:>12,}  {', '.join(lp_calls)} / "
+          f"{', '.join(lp_peak)}")
+    if not shutil.which("heaptrack"):
+        return
+    subprocess.run(["heaptrack", "-o", os.path.join(WORK, "hpeak"), STACKS, "peak", depth],
+                   env=clean_env({}), cwd=WORK, capture_output=True, check=True)
+    peak, tops = heaptrack_report(os.path.join(WORK, "hpeak.zst"))
+    print(f"{'heaptrack (3 digits)':26} {peak if peak is not None else 0:>12,}  "
+          f"{', '.join(tops['calls'])} / {', '.join(tops['peak'])}")
+    print(f"same top 3 by calls: {'yes' if tops['calls'] == lp_calls else 'no'}; by bytes at "
+          f"the peak: {'yes' if tops['peak'] == lp_peak else 'no'}; heaptrack's peak - "
+          f"libprof's: {(peak or 0) - proc['peak_live_bytes']:+,} bytes")
+
+
 if __name__ == "__main__":
-    for p in (LOOP, LIB, PROF):
+    for p in (LOOP, LIB, PROF, STACKS):
         if not os.path.exists(p):
             sys.exit(f"bench: {p} is missing; run make bench")
     WORK = tempfile.mkdtemp(prefix="libprof-bench-")
@@ -171,5 +302,7 @@ if __name__ == "__main__":
         traced_calls()
         torch_overhead()
         throughput()
+        stacks_overhead()
+        same_peak_and_sites()
     finally:
         shutil.rmtree(WORK, ignore_errors=True)
