@@ -6,6 +6,9 @@
  *                              call sites in turn (four distinct stacks per loop, deduped
  *                              like a real program's hot sites); prints ns per allocator
  *                              call (two calls per pair), like alloc_loop
+ *        alloc_stacks varied N D   the same, but each pair from 0..31 frames deeper
+ *                              in turn (128 distinct stacks cycling: no tool can count
+ *                              on having just seen the stack it is asked for)
  *        alloc_stacks peak D   a pattern with known sites, D frames below main (see
  *                              peak_pattern); prints what the program itself holds at
  *                              its peak
@@ -71,6 +74,30 @@ __attribute__((noinline)) static void timed_loop(long n)
 	double t0 = now_ns();
 	for (long i = 0; i < n; i++) {
 		sink = sites[i & 3]();
+		free(sink);
+	}
+	double t1 = now_ns();
+	printf("%.2f\n", (t1 - t0) / (2.0 * n));
+	KEEP(n);
+}
+
+__attribute__((noinline)) static void *deeper(int k, long i)
+{
+	void *p = k ? deeper(k - 1, i) : sites[i & 3]();
+	KEEP(p);
+	return p;
+}
+
+__attribute__((noinline)) static void varied_loop(long n)
+{
+	void *volatile sink;
+	for (long i = 0; i < 10000; i++) {
+		sink = deeper((int)((i >> 2) & 31), i);
+		free(sink);
+	}
+	double t0 = now_ns();
+	for (long i = 0; i < n; i++) {
+		sink = deeper((int)((i >> 2) & 31), i);
 		free(sink);
 	}
 	double t1 = now_ns();
@@ -194,8 +221,9 @@ __attribute__((noinline)) static void descend(int d, void (*leaf)(long), long n)
 
 int main(int argc, char **argv)
 {
-	if (argc < 3 || (!strcmp(argv[1], "unwind") && argc < 4)) {
-		fprintf(stderr, "usage: alloc_stacks N|peak DEPTH | alloc_stacks unwind N DEPTH\n");
+	if (argc < 3 || ((!strcmp(argv[1], "unwind") || !strcmp(argv[1], "varied")) && argc < 4)) {
+		fprintf(stderr, "usage: alloc_stacks N|peak DEPTH | alloc_stacks unwind|varied N "
+				"DEPTH\n");
 		return 2;
 	}
 	if (!strcmp(argv[1], "unwind")) {
@@ -212,6 +240,8 @@ int main(int argc, char **argv)
 		depth = 1;
 	if (!strcmp(argv[1], "peak"))
 		descend(depth, peak_pattern, 0);
+	else if (!strcmp(argv[1], "varied") && argc > 3)
+		descend(atoi(argv[3]) < 1 ? 1 : atoi(argv[3]), varied_loop, atol(argv[2]));
 	else
 		descend(depth, timed_loop, atol(argv[1]));
 	return 0;

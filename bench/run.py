@@ -186,6 +186,14 @@ def stack_variants():
                       ("heaptrack", "-o", os.path.join(WORK, "hts"))))
         # one unw_backtrace per pair: the floor under both tools, whatever they add
         v.append((f"unw_backtrace alone|{d}", {}, ["unwind", n, depth], ()))
+        # 128 stacks in turn: what a stack costs when it was not just seen
+        varied = ["varied", n, depth]
+        v += [(f"native, varied|{d}", {}, varied, ()),
+              (f"libprof, stacks, varied|{d}",
+               dict(lp, PROFILER_STACK="alloc", PROFILER_STACK_DEPTH="64"), varied, ())]
+        if shutil.which("heaptrack"):
+            v.append((f"heaptrack, varied|{d}", {}, varied,
+                      ("heaptrack", "-o", os.path.join(WORK, "htv"))))
     return v
 
 
@@ -221,7 +229,8 @@ def stacks_overhead():
         for key, x in med.items():
             name, depth = key.split("|")
             if int(depth) == d and name != "unw_backtrace alone":
-                print(f"{d:3} {name:32} {x:8.2f} {x - native:+10.2f}")
+                base = med[f"native, varied|{d}"] if "varied" in name else native
+                print(f"{d:3} {name:32} {x:8.2f} {x - base:+10.2f}")
         floor = med[f"unw_backtrace alone|{d}"]
         print(f"{d:3} {'unw_backtrace alone, per call':32} {floor:8.2f}"
               f"  ({FRAMES.get(str(d), 0)} frames, one backtrace per pair)")
@@ -229,6 +238,12 @@ def stacks_overhead():
         ht = med.get(f"heaptrack|{d}")
         if ht is not None:
             print(f"{d:3} heaptrack added / libprof added: {(ht - native) / lp:.2f}x")
+        vn = med[f"native, varied|{d}"]
+        lpv = med[f"libprof, stacks, varied|{d}"] - vn
+        htv = med.get(f"heaptrack, varied|{d}")
+        if htv is not None:
+            print(f"{d:3} heaptrack added / libprof added, 128 stacks in turn: "
+                  f"{(htv - vn) / lpv:.2f}x")
     print(f"libprof: {LOST['events']:,} events over all its runs, {LOST['lost']:,} lost")
     return med
 
@@ -297,12 +312,17 @@ if __name__ == "__main__":
         if not os.path.exists(p):
             sys.exit(f"bench: {p} is missing; run make bench")
     WORK = tempfile.mkdtemp(prefix="libprof-bench-")
+    # BENCH_ONLY=name[,name...] runs only those parts (names as below)
+    parts = {"overhead": overhead, "traced_calls": traced_calls, "torch": torch_overhead,
+             "throughput": throughput, "stacks": stacks_overhead,
+             "peak_sites": same_peak_and_sites}
+    only = [p for p in os.environ.get("BENCH_ONLY", "").split(",") if p]
+    for p in only:
+        if p not in parts:
+            sys.exit(f"bench: BENCH_ONLY: unknown part {p!r} (known: {', '.join(parts)})")
     try:
-        overhead()
-        traced_calls()
-        torch_overhead()
-        throughput()
-        stacks_overhead()
-        same_peak_and_sites()
+        for name, part in parts.items():
+            if not only or name in only:
+                part()
     finally:
         shutil.rmtree(WORK, ignore_errors=True)

@@ -4,6 +4,7 @@
 #include "stack_names.h"
 
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "symbolize.h"
@@ -109,4 +110,41 @@ const char *stack_site_name(struct stack_names *sn, uint32_t stack)
 	}
 	snprintf(sn->buf, sizeof sn->buf, "(empty stack)");
 	return sn->buf;
+}
+
+struct site_row *site_rows(struct stack_names *sn, const struct mem_image *mi, size_t *n)
+{
+	struct site_row *rows = calloc(mi->nsites ? mi->nsites : 1, sizeof *rows);
+	*n = 0;
+	if (!rows)
+		return NULL;
+	/* few sites per image (one per distinct stack): a linear merge is enough */
+	for (size_t k = 0; k < mi->nsites; k++) {
+		const struct mem_site *s = &mi->sites[k];
+		const char *name = stack_site_name(sn, s->stack);
+		size_t r;
+		for (r = 0; r < *n && strcmp(rows[r].name, name); r++)
+			;
+		if (r == *n) {
+			rows[r].name = strdup(name);
+			if (!rows[r].name) {
+				site_rows_free(rows, *n);
+				return NULL;
+			}
+			(*n)++;
+		}
+		rows[r].allocs += s->allocs;
+		rows[r].bytes += s->bytes;
+		rows[r].peak_bytes += s->peak_bytes;
+		rows[r].live_bytes += s->live_bytes;
+		rows[r].live_count += s->live_count;
+	}
+	return rows;
+}
+
+void site_rows_free(struct site_row *rows, size_t n)
+{
+	for (size_t i = 0; i < n; i++)
+		free(rows[i].name);
+	free(rows);
 }

@@ -21,4 +21,14 @@ const char *stack_frame_name(struct stack_names *sn, uint32_t image, uint64_t fr
  * else its innermost frame outside the C and C++ runtime (operator new, libc). */
 const char *stack_site_name(struct stack_names *sn, uint32_t stack);
 
+/* An image's allocation sites merged by name (stacks that differ only beyond the frame
+ * that names them are one site), in no particular order. */
+struct site_row {
+	char *name;
+	uint64_t allocs, bytes, peak_bytes, live_bytes, live_count;
+};
+/* The rows (free with site_rows_free), or NULL when out of memory. */
+struct site_row *site_rows(struct stack_names *sn, const struct mem_image *mi, size_t *n);
+void site_rows_free(struct site_row *rows, size_t n);
+
 #endif

@@ -87,12 +87,16 @@ static void threads(struct jw *w, const struct model *m, size_t image)
 /* Every allocation site with its exact counts (sites exist when stacks were captured). */
 static void sites(struct jw *w, struct stack_names *sn, const struct mem_image *mi)
 {
+	size_t n;
+	struct site_row *rows = site_rows(sn, mi, &n);
+
+	if (!rows)
+		return;
 	jw_lit(w, ",\"allocation_sites\":[");
-	for (size_t k = 0; k < mi->nsites; k++) {
-		const struct mem_site *s = &mi->sites[k];
-		const char *name = stack_site_name(sn, s->stack);
+	for (size_t k = 0; k < n; k++) {
+		const struct site_row *s = &rows[k];
 		jw_text(w, k ? ",{\"site\":" : "{\"site\":");
-		jw_str(w, name, strlen(name));
+		jw_str(w, s->name, strlen(s->name));
 		jw_lit(w, ",\"allocations\":");
 		jw_u64(w, s->allocs);
 		jw_lit(w, ",\"bytes\":");
@@ -106,6 +110,7 @@ static void sites(struct jw *w, struct stack_names *sn, const struct mem_image *
 		jw_lit(w, "}");
 	}
 	jw_lit(w, "]");
+	site_rows_free(rows, n);
 }
 
 static void process(struct jw *w, const struct report *r, struct stack_names *sn, size_t i)

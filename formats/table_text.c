@@ -141,16 +141,15 @@ static void memory(const struct report *r, FILE *out)
 
 static int by_bytes(const void *a, const void *b)
 {
-	const struct mem_site *x = *(const struct mem_site *const *)a;
-	const struct mem_site *y = *(const struct mem_site *const *)b;
-	return x->bytes < y->bytes ? 1 : x->bytes > y->bytes ? -1 : 0;
+	const struct site_row *x = a, *y = b;
+	return x->bytes < y->bytes ? 1 : x->bytes > y->bytes ? -1 : strcmp(x->name, y->name);
 }
 
 static int by_live(const void *a, const void *b)
 {
-	const struct mem_site *x = *(const struct mem_site *const *)a;
-	const struct mem_site *y = *(const struct mem_site *const *)b;
-	return x->live_bytes < y->live_bytes ? 1 : x->live_bytes > y->live_bytes ? -1 : 0;
+	const struct site_row *x = a, *y = b;
+	return x->live_bytes < y->live_bytes ? 1 : x->live_bytes > y->live_bytes ? -1
+										 : strcmp(x->name, y->name);
 }
 
 /* Top allocation sites of one image by bytes, then the ones still live at the end. */
@@ -158,33 +157,31 @@ static void sites(const struct report *r, struct stack_names *sn, size_t i, FILE
 {
 	const struct image *im = &r->m->img[i];
 	const struct mem_image *mi = &im->mem;
-	const struct mem_site **v = malloc(mi->nsites * sizeof(*v));
 	char t[5][TEXTFMT_LEN];
-	size_t k, n, top = r->opt->top ? (size_t)r->opt->top : 20;
+	size_t k, n, leaks, top = r->opt->top > 0 ? (size_t)r->opt->top : 20;
+	struct site_row *v = site_rows(sn, mi, &n);
 
 	if (!v)
 		return;
-	for (k = 0; k < mi->nsites; k++)
-		v[k] = &mi->sites[k];
-	qsort(v, mi->nsites, sizeof(*v), by_bytes);
+	qsort(v, n, sizeof(*v), by_bytes);
 	fprintf(out, "\nAllocation sites, pid %" PRIu32 " (by bytes; At peak: live when the "
 		"peak of %s was reached)\n%-60s %10s %14s %12s %12s\n", im->pid,
 		fmt_bytes(t[0], mi->peak), "Site", "Allocs", "Bytes", "At peak", "Leaked");
-	for (k = 0; k < mi->nsites && k < top; k++)
-		fprintf(out, "%-60.200s %10s %14s %12s %12s\n", stack_site_name(sn, v[k]->stack),
-			fmt_count(t[0], v[k]->allocs), fmt_bytes(t[1], v[k]->bytes),
-			fmt_bytes(t[2], v[k]->peak_bytes), fmt_bytes(t[3], v[k]->live_bytes));
-	qsort(v, mi->nsites, sizeof(*v), by_live);
-	for (k = n = 0; k < mi->nsites; k++)
-		n += v[k]->live_count != 0;
-	if (n) {
+	for (k = 0; k < n && k < top; k++)
+		fprintf(out, "%-60.200s %10s %14s %12s %12s\n", v[k].name,
+			fmt_count(t[0], v[k].allocs), fmt_bytes(t[1], v[k].bytes),
+			fmt_bytes(t[2], v[k].peak_bytes), fmt_bytes(t[3], v[k].live_bytes));
+	qsort(v, n, sizeof(*v), by_live);
+	for (k = leaks = 0; k < n; k++)
+		leaks += v[k].live_count != 0;
+	if (leaks) {
 		fprintf(out, "\nLive at exit (leaks), pid %" PRIu32 ": %s\n%-60s %10s %14s\n",
 			im->pid, fmt_bytes(t[0], mi->live_end), "Site", "Blocks", "Bytes");
-		for (k = 0; k < n && k < top; k++)
-			fprintf(out, "%-60.200s %10s %14s\n", stack_site_name(sn, v[k]->stack),
-				fmt_count(t[0], v[k]->live_count), fmt_bytes(t[1], v[k]->live_bytes));
+		for (k = 0; k < leaks && k < top; k++)
+			fprintf(out, "%-60.200s %10s %14s\n", v[k].name,
+				fmt_count(t[0], v[k].live_count), fmt_bytes(t[1], v[k].live_bytes));
 	}
-	free(v);
+	site_rows_free(v, n);
 }
 
 /* Sizes asked for, over every process: which sizes the allocations are made of. */

@@ -84,13 +84,17 @@ static inline int ready(void)
 /* Every wrapper: pass through unless recording and not already inside libprof. */
 #define TRACED(t) (likely(__atomic_load_n(&prof_memory_on, __ATOMIC_RELAXED)) && !(t)->busy)
 
+/* The caller's return address and stack pointer (CFA): where its stack begins. */
+#define CALLER __builtin_return_address(0), __builtin_dwarf_cfa()
+
 static inline void record(struct prof_thread *t, enum prof_name name, uint64_t t0, uint64_t t1,
-			  void *ret, size_t bytes, void *released)
+			  void *ret, size_t bytes, void *released, void *caller_ip,
+			  void *caller_sp)
 {
 	uint8_t flags = (ret ? PROF_EVF_ALLOCS : 0) | (released ? PROF_EVF_FREES : 0);
 	if (unlikely(__atomic_load_n(&prof_stack_alloc_on, __ATOMIC_RELAXED)) && ret) {
 		/* where the block was asked for; releases need none (matched by pointer) */
-		uint32_t id = prof_stack_capture();
+		uint32_t id = prof_stack_capture((uintptr_t)caller_ip, (uintptr_t)caller_sp);
 		if (id)
 			prof_emit(t, PROF_CAT_MEMORY, PROF_EV_STACK, 0, 0, t->depth, t0, t0, id, 0,
 				  0);
@@ -110,7 +114,7 @@ EXPORT void *malloc(size_t n)
 	uint64_t t0 = prof_now();
 	void *p = real_malloc(n);
 	uint64_t t1 = prof_now();
-	record(t, NAME_MALLOC, t0, t1, p, n, 0);
+	record(t, NAME_MALLOC, t0, t1, p, n, 0, CALLER);
 	t->busy = 0;
 	return p;
 }
@@ -130,7 +134,7 @@ EXPORT void free(void *p)
 	uint64_t t0 = prof_now();
 	real_free(p);
 	uint64_t t1 = prof_now();
-	record(t, NAME_FREE, t0, t1, 0, 0, p);
+	record(t, NAME_FREE, t0, t1, 0, 0, p, CALLER);
 	t->busy = 0;
 }
 
@@ -151,7 +155,7 @@ EXPORT void *calloc(size_t n, size_t size)
 	uint64_t t1 = prof_now();
 	size_t total = 0;
 	__builtin_mul_overflow(n, size, &total);
-	record(t, NAME_CALLOC, t0, t1, p, total, 0);
+	record(t, NAME_CALLOC, t0, t1, p, total, 0, CALLER);
 	t->busy = 0;
 	return p;
 }
@@ -186,7 +190,7 @@ EXPORT void *realloc(void *old, size_t n)
 	uint64_t t1 = prof_now();
 	/* the old block is gone when a new one came back, or when n == 0 freed it */
 	void *released = (p || n == 0) ? old : 0;
-	record(t, NAME_REALLOC, t0, t1, p, n, released);
+	record(t, NAME_REALLOC, t0, t1, p, n, released, CALLER);
 	t->busy = 0;
 	return p;
 }
@@ -211,7 +215,7 @@ EXPORT void *reallocarray(void *old, size_t n, size_t size)
 	total = 0;
 	__builtin_mul_overflow(n, size, &total);
 	void *released = (p || total == 0) ? old : 0;
-	record(t, NAME_REALLOCARRAY, t0, t1, p, total, released);
+	record(t, NAME_REALLOCARRAY, t0, t1, p, total, released, CALLER);
 	t->busy = 0;
 	return p;
 }
@@ -232,7 +236,7 @@ EXPORT int posix_memalign(void **out, size_t align, size_t n)
 	uint64_t t0 = prof_now();
 	int rc = real_posix_memalign(out, align, n);
 	uint64_t t1 = prof_now();
-	record(t, NAME_POSIX_MEMALIGN, t0, t1, rc == 0 ? *out : 0, n, 0);
+	record(t, NAME_POSIX_MEMALIGN, t0, t1, rc == 0 ? *out : 0, n, 0, CALLER);
 	t->busy = 0;
 	return rc;
 }
@@ -250,7 +254,7 @@ EXPORT int posix_memalign(void **out, size_t align, size_t n)
 		uint64_t t0 = prof_now();                                                    \
 		void *p = real_##fn args;                                                    \
 		uint64_t t1 = prof_now();                                                    \
-		record(t, NAME, t0, t1, p, size_expr, 0);                                    \
+		record(t, NAME, t0, t1, p, size_expr, 0, CALLER);                                    \
 		t->busy = 0;                                                                 \
 		return p;                                                                    \
 	}

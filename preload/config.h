@@ -36,7 +36,7 @@ struct prof_config {
 };
 
 enum prof_stack_mode { PROF_STACK_OFF = 0, PROF_STACK_ALLOC = 1, PROF_STACK_ALL = 2 };
-#define PROF_DEFAULT_STACK_DEPTH 32
+#define PROF_DEFAULT_STACK_DEPTH 64
 #define PROF_MAX_STACK_DEPTH 128
 
 void prof_config_defaults(struct prof_config *c);

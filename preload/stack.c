@@ -26,7 +26,7 @@ int prof_stack_calls_on;
 uint64_t prof_stack_min_ticks;
 
 static int (*unw_backtrace_fn)(void **buf, int size);
-static unsigned depth_max = 32;
+static unsigned depth_max = PROF_DEFAULT_STACK_DEPTH;
 static uintptr_t eval_lo, eval_hi; /* CPython's _PyEval_EvalFrameDefault */
 static uintptr_t self_lo, self_hi;  /* libprof.so's own code: left out of stacks */
 
@@ -93,7 +93,7 @@ void prof_stack_setup(void)
 	int want = c->stack_mode != PROF_STACK_OFF;
 	if (want && load_libunwind())
 		want = 0;
-	depth_max = c->stack_depth ? c->stack_depth : 32;
+	depth_max = c->stack_depth ? c->stack_depth : PROF_DEFAULT_STACK_DEPTH;
 	if (depth_max > MAX_FRAMES / 2)
 		depth_max = MAX_FRAMES / 2;
 	if (want) {
@@ -117,15 +117,23 @@ void prof_stack_setup(void)
 			 __ATOMIC_RELAXED);
 }
 
+/* Four independent lanes: a dependent multiply per frame made hashing a deep stack cost
+ * as much as a third of unwinding it. */
 static uint32_t hash_frames(const uint64_t *f, unsigned n)
 {
-	uint64_t h = 0x9e3779b97f4a7c15ull ^ n;
-	for (unsigned i = 0; i < n; i++) {
-		h ^= f[i];
-		h *= 0xff51afd7ed558ccdull;
-		h ^= h >> 32;
-	}
-	return (uint32_t)h ? (uint32_t)h : 1;
+	uint64_t h[4] = {0x9e3779b97f4a7c15ull ^ n, 0xc2b2ae3d27d4eb4full, 0x165667b19e3779f9ull,
+			 0x27d4eb2f165667c5ull};
+	unsigned i = 0;
+	for (; i + 4 <= n; i += 4)
+		for (unsigned k = 0; k < 4; k++)
+			h[k] = (h[k] ^ f[i + k]) * 0xff51afd7ed558ccdull;
+	for (; i < n; i++)
+		h[0] = (h[0] ^ f[i]) * 0xff51afd7ed558ccdull;
+	uint64_t x = h[0] ^ (h[1] >> 17) ^ (h[2] << 13) ^ (h[3] >> 29);
+	x ^= x >> 32;
+	x *= 0xc4ceb9fe1a85ec53ull;
+	x ^= x >> 29;
+	return (uint32_t)x ? (uint32_t)x : 1;
 }
 
 static const struct prof_stack_entry *entry_of(uint32_t id)
@@ -180,40 +188,140 @@ static uint32_t intern_stack(const uint64_t *f, unsigned n)
 
 #define SELF_FRAMES 4 /* at most this many of libprof's frames precede the program's */
 
-uint32_t prof_stack_capture(void)
+/* The last stacks of this thread, with where each return address was found, so that a
+ * stack taken again from the same place is recognised by reading those slots instead of
+ * unwinding (libunwind is most of a capture's cost). Same first frame and stack pointer,
+ * and the same return addresses in the same slots, is the same chain of frames: each
+ * caller's frame is found from its callee's by the unwind rule of the callee's address. */
+#define CACHE_WAYS 16
+#define CACHE_FRAMES 64
+#define FRAME_LIMIT (64u << 10) /* a caller's return address this far above, at most */
+#define SCAN_LIMIT (1u << 20)
+
+struct cached_stack {
+	uint64_t ip0, sp0;
+	uint32_t n;       /* native frames checked: up to the eval loop or the depth */
+	uint32_t id;      /* the stack's id when it has no Python part */
+	uint32_t python;  /* frames from n on are the thread's Python frames */
+	uint32_t gen;     /* stack_gen when made: ids of an older stack table are not used */
+	uint64_t ip[CACHE_FRAMES];
+	uint32_t slot[CACHE_FRAMES]; /* ip[j] is at sp0 + slot[j] (j >= 1) */
+};
+
+static __thread struct cached_stack stack_cache[CACHE_WAYS]
+	__attribute__((tls_model("initial-exec")));
+static uint32_t stack_gen = 1;
+
+static struct cached_stack *cache_way(uint64_t ip0, uint64_t sp0)
+{
+	uint64_t h = (ip0 ^ (sp0 >> 4)) * 0x9e3779b97f4a7c15ull;
+	return &stack_cache[h >> 60];
+}
+
+static int cache_hit(const struct cached_stack *c, uint64_t ip0, uint64_t sp0)
+{
+	if (c->ip0 != ip0 || c->sp0 != sp0 || !c->n ||
+	    c->gen != __atomic_load_n(&stack_gen, __ATOMIC_RELAXED))
+		return 0;
+	for (uint32_t j = 1; j < c->n; j++)
+		if (*(const uint64_t *)(sp0 + c->slot[j]) != c->ip[j])
+			return 0;
+	return 1;
+}
+
+/* Where each return address of f (f[0] at sp0 - 8) lies, searching upwards: the first
+ * slot holding it above the previous one. Every address the unwinder gave is in a live
+ * frame above sp0, before the stack's end; the bounds only stop the search early when
+ * one is not (an unwinder's guess through a frame without unwind information): then 0,
+ * and the stack is not remembered. */
+static int find_slots(struct cached_stack *c, const uint64_t *f, unsigned n, uint64_t sp0)
+{
+	uint64_t at = sp0 - 8;
+	for (unsigned j = 1; j < n; j++) {
+		uint64_t from = at;
+		for (at += 8; at - from < FRAME_LIMIT && *(const uint64_t *)at != f[j]; at += 8)
+			;
+		if (at - from >= FRAME_LIMIT || at - sp0 >= SCAN_LIMIT)
+			return 0;
+		c->slot[j] = (uint32_t)(at - sp0);
+	}
+	return 1;
+}
+
+/* Frames from the eval loop on replaced by the thread's Python frames: how many then. */
+static unsigned with_python(uint64_t *f, unsigned n, unsigned *native)
+{
+	*native = n;
+	if (!eval_hi)
+		return n;
+	for (unsigned i = 0; i < n; i++)
+		if (f[i] - 1 >= eval_lo && f[i] - 1 < eval_hi) {
+			uint64_t keep = f[i];
+			int py = prof_py_stack(f + i, (int)depth_max);
+			if (py <= 0) {
+				f[i] = keep; /* no Python frames here: the native stack stands */
+				return n;
+			}
+			*native = i;
+			return i + (unsigned)py;
+		}
+	return n;
+}
+
+uint32_t prof_stack_capture(uint64_t ip0, uint64_t sp0)
 {
 	uint64_t f[MAX_FRAMES];
 	if (!unw_backtrace_fn || !prof_proc)
 		return 0;
 	prof_trace_unshadow(); /* real return addresses back for the unwinder */
+	struct cached_stack *c = cache_way(ip0, sp0);
+	if (cache_hit(c, ip0, sp0)) {
+		prof_trace_reshadow();
+		if (!c->python)
+			return c->id;
+		memcpy(f, c->ip, (size_t)c->n * 8);
+		int py = prof_py_stack(f + c->n, (int)depth_max);
+		return intern_stack(f, py > 0 ? c->n + (unsigned)py : c->n);
+	}
 	int got = unw_backtrace_fn((void **)f, (int)depth_max + SELF_FRAMES);
-	prof_trace_reshadow();
 	unsigned skip = 0;
 	while (skip < (unsigned)got && f[skip] >= self_lo && f[skip] < self_hi)
 		skip++;
-	if (got <= (int)skip)
+	if (got <= (int)skip) {
+		prof_trace_reshadow();
 		return 0;
+	}
 	unsigned n = (unsigned)got - skip;
 	if (n > depth_max)
 		n = depth_max;
 	memmove(f, f + skip, (size_t)n * 8);
-	if (eval_hi) {
-		/* from the eval loop outwards, the program is Python: its lines replace the
-		 * interpreter's frames */
-		for (unsigned i = 0; i < n; i++)
-			if (f[i] - 1 >= eval_lo && f[i] - 1 < eval_hi) {
-				int py = prof_py_stack(f + i, (int)depth_max);
-				if (py > 0)
-					n = i + (unsigned)py;
-				break;
-			}
+	unsigned native;
+	unsigned total = with_python(f, n, &native);
+	/* remembered only when it begins where the caller said (not, e.g., a tail-call
+	 * chain's exit) and every slot was found, while the real addresses are in place */
+	int cacheable = f[0] == ip0 && native <= CACHE_FRAMES && native &&
+			find_slots(c, f, native, sp0);
+	prof_trace_reshadow();
+	uint32_t id = intern_stack(f, total);
+	if (cacheable && id) {
+		c->ip0 = ip0;
+		c->sp0 = sp0;
+		c->n = native;
+		c->python = native != n;
+		c->id = c->python ? 0 : id;
+		c->gen = __atomic_load_n(&stack_gen, __ATOMIC_RELAXED);
+		memcpy(c->ip, f, (size_t)native * 8);
+	} else {
+		c->n = 0;
 	}
-	return intern_stack(f, n);
+	return id;
 }
 
 void prof_stack_reset(void)
 {
 	memset(table, 0, sizeof table);
+	/* every thread's remembered stacks name ids of the old table */
+	__atomic_add_fetch(&stack_gen, 1, __ATOMIC_RELAXED);
 }
 
 void prof_stack_inherit(struct prof_proc_shm *from, struct prof_proc_shm *to)

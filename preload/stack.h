@@ -12,8 +12,10 @@ extern uint64_t prof_stack_min_ticks;  /* traced calls shorter than this go with
 
 /* Applies prof_cfg's stack settings (loads libunwind when stacks are wanted). */
 void prof_stack_setup(void);
-/* The calling thread's stack id (0: none), from the innermost frame outside libprof. */
-uint32_t prof_stack_capture(void);
+/* The calling thread's stack id (0: none), from the innermost frame outside libprof:
+ * the one that returns to caller_ip with its stack pointer at caller_sp (the interposed
+ * function's CFA), recognised without unwinding when taken from there before. */
+uint32_t prof_stack_capture(uint64_t caller_ip, uint64_t caller_sp);
 void prof_stack_reset(void);
 void prof_stack_inherit(struct prof_proc_shm *from, struct prof_proc_shm *to);
 
