@@ -22,6 +22,7 @@
 #include "dump.h"
 #include "ring.h"
 #include "stacks.h"
+#include "symbolize.h"
 
 #define EVENT_CHUNK 4096
 #define LIVENESS_EVERY_NS 10000000ull /* 10 ms */
@@ -37,6 +38,8 @@ struct proc_entry {
 	uint64_t strings_read;
 	uint32_t categories_read;
 	struct proc_stacks stacks;
+	pid_t ppid;
+	uint32_t exec_seq;
 	uint32_t *slot_gen;
 	int finished;
 	uint64_t lost;
@@ -283,7 +286,36 @@ static void finish_process(struct collector *c, struct proc_entry *p, int32_t st
 	shm_unlink(p->name);
 	prof_proc_unmap(p->shm); /* a long session of many processes must not keep them */
 	p->shm = 0;
-	stacks_free(&p->stacks);
+}
+
+/* A forked child's parent, whose mappings it had (its first image only). */
+static const struct proc_stacks *parent_stacks(struct collector *c, struct proc_entry *child)
+{
+	if (child->exec_seq)
+		return NULL;
+	for (struct proc_entry *p = c->procs; p; p = p->next)
+		if (p->pid == child->ppid)
+			return &p->stacks;
+	return NULL;
+}
+
+/* The processes' stack frames named while the modules on disk are those that ran, so
+ * a report made later from the capture does not depend on the binaries then. */
+static void name_frames(struct collector *c)
+{
+	if (!c->s->stacks)
+		return;
+	struct symbolizer *sym = symbolizer_new();
+	if (!sym)
+		return;
+	int ok = 1;
+	for (struct proc_entry *p = c->procs; p && ok; p = p->next)
+		ok = !stacks_add_frames(&p->stacks, parent_stacks(c, p), sym);
+	if (ok && !symbolizer_resolve(sym))
+		for (struct proc_entry *p = c->procs; p; p = p->next)
+			stacks_put_names(&p->stacks, parent_stacks(c, p), p->pid, p->exec_seq, sym,
+					 put_record, c);
+	symbolizer_free(sym);
 }
 
 static int32_t child_status(struct collector *c, pid_t pid)
@@ -321,6 +353,8 @@ static void add_process(struct collector *c, const char *name, struct prof_proc_
 				.start_ns = shm->created_ns};
 	uint32_t len = shm->cmdline_len < PROF_CMDLINE_MAX ? shm->cmdline_len : 0;
 	put(c, CAP_PROCESS, &h, sizeof h, shm->cmdline, len);
+	p->ppid = (pid_t)shm->ppid;
+	p->exec_seq = exec_seq;
 	/* its code mappings now, while it surely lives (stacks may come after its end) */
 	if (c->s->stacks)
 		stacks_read_maps(&p->stacks, p->pid, put_record, c);
@@ -626,6 +660,7 @@ int collector_run(struct collector_options *o)
 		prof_futex_wake(&c->s->dump_done);
 	}
 	sweep_segments(c);
+	name_frames(c);
 	write_session_end(c);
 	int rc = 0;
 	if (!c->write_failed && cap_flush(c->w))

@@ -29,6 +29,7 @@ enum cap_type {
 	CAP_SESSION_END = 8, /* text "key=value\n" lines: end_ns, events, lost, ... */
 	CAP_STACK = 9,       /* struct cap_stack + nframes * u64 (return addresses) */
 	CAP_MODULE = 10,     /* struct cap_module + path bytes (as /proc/<pid>/maps names it) */
+	CAP_FRAME_NAME = 11, /* struct cap_frame_name + the frame's name, given at the end */
 };
 
 struct cap_rec_hdr {
@@ -92,6 +93,16 @@ struct cap_module {
 	uint64_t end;
 	uint64_t offset;
 	/* followed by the path */
+};
+
+/* The name of a native frame of a process ("function (file:line)", "function (module)",
+ * "0xOFFSET (module)"), symbolized by the collector when the session ended, from the
+ * modules that ran. */
+struct cap_frame_name {
+	uint32_t pid;
+	uint32_t exec_seq; /* the process image (CAP_PROCESS's exec_seq) */
+	uint64_t pc;
+	/* followed by the name */
 };
 
 /* ---- writer ---- */

@@ -21,6 +21,7 @@ void model_init(struct model *m)
 	u64map_init(&m->pid_image);
 	u64map_init(&m->thread_ix);
 	u64map_init(&m->stack_ix);
+	u64map_init(&m->frame_names);
 	m->first_t = UINT64_MAX;
 }
 
@@ -327,6 +328,8 @@ static int record(struct model *m, uint32_t type, const void *p, uint32_t len)
 		return model_stack_record(m, p, len);
 	case CAP_MODULE:
 		return model_module_record(m, p, len);
+	case CAP_FRAME_NAME:
+		return model_frame_name_record(m, p, len);
 	default:
 		return 0; /* a newer record type: skipped */
 	}

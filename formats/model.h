@@ -131,6 +131,7 @@ struct model {
 	struct u64map stack_ix; /* image << 32 | stack id -> stack index + 1 */
 	struct model_module *mods;
 	size_t nmods, mods_cap;
+	struct u64map frame_names; /* image << 47 | pc -> gid (CAP_FRAME_NAME) */
 	model_events_fn on_events;
 	/* During on_events: per event, its call stack (stack index + 1) or 0; NULL when
 	 * the record has none. The events handed over never include PROF_EV_STACK
@@ -149,6 +150,8 @@ void model_free(struct model *m);
  * memory included). */
 int model_read(struct model *m, const char *path, char *err, size_t errlen);
 
+/* The name the capture gives a native frame of an image (CAP_FRAME_NAME), or STR_NONE. */
+uint32_t model_frame_name(const struct model *m, uint32_t image, uint64_t pc);
 /* The module holding pc in an image (a native frame), or NULL. */
 const struct model_module *model_module_of(const struct model *m, uint32_t image, uint64_t pc);
 

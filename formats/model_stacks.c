@@ -44,6 +44,40 @@ int model_module_record(struct model *m, const void *payload, uint32_t len)
 	return 0;
 }
 
+/* pcs are user-space addresses (below 2^47); images fit the bits above */
+#define FRAME_KEY(image, pc) ((uint64_t)(image) << 47 | ((pc) & ((1ull << 47) - 1)))
+
+int model_frame_name_record(struct model *m, const void *payload, uint32_t len)
+{
+	struct cap_frame_name cf;
+	uint32_t gid;
+	int created;
+	if (len < sizeof cf)
+		return 0;
+	memcpy(&cf, payload, sizeof cf);
+	/* written when the session ended: the image it names may not be the pid's last */
+	int64_t im = -1;
+	for (size_t i = m->nimg; i-- > 0 && im < 0;)
+		if (m->img[i].pid == cf.pid && m->img[i].exec_seq == cf.exec_seq)
+			im = (int64_t)i;
+	if (im < 0)
+		im = model_image_of(m, cf.pid);
+	if (im < 0 || strtab_intern(&m->str, (const char *)payload + sizeof cf, len - sizeof cf,
+				    &gid))
+		return -1;
+	uint64_t *slot = u64map_upsert(&m->frame_names, FRAME_KEY(im, cf.pc), &created);
+	if (!slot)
+		return -1;
+	*slot = gid;
+	return 0;
+}
+
+uint32_t model_frame_name(const struct model *m, uint32_t image, uint64_t pc)
+{
+	const uint64_t *v = u64map_find(&m->frame_names, FRAME_KEY(image, pc));
+	return v ? (uint32_t)*v : STR_NONE;
+}
+
 uint32_t model_stack_index(const struct model *m, uint32_t image, uint32_t id)
 {
 	uint64_t *v = u64map_find(&m->stack_ix, (uint64_t)image << 32 | id);
@@ -87,4 +121,5 @@ void model_stacks_free(struct model *m)
 	free(m->ev_stacks_buf);
 	free(m->ev_buf);
 	u64map_free(&m->stack_ix);
+	u64map_free(&m->frame_names);
 }

@@ -31,7 +31,8 @@ int stack_names_init(struct stack_names *sn, struct model *m)
 		for (uint32_t k = 0; k < st->nframes; k++) {
 			uint64_t f = m->frames[st->at + k], off;
 			const struct model_module *mod;
-			if (f & PROF_STACK_FRAME_PYTHON || !native_site(m, st->image, f, &mod, &off))
+			if (f & PROF_STACK_FRAME_PYTHON || model_frame_name(m, st->image, f) != STR_NONE ||
+			    !native_site(m, st->image, f, &mod, &off))
 				continue;
 			if (symbolizer_add(sn->sym, model_str(m, mod->path, NULL), off))
 				return -1;
@@ -65,19 +66,31 @@ const char *stack_frame_name(struct stack_names *sn, uint32_t image, uint64_t fr
 	const struct model_module *mod;
 	uint64_t off;
 	struct sym_frame f;
+	uint32_t stored = model_frame_name(m, image, frame);
+	if (stored != STR_NONE) {
+		snprintf(sn->buf, sizeof sn->buf, "%s", model_str(m, stored, NULL));
+		return sn->buf;
+	}
 	if (!native_site(m, image, frame, &mod, &off)) {
 		snprintf(sn->buf, sizeof sn->buf, "0x%llx", (unsigned long long)frame);
 		return sn->buf;
 	}
 	const char *path = model_str(m, mod->path, NULL);
-	if (symbolizer_get(sn->sym, path, off, &f) || !f.function)
-		snprintf(sn->buf, sizeof sn->buf, "0x%llx (%s)", (unsigned long long)off,
-			 base_name(path));
-	else if (f.file && f.line)
-		snprintf(sn->buf, sizeof sn->buf, "%s (%s:%u)", f.function, base_name(f.file), f.line);
+	if (symbolizer_get(sn->sym, path, off, &f))
+		f.function = NULL;
+	return stack_frame_label(&f, path, off, sn->buf, sizeof sn->buf);
+}
+
+const char *stack_frame_label(const struct sym_frame *f, const char *module, uint64_t off,
+			      char *buf, size_t len)
+{
+	if (!f->function)
+		snprintf(buf, len, "0x%llx (%s)", (unsigned long long)off, base_name(module));
+	else if (f->file && f->line)
+		snprintf(buf, len, "%s (%s:%u)", f->function, base_name(f->file), f->line);
 	else
-		snprintf(sn->buf, sizeof sn->buf, "%s (%s)", f.function, base_name(path));
-	return sn->buf;
+		snprintf(buf, len, "%s (%s)", f->function, base_name(module));
+	return buf;
 }
 
 /* The runtime's own allocation layers, skipped when naming a site. */

@@ -11,7 +11,14 @@ struct stack_names {
 	char buf[1024];
 };
 
-/* Symbolizes every native frame of every stack in m. 0, or -1 when out of memory. */
+struct sym_frame;
+/* A frame's name from a symbolizer's result: "function (file:line)", "function (module)"
+ * or "0xOFF (module)" (module and file as base names). Returns buf. */
+const char *stack_frame_label(const struct sym_frame *f, const char *module, uint64_t off,
+			      char *buf, size_t len);
+
+/* Symbolizes every native frame of every stack in m that the capture does not name
+ * (CAP_FRAME_NAME) already. 0, or -1 when out of memory. */
 int stack_names_init(struct stack_names *sn, struct model *m);
 void stack_names_free(struct stack_names *sn);
 /* "function (file:line)", "function (module)", "0xOFF (module)", or a Python frame's

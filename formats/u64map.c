@@ -138,3 +138,13 @@ int u64map_remove(struct u64map *m, uint64_t key, uint64_t *val)
 	m->len--;
 	return 1;
 }
+
+void u64map_each(struct u64map *m, void (*fn)(void *ctx, uint64_t key, uint64_t *val),
+		 void *ctx)
+{
+	for (size_t i = 0; i < m->cap; i++)
+		if (m->keys[i] != UINT64_MAX)
+			fn(ctx, m->keys[i], &m->vals[i]);
+	if (m->has_spare)
+		fn(ctx, UINT64_MAX, &m->spare_val);
+}

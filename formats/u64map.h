@@ -28,6 +28,11 @@ uint64_t *u64map_upsert(struct u64map *m, uint64_t key, int *created);
 /* Removes key; 1 when it was there (its value in *val when val is not NULL), else 0. */
 int u64map_remove(struct u64map *m, uint64_t key, uint64_t *val);
 
+/* Calls fn for every key and its value, in no particular order; fn must not insert or
+ * remove. */
+void u64map_each(struct u64map *m, void (*fn)(void *ctx, uint64_t key, uint64_t *val),
+		 void *ctx);
+
 /* Mixes a key into a well-spread hash (splitmix64's finaliser). */
 static inline uint64_t u64_hash(uint64_t x)
 {

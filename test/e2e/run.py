@@ -2839,6 +2839,18 @@ def allocation_sites_by_stack(c):
     check("Allocation sizes" in text, "profile.txt lacks the size histogram")
     check("Allocation sites" in text and "Live at exit (leaks)" in text and
           "site_keep (alloc_sites.c:" in text, "profile.txt lacks the site tables")
+    # the names are the collector's, from the binary that ran: a report made after the
+    # program was rebuilt (here: replaced by another program) still names its sites
+    mine = c.path("alloc_sites_copy")
+    shutil.copy(c.prog("alloc_sites"), mine)
+    r = c.run([mine, 4, 1000, 1], env={"PROFILER_STACK": "alloc", "PROFILER_OUTPUT": "copy"})
+    eq(r.rc, 0, "the copy's exit status")
+    os.unlink(mine)
+    shutil.copy(c.prog("basic"), mine)
+    rep = c.report_json(c.path("copy.prof"))
+    names = [s["site"] for s in report_process(rep, pid_of(r))[0]["allocation_sites"]]
+    check(any(n.startswith("site_keep (alloc_sites.c:") for n in names),
+          "sites after the binary changed: %r" % names)
     # without PROFILER_STACK there are no sites, and no stack events
     r, t = profile(c, [c.prog("alloc_sites"), 4, 1000, 1])
     rep = c.report_json(c.path("profile.prof"))
