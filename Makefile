@@ -80,7 +80,8 @@ deps:
 run: deps all
 	@$(MAKE) --no-print-directory -C examples BUILD=$(abspath $(BUILD))
 	@cd $(BUILD) && rm -f example.* && \
-	  PROFILER_AUTOSTART=1 PROFILER_OUTPUT=example LD_PRELOAD=$(abspath $(LIB)) ./example_train
+	  PROFILER_AUTOSTART=1 PROFILER_STACK=alloc PROFILER_OUTPUT=example \
+	  LD_PRELOAD=$(abspath $(LIB)) ./example_train
 	@echo; cat $(BUILD)/example.txt
 	@echo; echo "Open $(BUILD)/example.json in ui.perfetto.dev or chrome://tracing."
 

@@ -102,7 +102,8 @@ static void add_event(struct collector *c, const struct prof_event *src, int in_
 {
 	struct prof_event *e = &c->buf[c->buf_n++];
 	*e = *src;
-	if (in_ticks) {
+	/* CUPTI's records are stamped on CLOCK_MONOTONIC by CUPTI itself */
+	if (in_ticks && !(src->flags & PROF_EVF_NS)) {
 		e->t0 = prof_clock_to_ns(&c->clock, src->t0);
 		e->t1 = prof_clock_to_ns(&c->clock, src->t1);
 	}

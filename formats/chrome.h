@@ -34,6 +34,10 @@ struct chrome {
 	uint64_t written, dropped, tie_left;
 	struct esc_cache esc;
 	const char *damage;
+	/* GPU work (chrome_gpu.c): image << 32 | correlation id -> FLOW_* bits */
+	struct u64map flows;
+	uint64_t flows_written;
+	uint32_t kernel_cat; /* gid of "cuda_kernel" in the pass-2 model, or STR_NONE */
 };
 
 /* Pass 1 hook: counts and the duration histogram. */
@@ -42,6 +46,15 @@ int chrome_plan_events(void *ctx, struct model *m, uint32_t image, uint32_t thre
 /* Pass 2 hook: writes the trace events the rule keeps. */
 int chrome_write_events(void *ctx, struct model *m, uint32_t image, uint32_t thread,
 			const struct prof_event *ev, uint32_t n);
+/* GPU work and CUPTI's API records (chrome_gpu.c). Pass 1: notes the correlation ids
+ * of GPU work. Pass 2: the args of an X event (p has room for them), and the flow arrow
+ * from a launch to its GPU work, after the X event of either end. */
+int chrome_gpu_plan(struct chrome *c, uint32_t image, const struct prof_event *e);
+char *chrome_gpu_args(struct chrome *c, char *p, uint32_t cat, const struct prof_event *e);
+int chrome_gpu_flow(struct chrome *c, uint32_t image, const char *pidtid, size_t pidtid_len,
+		    const struct prof_event *e);
+#define CHROME_GPU_ARGS_MAX 160
+
 /* The metadata events, the heap counter track and otherData. */
 void chrome_write_meta(struct chrome *c);
 void chrome_write_heap(struct chrome *c);

@@ -110,8 +110,9 @@ static int keep_complete(struct chrome *c, const struct prof_event *e, uint64_t 
 	return 0;
 }
 
-/* Room for an X event beyond its strings: literals, four numbers, three pointers. */
-#define X_EVENT_FIXED 256
+/* Room for an X event beyond its strings: literals, four numbers, three pointers, or
+ * the args of GPU work. */
+#define X_EVENT_FIXED (256 + CHROME_GPU_ARGS_MAX)
 
 static int complete(struct chrome *c, const struct rec *r, const struct prof_event *e)
 {
@@ -149,8 +150,12 @@ static int complete(struct chrome *c, const struct rec *r, const struct prof_eve
 	p = jp_us(p, (int64_t)dur);
 	if (e->cat == PROF_CAT_MEMORY)
 		p = memory_args(p, e);
+	else if (e->flags & (PROF_EVF_GPU | PROF_EVF_TID))
+		p = chrome_gpu_args(c, p, cat_id, e);
 	p = jp_lit(p, "}");
 	c->w.len = (size_t)(p - c->w.buf);
+	if (e->flags & (PROF_EVF_GPU | PROF_EVF_TID))
+		return chrome_gpu_flow(c, r->image, r->pidtid, r->pidtid_len, e);
 	return 0;
 }
 

@@ -224,6 +224,8 @@ void chrome_write_other(struct chrome *c)
 	jw_u64(&c->w, c->written);
 	jw_lit(&c->w, ",\"json_dropped\":");
 	jw_u64(&c->w, c->dropped);
+	jw_lit(&c->w, ",\"json_flows\":");
+	jw_u64(&c->w, c->flows_written);
 	jw_lit(&c->w, ",\"json_max_events\":");
 	jw_u64(&c->w, c->max_events);
 	jw_lit(&c->w, ",\n\"json_rule\":");

@@ -18,10 +18,11 @@ int chrome_plan_events(void *ctx, struct model *m, uint32_t image, uint32_t thre
 	uint32_t i;
 
 	(void)m;
-	(void)image;
 	(void)thread;
 	for (i = 0; i < n; i++) {
 		const struct prof_event *e = &ev[i];
+		if ((e->flags & (PROF_EVF_GPU | PROF_EVF_TID)) && chrome_gpu_plan(c, image, e))
+			return -1;
 		if (e->type == PROF_EV_COMPLETE && e->cat != PROF_CAT_USER) {
 			c->droppable++;
 			c->hist[dur_bucket(e->t1 > e->t0 ? e->t1 - e->t0 : 0)]++;
@@ -113,6 +114,7 @@ static void chrome_free(struct chrome *c)
 	model_free(&c->plan);
 	model_free(&c->out);
 	heap_track_free(&c->heap);
+	u64map_free(&c->flows);
 	free(c->esc.off);
 	free(c->esc.len);
 	free(c->esc.bytes);
@@ -158,6 +160,8 @@ int chrome_export(const char *capture_path, const char *json_path, uint64_t max_
 	c->max_events = max_events ? max_events : CHROME_DEFAULT_MAX_EVENTS;
 	model_init(&c->plan);
 	model_init(&c->out);
+	u64map_init(&c->flows);
+	c->kernel_cat = STR_NONE;
 	rc = pass1(c, capture_path, damage, sizeof(damage));
 	if (rc != CAP_READ_OK && rc != CAP_READ_DAMAGED) {
 		snprintf(err, errlen, "%s", damage);

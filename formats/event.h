@@ -32,10 +32,37 @@ enum prof_category {
 #define PROF_EVF_ALLOCS 0x01 /* a = new block of b bytes */
 #define PROF_EVF_FREES 0x02  /* c = block released */
 #define PROF_EVF_DOUBLE 0x04 /* counter value a holds double bits */
+/* CUPTI's records (preload/cupti_records.c). Their times come from CUPTI on
+ * CLOCK_MONOTONIC, and they are delivered late, in batches, by CUPTI's own thread. */
+#define PROF_EVF_NS 0x08  /* t0/t1 already CLOCK_MONOTONIC ns: the collector keeps them */
+#define PROF_EVF_GPU 0x10 /* work on a GPU: a = CUPTI correlation id, c = PROF_GPU_WHERE;
+			   * outputs show it on the row of its (device, stream) */
+#define PROF_EVF_TID 0x20 /* an API call of thread (uint32_t)c of the process, written by
+			   * another thread: a = CUPTI correlation id; outputs show it on
+			   * that thread's row */
 
-/* 48 bytes. In a ring, t0/t1 are raw clock ticks; in the raw capture they are
- * nanoseconds of CLOCK_MONOTONIC. Memory events: a = returned pointer, b = requested
- * bytes, c = released pointer (free, realloc's old block). Steps: a = step number. */
+/* c of a PROF_EVF_GPU event: device (8 bits), context (24 bits), stream (32 bits). */
+#define PROF_GPU_WHERE(device, context, stream)                                            \
+	((uint64_t)((device) & 0xff) << 56 | (uint64_t)((context) & 0xffffff) << 32 |        \
+	 (uint32_t)(stream))
+static inline uint32_t prof_gpu_device(uint64_t c) { return (uint32_t)(c >> 56); }
+static inline uint32_t prof_gpu_context(uint64_t c) { return (uint32_t)(c >> 32) & 0xffffff; }
+static inline uint32_t prof_gpu_stream(uint64_t c) { return (uint32_t)c; }
+/* The thread id outputs give the row of a (device, stream): Linux tids stay below 2^22,
+ * so these never meet a real thread. Streams from 2^21 on share rows. */
+#define PROF_GPU_TID_BASE 0x40000000u
+static inline uint32_t prof_gpu_tid(uint64_t c)
+{
+	return PROF_GPU_TID_BASE | (prof_gpu_device(c) << 21) | (prof_gpu_stream(c) & 0x1fffff);
+}
+
+/* 48 bytes. In a ring, t0/t1 are raw clock ticks (ns with PROF_EVF_NS); in the raw
+ * capture they are nanoseconds of CLOCK_MONOTONIC. Memory events: a = returned pointer,
+ * b = requested bytes, c = released pointer (free, realloc's old block). Steps: a = step
+ * number.
+ * GPU work (PROF_EVF_GPU): kernels b = threads per block << 32 | blocks in the grid
+ * (each saturated at 2^32 - 1), copies and sets b = bytes. CUPTI's API records
+ * (PROF_EVF_TID): b = the call's return value. */
 struct prof_event {
 	uint64_t t0;
 	uint64_t t1;

@@ -2,6 +2,7 @@
  * (when asked) the memory operations of each image. */
 #include "model.h"
 
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -84,6 +85,66 @@ static int scratch(struct model *m, size_t n)
 	return 0;
 }
 
+/* The row of a GPU event: one thread per (device, stream), named for viewers. */
+static int64_t gpu_row(struct model *m, uint32_t image, uint64_t where)
+{
+	size_t before = m->nthr;
+	int64_t th = model_thread_of(m, image, prof_gpu_tid(where));
+	char name[48];
+
+	if (th >= 0 && m->nthr > before) {
+		snprintf(name, sizeof(name), "GPU %u, stream %u", prof_gpu_device(where),
+			 prof_gpu_stream(where));
+		if (strtab_intern_str(&m->str, name, &m->thr[th].name))
+			return -1;
+	}
+	return th;
+}
+
+/* The thread an event is shown on: the ring's, unless it was written for another row
+ * (CUPTI's records, which its own thread delivers). */
+static int64_t row_of(struct model *m, uint32_t image, uint32_t ring_thread,
+		      const struct prof_event *e)
+{
+	if (e->type == PROF_EV_LOST)
+		return ring_thread;
+	if (e->flags & PROF_EVF_GPU)
+		return gpu_row(m, image, e->c);
+	if (e->flags & PROF_EVF_TID)
+		return model_thread_of(m, image, (uint32_t)e->c);
+	return ring_thread;
+}
+
+/* Hands the events to on_events in runs that share a row (and makes the rows, whether
+ * or not anyone listens: the thread list is the same for every reader). */
+static int by_row(struct model *m, uint32_t image, uint32_t ring_thread,
+		  const struct prof_event *ev, const uint32_t *stacks, uint32_t n)
+{
+	uint32_t i = 0, j;
+
+	while (i < n) {
+		int64_t th = row_of(m, image, ring_thread, &ev[i]), next = -1;
+		if (th < 0)
+			return -1;
+		for (j = i + 1; j < n; j++) {
+			next = row_of(m, image, ring_thread, &ev[j]);
+			if (next != th)
+				break;
+		}
+		if (j < n && next < 0)
+			return -1;
+		if (m->on_events) {
+			m->ev_stacks = stacks ? stacks + i : NULL;
+			int rc = m->on_events(m->ctx, m, image, (uint32_t)th, ev + i, j - i);
+			m->ev_stacks = 0;
+			if (rc)
+				return rc;
+		}
+		i = j;
+	}
+	return 0;
+}
+
 int model_events(struct model *m, const void *payload, uint32_t len)
 {
 	struct cap_events ce;
@@ -100,7 +161,7 @@ int model_events(struct model *m, const void *payload, uint32_t len)
 	struct thread *t = &m->thr[th];
 	/* stacks are paired with their events here; consumers get events without the
 	 * PROF_EV_STACK records and a parallel array of stack indexes */
-	int stacks = t->pending_stack != 0;
+	int stacks = t->pending_stack != 0, routed = 0;
 	for (i = 0; i < ce.count && !stacks; i++)
 		stacks = ev[i].type == PROF_EV_STACK;
 	if (stacks && scratch(m, ce.count))
@@ -134,9 +195,13 @@ int model_events(struct model *m, const void *payload, uint32_t len)
 			continue;
 		}
 		m->events++;
+		routed |= e->flags & (PROF_EVF_GPU | PROF_EVF_TID);
 		if (e->cat == PROF_CAT_MEMORY && memory_event(m, &m->img[im].mem, e, stack))
 			return -1;
 	}
+	if (routed) /* new rows: t may have moved */
+		return by_row(m, (uint32_t)im, (uint32_t)th, stacks ? m->ev_buf : ev,
+			      stacks ? m->ev_stacks_buf : NULL, stacks ? out : ce.count);
 	if (!m->on_events)
 		return 0;
 	if (!stacks)

@@ -26,6 +26,7 @@ struct report {
 	uint64_t origin, duration, lost;
 	const char *damage; /* NULL when the capture is whole */
 	int show_memory, show_marks, show_counters, show_steps;
+	int show_copies; /* GPU copies and sets: r->s->copies, sorted by total time */
 };
 
 int table_text(const struct report *r, FILE *out);
@@ -38,6 +39,11 @@ static inline uint64_t row_avg(const struct row *w)
 	return w->count ? w->total / w->count : 0;
 }
 double row_percent(const struct report_cat *c, const struct row *w);
+/* GB/s (10^9 bytes) of a GPU copy row; 0 when it took no time. */
+static inline double copy_bandwidth(const struct copy_row *x)
+{
+	return x->total ? (double)x->bytes / (double)x->total : 0.0;
+}
 /* Whether image i had any allocator activity. */
 int image_has_memory(const struct report *r, size_t i);
 

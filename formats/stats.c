@@ -13,6 +13,7 @@ void stats_init(struct stats *s)
 	u64map_init(&s->mark_ix);
 	u64map_init(&s->ctr_ix);
 	u64map_init(&s->block_size);
+	u64map_init(&s->copy_ix);
 }
 
 void stats_free(struct stats *s)
@@ -29,6 +30,8 @@ void stats_free(struct stats *s)
 	u64map_free(&s->mark_ix);
 	u64map_free(&s->ctr_ix);
 	u64map_free(&s->block_size);
+	free(s->copies);
+	u64map_free(&s->copy_ix);
 	memset(s, 0, sizeof(*s));
 }
 
@@ -182,6 +185,32 @@ static int step(struct stats *s, uint32_t pid, uint64_t t)
 	return 0;
 }
 
+/* A copy or set on a GPU: its bytes, for the copies table (kernels have none). */
+static int gpu_copy(struct stats *s, struct model *m, uint32_t cat, uint32_t name,
+		    const struct prof_event *e)
+{
+	int created;
+
+	if (!s->gpu_cats) {
+		if (strtab_intern_str(&m->str, "cuda_memcpy", &s->memcpy_cat) ||
+		    strtab_intern_str(&m->str, "cuda_memset", &s->memset_cat))
+			return -1;
+		s->gpu_cats = 1;
+	}
+	if (cat != s->memcpy_cat && cat != s->memset_cat)
+		return 0;
+	int64_t i = slot_for(&s->copy_ix, &s->copies, &s->ncopies, &s->copies_cap,
+			     sizeof(struct copy_row), (uint64_t)cat << 32 | name, &created);
+	if (i < 0)
+		return -1;
+	s->copies[i].cat = cat;
+	s->copies[i].name = name;
+	s->copies[i].count++;
+	s->copies[i].bytes += e->b;
+	s->copies[i].total += e->t1 > e->t0 ? e->t1 - e->t0 : 0;
+	return 0;
+}
+
 static int one_event(struct stats *s, struct model *m, uint32_t image, struct thread *t,
 		     const struct prof_event *e)
 {
@@ -197,6 +226,8 @@ static int one_event(struct stats *s, struct model *m, uint32_t image, struct th
 			return -1;
 		int64_t net = 0;
 		if (e->cat == PROF_CAT_MEMORY && net_bytes(s, image, e, &net))
+			return -1;
+		if ((e->flags & PROF_EVF_GPU) && gpu_copy(s, m, cat, name, e))
 			return -1;
 		complete_mem(s, r, t, e, e->cat == PROF_CAT_MEMORY, net);
 		return complete(r, t, e);

@@ -32,6 +32,12 @@ struct counter {
 	int is_double;
 };
 
+/* Bytes moved on a GPU per kind of copy or set (categories cuda_memcpy, cuda_memset). */
+struct copy_row {
+	uint32_t cat, name; /* gids: "cuda_memcpy", "Memcpy HtoD" */
+	uint64_t count, bytes, total;
+};
+
 struct step_time {
 	uint32_t pid;
 	uint64_t t;
@@ -55,6 +61,11 @@ struct stats {
 	struct step_time *steps;
 	size_t nsteps, steps_cap;
 	struct step_summary step;
+	struct copy_row *copies;
+	size_t ncopies, copies_cap;
+	struct u64map copy_ix;
+	uint32_t memcpy_cat, memset_cat; /* gids, once gpu_cats */
+	int gpu_cats;
 	struct u64map block_size; /* image << 47 | pointer -> bytes, for net memory */
 	int has_mem;              /* some non-memory row saw allocations */
 };

@@ -261,6 +261,30 @@ static void marks_counters(struct jw *w, const struct report *r)
 	jw_lit(w, "]");
 }
 
+static void copies(struct jw *w, const struct report *r)
+{
+	size_t i;
+
+	jw_lit(w, ",\n\"copies\":[");
+	for (i = 0; r->show_copies && i < r->s->ncopies; i++) {
+		const struct copy_row *x = &r->s->copies[i];
+		jw_text(w, i ? ",{\"kind\":" : "{\"kind\":");
+		str_gid(w, r->m, x->name);
+		jw_lit(w, ",\"category\":");
+		str_gid(w, r->m, x->cat);
+		jw_lit(w, ",\"count\":");
+		jw_u64(w, x->count);
+		jw_lit(w, ",\"bytes\":");
+		jw_u64(w, x->bytes);
+		jw_lit(w, ",\"total_ns\":");
+		jw_u64(w, x->total);
+		jw_lit(w, ",\"bandwidth_gbps\":");
+		jw_double(w, round(copy_bandwidth(x) * 1000) / 1000);
+		jw_lit(w, "}");
+	}
+	jw_lit(w, "]");
+}
+
 static void steps(struct jw *w, const struct report *r)
 {
 	const struct step_summary *s = &r->s->step;
@@ -292,6 +316,7 @@ int table_json(const struct report *r, FILE *out)
 	processes(&w, r);
 	rows(&w, r);
 	marks_counters(&w, r);
+	copies(&w, r);
 	steps(&w, r);
 	jw_lit(&w, ",\n\"damaged\":");
 	jw_text(&w, r->damage ? "true" : "false");

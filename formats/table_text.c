@@ -109,6 +109,22 @@ static void category(const struct report *r, const struct report_cat *c, FILE *o
 	}
 }
 
+/* Bytes moved per kind of GPU copy or set, and the bandwidth they ran at. */
+static void copies(const struct report *r, FILE *out)
+{
+	char t[3][TEXTFMT_LEN];
+	size_t i;
+
+	fprintf(out, "\nGPU copies and sets\n%-16s  %10s %14s %10s %10s\n", "Kind", "Count",
+		"Bytes", "Total", "GB/s");
+	for (i = 0; i < r->s->ncopies; i++) {
+		const struct copy_row *x = &r->s->copies[i];
+		pad_name(out, r->m, x->name, 16);
+		fprintf(out, "  %10s %14s %10s %10.2f\n", fmt_count(t[0], x->count),
+			fmt_bytes(t[1], x->bytes), fmt_dur(t[2], x->total), copy_bandwidth(x));
+	}
+}
+
 static void memory(const struct report *r, FILE *out)
 {
 	char t[5][TEXTFMT_LEN];
@@ -272,6 +288,8 @@ int table_text(const struct report *r, FILE *out)
 	header(r, out);
 	for (i = 0; i < r->ncats; i++)
 		category(r, &r->cats[i], out);
+	if (r->show_copies)
+		copies(r, out);
 	if (r->show_memory) {
 		memory(r, out);
 		size_histogram(r, out);

@@ -177,6 +177,15 @@ static int filter(struct report *r, const char *path, char *err, size_t errlen)
 	return -1;
 }
 
+static int by_copy_time(const void *a, const void *b, void *arg)
+{
+	const struct copy_row *x = a, *y = b;
+
+	if (x->total != y->total)
+		return x->total > y->total ? -1 : 1;
+	return strcmp(model_str(arg, x->name, NULL), model_str(arg, y->name, NULL));
+}
+
 static void sections(struct report *r)
 {
 	const char *c = r->opt->category;
@@ -188,7 +197,11 @@ static void sections(struct report *r)
 	r->show_marks = r->s->nmarks > 0;
 	r->show_counters = r->s->nctrs > 0;
 	r->show_steps = r->s->nsteps > 0;
+	r->show_copies = r->s->ncopies > 0;
+	if (r->show_copies)
+		qsort_r(r->s->copies, r->s->ncopies, sizeof(*r->s->copies), by_copy_time, r->m);
 	if (c) {
+		r->show_copies &= !strcmp(c, "cuda_memcpy") || !strcmp(c, "cuda_memset");
 		r->show_memory &= !strcmp(c, "memory");
 		r->show_marks &= !strcmp(c, "mark");
 		r->show_counters &= !strcmp(c, "counter");

@@ -38,8 +38,10 @@ EXPORT void prof_range_push(const char *name)
 		return; /* too deep: counted so the matching pop stays balanced */
 	struct prof_thread *on = enter();
 	t->range_name[n] = on ? prof_intern(name) + 1 : 0; /* 0: not recorded */
-	t->depth++;
 	if (on) {
+		/* only a recorded range is a level: what is recorded inside an unrecorded one
+		 * must not be left to the next sibling's self time */
+		t->depth++;
 		t->range_t0[n] = prof_now();
 		t->busy = 0;
 	}
@@ -53,10 +55,12 @@ EXPORT void prof_range_pop(void)
 	uint32_t n = --t->nranges;
 	if (n >= PROF_MAX_RANGES)
 		return;
+	uint32_t name = t->range_name[n];
+	if (!name)
+		return;
 	if (t->depth)
 		t->depth--;
-	uint32_t name = t->range_name[n];
-	if (!name || !enter())
+	if (!enter())
 		return;
 	uint64_t now = prof_now();
 	prof_emit(t, PROF_CAT_USER, PROF_EV_COMPLETE, 0, name - 1, t->depth, t->range_t0[n], now,

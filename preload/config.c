@@ -15,6 +15,7 @@ void prof_config_defaults(struct prof_config *c)
 	c->dump_period_ms = 1000;
 	c->ring_bytes = PROF_DEFAULT_RING_BYTES;
 	c->stack_depth = PROF_DEFAULT_STACK_DEPTH;
+	c->cupti = 1;
 	strcpy(c->output, "profile");
 }
 
@@ -177,6 +178,15 @@ int prof_config_set(struct prof_config *c, const char *key, const char *value, c
 	}
 	if (!strcmp(key, "follow"))
 		return set_bool(&c->follow, key, value, err, errlen);
+	if (!strcmp(key, "cupti"))
+		return set_bool(&c->cupti, key, value, err, errlen);
+	if (!strcmp(key, "cuda")) {
+		int on;
+		if (parse_bool(value, &on))
+			return bad(err, errlen, key, value, "not a boolean (use 1 or 0)");
+		c->no_cuda = !on;
+		return 0;
+	}
 	if (!strcmp(key, "framework")) {
 		static const char *known[] = {"mxnet", "torch", "tensorflow", "onnxruntime", "auto"};
 		for (size_t i = 0; i < sizeof known / sizeof *known; i++)
@@ -197,7 +207,7 @@ int prof_config_set(struct prof_config *c, const char *key, const char *value, c
 		 "unknown setting '%s' (known: profile_all, profile_memory, profile_api, "
 		 "aggregate_stats, filename, continuous_dump, dump_period, output, ring_size, "
 		 "block, quiet, autostart, clock, trace_max_events, framework, follow, stack, "
-		 "stack_depth, stack_min_us)",
+		 "stack_depth, stack_min_us, cupti, cuda)",
 		 key);
 	return -1;
 }

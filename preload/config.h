@@ -33,6 +33,10 @@ struct prof_config {
 	int stack_mode;             /* enum prof_stack_mode */
 	uint32_t stack_depth;       /* native frames per stack (and Python frames) */
 	uint64_t stack_min_ns;      /* traced calls shorter than this get no stack */
+	int cupti;                  /* claim CUPTI for the GPU timeline (0: leave it to others) */
+	/* PROFILER_CUDA=0: CUDA's API calls not wrapped. 0 means on: dlsym can hand out
+	 * CUDA wrappers before libprof's constructor has read the settings. */
+	int no_cuda;
 };
 
 enum prof_stack_mode { PROF_STACK_OFF = 0, PROF_STACK_ALLOC = 1, PROF_STACK_ALL = 2 };

@@ -4,10 +4,17 @@
  * get their GOTs patched. dlsym finds RTLD_NEXT relative to its caller, so every path
  * that does not trace ends in a tail call to the real one (the caller stays the
  * program's code, not libprof). dlvsym is not wrapped: it is how libprof finds the real
- * dlsym. */
+ * dlsym.
+ *
+ * It also hands back CUDA's wrappers (cuda_getproc.c) for the names cuda_funcs.h lists:
+ * libcudart takes cuGetProcAddress_v2 from libcuda's handle this way, Triton
+ * cuLaunchKernelEx. Those lookups are not tail calls; for RTLD_DEFAULT that moves the
+ * scope searched to libprof's (the global one), where libprof's own definition of the
+ * name is found first either way. */
 #define _GNU_SOURCE
 #include <dlfcn.h>
 
+#include "cuda_api.h"
 #include "dl.h"
 #include "state.h"
 #include "trace.h"
@@ -49,10 +56,19 @@ static void *traced(const char *name, void *real)
 	return r;
 }
 
+__attribute__((noinline)) static void *cuda_lookup(void *handle, const char *name,
+						   const void *caller)
+{
+	void *p = prof_cuda_dlsym(name, real_dlsym(handle, name), caller);
+	return tracing(handle) ? traced(name, p) : p;
+}
+
 EXPORT __attribute__((optimize("optimize-sibling-calls"))) void *dlsym(void *handle, const char *name)
 {
 	if (!real_dlsym)
 		resolve();
+	if (unlikely(prof_cuda_maybe(name)) && handle != RTLD_NEXT && prof_cuda_wraps(name))
+		return cuda_lookup(handle, name, __builtin_return_address(0));
 	if (!tracing(handle))
 		return real_dlsym(handle, name); /* tail call */
 	return traced(name, real_dlsym(handle, name));

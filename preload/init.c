@@ -11,7 +11,9 @@
 #include <unistd.h>
 
 #include "alloc.h"
+#include "cupti.h"
 #include "launch.h"
+#include "nvtx.h"
 #include "stack.h"
 #include "state.h"
 #include "trace.h"
@@ -171,6 +173,8 @@ static int prof_start_session(int may_create)
 				atomic_fetch_add(&prof_session->forks_registered, 1);
 				unsetenv("PROFILER_SPAWNED");
 			}
+			/* the driver's cuInit then hands CUPTI to libprof */
+			prof_cupti_setup();
 			prof_trace_configure(getenv("PROFILER_TRACE"), prof_cfg.framework,
 					     prof_cfg.follow);
 			/* follow: nothing is recorded until the framework's profiler starts */
@@ -248,6 +252,9 @@ __attribute__((constructor(101))) static void prof_init(void)
 		prof_start_session(0);
 	else if (prof_cfg.autostart)
 		prof_start_session(1);
+	/* every NVTX instance in the process then finds libprof */
+	if (prof_proc)
+		prof_nvtx_setup();
 }
 
 __attribute__((destructor(101))) static void prof_fini(void)

@@ -40,4 +40,10 @@ if ! "$TFENV/bin/python" -c 'import tensorflow' 2>/dev/null; then
 	"$TFENV/bin/python" -c 'import tensorflow' 2>/dev/null ||
 		echo "install-deps: tensorflow could not be installed in $TFENV"
 fi
+# The CUDA 13 toolkit (headers, libcudart.so.13, libcupti.so.13) is part of this
+# project's machine image; the NVTX, CUDA and CUPTI tests build against it and say so
+# when it is missing.
+CUDA_DIR=${CUDA_HOME:-/usr/local/cuda}
+[ -f "$CUDA_DIR/include/nvtx3/nvToolsExt.h" ] ||
+	echo "install-deps: no CUDA toolkit at $CUDA_DIR (set CUDA_HOME): the NVTX/CUDA/CUPTI tests will fail"
 exit 0

@@ -1,0 +1,186 @@
+/* A CUDA program for the CUPTI case, with the fake libcupti.so.13 (fake_cupti.c) as its
+ * GPU. It plays the driver first: cuInit dlopens CUDA_INJECTION64_PATH and calls its
+ * InitializeInjection. Then two threads "launch" kernels and copies (the fake records
+ * them as CUPTI would, on streams 7 and 13) and the program synchronizes.
+ *
+ *   gpu_app MODE KERNELS     MODE: plain | late | destroy; KERNELS per thread
+ *   late     afterwards calls CUPTI's claiming functions through the PLT, as torch's
+ *            Kineto does when torch.profiler starts, then launches two more kernels
+ *   destroy  the context goes (cudart's teardown): the subscriber hears of it
+ *
+ * Built twice: -DLINKED links the fake (as PyTorch links libcupti); without it the
+ * program gets the fake only if libprof loaded it (then it prints cupti_loaded=0 and
+ * stops). Prints key=value lines. */
+#define _GNU_SOURCE
+#include <dlfcn.h>
+#include <pthread.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
+struct fake {
+	uint32_t (*launch)(const char *kernel, uint32_t stream, uint64_t dur);
+	uint32_t (*memcpy)(int kind, uint64_t bytes, uint32_t stream, uint64_t dur);
+	uint32_t (*memset)(uint64_t bytes, uint32_t stream, uint64_t dur);
+	void (*synchronize)(void);
+	void (*destroy_context)(void);
+	unsigned long (*calls)(void);
+	unsigned long (*undelivered)(void);
+};
+
+#ifdef LINKED
+uint32_t fake_cupti_launch(const char *kernel, uint32_t stream, uint64_t dur);
+uint32_t fake_cupti_memcpy(int kind, uint64_t bytes, uint32_t stream, uint64_t dur);
+uint32_t fake_cupti_memset(uint64_t bytes, uint32_t stream, uint64_t dur);
+void fake_cupti_synchronize(void);
+void fake_cupti_destroy_context(void);
+unsigned long fake_cupti_calls(void);
+unsigned long fake_cupti_undelivered(void);
+/* CUPTI's claiming functions, as cupti.h declares them (enums and handles as ints and
+ * pointers) */
+int cuptiSubscribe(void **subscriber, void (*fn)(void *, int, uint32_t, const void *),
+		   void *userdata);
+int cuptiActivityRegisterCallbacks(void (*request)(uint8_t **, size_t *, size_t *),
+				   void (*complete)(void *, uint32_t, uint8_t *, size_t, size_t));
+int cuptiActivityEnable(int kind);
+int cuptiActivityDisable(int kind);
+int cuptiFinalize(void);
+
+static int get_fake(struct fake *f)
+{
+	*f = (struct fake){fake_cupti_launch, fake_cupti_memcpy, fake_cupti_memset,
+			   fake_cupti_synchronize, fake_cupti_destroy_context, fake_cupti_calls,
+			   fake_cupti_undelivered};
+	return 0;
+}
+#else
+static int get_fake(struct fake *f)
+{
+	void *h = dlopen("libcupti.so.13", RTLD_NOW | RTLD_NOLOAD);
+	if (!h)
+		return -1;
+	*(void **)&f->launch = dlsym(h, "fake_cupti_launch");
+	*(void **)&f->memcpy = dlsym(h, "fake_cupti_memcpy");
+	*(void **)&f->memset = dlsym(h, "fake_cupti_memset");
+	*(void **)&f->synchronize = dlsym(h, "fake_cupti_synchronize");
+	*(void **)&f->destroy_context = dlsym(h, "fake_cupti_destroy_context");
+	*(void **)&f->calls = dlsym(h, "fake_cupti_calls");
+	*(void **)&f->undelivered = dlsym(h, "fake_cupti_undelivered");
+	return f->launch && f->undelivered ? 0 : -1;
+}
+#endif
+
+#define MEMCPY_HTOD 1
+#define MEMCPY_DTOH 2
+
+static struct fake gpu;
+static long kernels;
+
+static int mapped(const char *name)
+{
+	char line[4096];
+	int found = 0;
+	FILE *f = fopen("/proc/self/maps", "r");
+	while (f && fgets(line, sizeof line, f))
+		found |= strstr(line, name) != NULL;
+	if (f)
+		fclose(f);
+	return found;
+}
+
+/* What cuInit does with CUDA_INJECTION64_PATH. */
+static void driver_init(void)
+{
+	const char *path = getenv("CUDA_INJECTION64_PATH");
+	printf("injection=%s\n", path ? "set" : "none");
+	if (!path)
+		return;
+	void *h = dlopen(path, RTLD_NOW);
+	int (*init)(void) = h ? (int (*)(void))dlsym(h, "InitializeInjection") : NULL;
+	printf("initialize_injection=%d\n", init ? init() : -1);
+}
+
+static void *second_thread(void *arg)
+{
+	(void)arg;
+	printf("tid_second=%ld\n", (long)syscall(SYS_gettid));
+	for (long i = 0; i < kernels; i++)
+		gpu.launch("_Z4gemmILi128EEvPKfS1_Pf", 13, 30000);
+	gpu.memset(65536, 13, 8000);
+	return NULL;
+}
+
+#ifdef LINKED
+static void kineto_request(uint8_t **buffer, size_t *size, size_t *max)
+{
+	*buffer = NULL;
+	*size = *max = 0;
+}
+
+static void kineto_complete(void *ctx, uint32_t stream, uint8_t *buffer, size_t size,
+			    size_t valid)
+{
+	(void)ctx, (void)stream, (void)buffer, (void)size, (void)valid;
+	printf("kineto_got_a_buffer=1\n");
+}
+
+static void kineto_callback(void *user, int domain, uint32_t cbid, const void *data)
+{
+	(void)user, (void)domain, (void)cbid, (void)data;
+}
+
+/* torch.profiler starting: Kineto claims CUPTI. */
+static void kineto_starts(void)
+{
+	void *sub = NULL;
+	printf("late_subscribe=%d\n", cuptiSubscribe(&sub, kineto_callback, NULL));
+	printf("late_callbacks=%d\n",
+	       cuptiActivityRegisterCallbacks(kineto_request, kineto_complete));
+	printf("late_enable=%d\n", cuptiActivityEnable(10));
+	printf("late_disable=%d\n", cuptiActivityDisable(10));
+	printf("late_finalize=%d\n", cuptiFinalize());
+}
+#endif
+
+int main(int argc, char **argv)
+{
+	const char *mode = argc > 1 ? argv[1] : "plain";
+	kernels = argc > 2 ? strtol(argv[2], NULL, 0) : 10;
+	printf("pid=%d\ntid_main=%ld\n", (int)getpid(), (long)syscall(SYS_gettid));
+	driver_init();
+	if (get_fake(&gpu)) {
+		printf("cupti_loaded=0\ncupti_mapped=%d\n", mapped("libcupti"));
+		return 0;
+	}
+	printf("cupti_loaded=1\ncalls_after_init=%lu\n", gpu.calls());
+	pthread_t th;
+	if (pthread_create(&th, NULL, second_thread, NULL))
+		return 99;
+	for (long i = 0; i < kernels; i++) {
+		gpu.launch("_Z6vecAddPfS_S_i", 7, 20000);
+		if (i < 3)
+			gpu.memcpy(MEMCPY_HTOD, 1 << 20, 7, 100000);
+		if (i < 2)
+			gpu.memcpy(MEMCPY_DTOH, 4096, 7, 4000);
+	}
+	pthread_join(th, NULL);
+	gpu.synchronize();
+	if (!strcmp(mode, "late")) {
+#ifdef LINKED
+		kineto_starts();
+#endif
+		gpu.launch("_Z5afterv", 7, 10000);
+		gpu.launch("_Z5afterv", 7, 10000);
+		gpu.synchronize();
+	}
+	if (!strcmp(mode, "destroy")) {
+		gpu.destroy_context();
+		printf("undelivered_after_destroy=%lu\n", gpu.undelivered());
+	}
+	printf("cupti_mapped=%d\n", mapped("libcupti"));
+	fflush(stdout);
+	return 0;
+}
