@@ -57,9 +57,10 @@ $(BUILD)/obj/%.o: %.c $(wildcard include/*.h formats/*.h preload/*.h collector/*
 	@echo "  CC $<"
 	@$(CC) $(CFLAGS) $(XCFLAGS) -c $< -o $@
 
-$(LIB): $(call libobj,$(PRELOAD_SRC))
+$(LIB): $(call libobj,$(PRELOAD_SRC)) preload/libprof.map
 	@echo "  LD $@"
-	@$(CC) -shared -o $@ $^ $(PRELOAD_SAN) -ldl -lpthread -Wl,--version-script=preload/libprof.map
+	@$(CC) -shared -o $@ $(filter %.o,$^) $(PRELOAD_SAN) -ldl -lpthread \
+	  -Wl,--version-script=preload/libprof.map
 
 $(CORE): $(call obj,$(CORE_SRC))
 	@rm -f $@
@@ -107,6 +108,13 @@ asan: deps
 bench: all
 	@$(MAKE) --no-print-directory -C bench BUILD=$(abspath $(BUILD))
 	@BUILD=$(abspath $(BUILD)) $(PYTHON) bench/run.py
+
+#   make perf-check  libprof's overhead on a bundled workload against PERF_BASE (default
+#                    HEAD~1), both builds measured here; exit 1 when libprof got slower
+PERF_BASE ?= HEAD~1
+.PHONY: perf-check
+perf-check: all
+	@scripts/perf-check --self $(PERF_BASE)
 
 install: all
 	install -d $(DESTDIR)$(PREFIX)/lib $(DESTDIR)$(PREFIX)/bin $(DESTDIR)$(PREFIX)/include

@@ -76,3 +76,18 @@ int args_parse(const char *cmd, int argc, char **argv, void (*help)(void), arg_o
 		return arg_error(cmd, "no capture file given (see %s --help)", cmd);
 	return 0;
 }
+
+int arg_save(const char *cmd, const char *path, const char *buf, size_t len)
+{
+	FILE *f = fopen(path, "w");
+
+	if (!f)
+		return arg_error(cmd, "%s: %m", path);
+	if (fwrite(buf, 1, len, f) != len) {
+		fclose(f);
+		return arg_error(cmd, "writing %s: %m", path);
+	}
+	if (fclose(f))
+		return arg_error(cmd, "writing %s: %m", path);
+	return 0;
+}

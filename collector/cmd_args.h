@@ -2,6 +2,7 @@
 #ifndef PROF_COLLECTOR_CMD_ARGS_H
 #define PROF_COLLECTOR_CMD_ARGS_H
 
+#include <stddef.h>
 #include <stdint.h>
 
 /* Whether argv[*i] is option name, given as "name VALUE" or "name=VALUE"; on a match
@@ -12,6 +13,9 @@ int arg_number(const char *v, uint64_t min, uint64_t max, uint64_t *out);
 
 /* "CMD: message" on stderr; returns 2, the exit status of bad usage. */
 int arg_error(const char *cmd, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+/* Writes buf to path (outputs are made in memory first, so an unusable input leaves no
+ * empty file behind). 0, or 2 after one "cmd: ..." line. */
+int arg_save(const char *cmd, const char *path, const char *buf, size_t len);
 
 typedef int (*arg_option_fn)(int argc, char **argv, int *i, void *ctx);
 

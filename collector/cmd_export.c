@@ -148,17 +148,7 @@ static char *default_out(const char *capture)
 
 static int save(const char *path, const char *buf, size_t len)
 {
-	FILE *f = fopen(path, "w");
-
-	if (!f)
-		return bad("%s: %m", path);
-	if (fwrite(buf, 1, len, f) != len) {
-		fclose(f);
-		return bad("writing %s: %m", path);
-	}
-	if (fclose(f))
-		return bad("writing %s: %m", path);
-	return 0;
+	return arg_save("prof export", path, buf, len);
 }
 
 /* Folded stacks go to memory first when OUT is a file, so an unusable capture (or one

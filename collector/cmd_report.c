@@ -138,16 +138,9 @@ static int parse(int argc, char **argv, struct report_args *a)
 	return args_parse("prof report", argc, argv, help, option_cb, a, &a->capture);
 }
 
-/* Tables go to memory first, so an unusable capture leaves no empty OUT behind. */
 static int save(const char *path, const char *buf, size_t len)
 {
-	FILE *f = fopen(path, "w");
-
-	if (!f)
-		return bad("%s: %m", path);
-	if (fwrite(buf, 1, len, f) != len || fclose(f))
-		return bad("writing %s: %m", path);
-	return 0;
+	return arg_save("prof report", path, buf, len);
 }
 
 int cmd_report(int argc, char **argv)

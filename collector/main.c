@@ -4,8 +4,6 @@
 
 #include "commands.h"
 
-#define PROF_VERSION "0.1.0"
-
 static void usage(FILE *f)
 {
 	fprintf(f,
@@ -15,6 +13,8 @@ static void usage(FILE *f)
 		"                                     PREFIX.txt, PREFIX.prof)\n"
 		"  report FILE.prof [options]         print the tables again from a raw capture\n"
 		"  export FILE.prof -o OUT.json       make the Chrome trace again\n"
+		"  summary INPUT... -o BASE.json      a compact summary of runs, for a baseline\n"
+		"  diff BASE CUR [options]            compare runs: regressions, exit status 1\n"
 		"  collect --session SID              (internal) the collector of a session\n"
 		"\n"
 		"Without prof record: PROFILER_AUTOSTART=1 LD_PRELOAD=/path/libprof.so cmd args\n"
@@ -42,6 +42,10 @@ int main(int argc, char **argv)
 		return cmd_report(argc - 1, argv + 1);
 	if (!strcmp(cmd, "export"))
 		return cmd_export(argc - 1, argv + 1);
+	if (!strcmp(cmd, "summary"))
+		return cmd_summary(argc - 1, argv + 1);
+	if (!strcmp(cmd, "diff"))
+		return cmd_diff(argc - 1, argv + 1);
 	if (!strcmp(cmd, "collect"))
 		return cmd_collect(argc - 1, argv + 1);
 	fprintf(stderr, "prof: unknown command '%s' (see prof --help)\n", cmd);

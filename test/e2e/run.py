@@ -1083,6 +1083,19 @@ def record_usage_errors(c):
 # 10. prof report / export
 
 
+@case
+def range_pushed_while_paused(c):
+    r, t = profile(c, [c.prog("paused_range")])
+    inner, sib = t.select("X", "inner", "user"), t.select("X", "sibling", "user")
+    eq((len(inner), len(sib)), (1, 1), "recorded ranges")
+    eq(t.select("X", "unrecorded outer", "user"), [], "the range pushed while paused")
+    rep = c.report_json(c.path("profile.prof"))
+    row = report_row(rep, "user", "sibling")
+    eq(row["self_ns"], row["total_ns"], "the sibling's self time (nothing nested in it)")
+    row = report_row(rep, "user", "inner")
+    eq(row["self_ns"], row["total_ns"], "inner's self time")
+
+
 def ranges_capture(c, threads=2, reps=20, shorts=50):
     r, t = profile(c, [c.prog("ranges"), threads, reps, shorts])
     return r, t, c.path("profile.prof")
@@ -2502,6 +2515,590 @@ def torch_memory_columns_match_profile_memory(c):
 
 
 # ---------------------------------------------------------------------------------------
+# CUDA runtime and driver API calls (category cuda_api; preload/cuda_api.c,
+# cuda_getproc.c), with no GPU: a fake libcuda.so.1 and libcudart.so.13 built here from
+# test/e2e/cuda with the toolkit's headers, and the real libcudart.so.13 with no driver
+
+CUDA_SRC = os.path.join(ROOT, "test", "e2e", "cuda")
+
+
+def cuda_home():
+    home = os.environ.get("CUDA_HOME") or "/usr/local/cuda"
+    for need in ("include/cuda.h", "include/cuda_runtime_api.h", "lib64/libcudart.so.13"):
+        if not os.path.exists(os.path.join(home, need)):
+            raise Fail("the CUDA tests need the CUDA 13 toolkit (headers and libcudart.so.13): "
+                       "no %s under %s; install it at /usr/local/cuda or set CUDA_HOME"
+                       % (need, home))
+    return home
+
+
+def build_cuda_programs():
+    """BIN/cuda: lib/ (fake libcuda.so.1 and libcudart.so.13), lib-symbolic/ (the same
+    libcuda linked -Bsymbolic: its table of entry points holds its own functions, not the
+    global definitions, libprof's), and the programs. Returns a dict of paths."""
+    home = cuda_home()
+    out = os.path.join(BIN, "cuda")
+    p = {"lib": os.path.join(out, "lib"), "lib_symbolic": os.path.join(out, "lib-symbolic"),
+         "rt": os.path.join(out, "cuda_rt"), "drv": os.path.join(out, "cuda_drv"),
+         "drv_dl": os.path.join(out, "cuda_drv_dl"), "real": os.path.join(out, "cuda_real"),
+         "home": home}
+    for d in (p["lib"], p["lib_symbolic"]):
+        os.makedirs(d, exist_ok=True)
+    cuda, cudart = os.path.join(p["lib"], "libcuda.so.1"), os.path.join(p["lib"], "libcudart.so.13")
+    cuda_sym = os.path.join(p["lib_symbolic"], "libcuda.so.1")
+    cudart_sym = os.path.join(p["lib_symbolic"], "libcudart.so.13")
+    made = [cuda, cudart, cuda_sym, cudart_sym, p["rt"], p["drv"], p["drv_dl"], p["real"]]
+    srcs = [os.path.join(CUDA_SRC, n) for n in os.listdir(CUDA_SRC)]
+    if all(os.path.exists(f) and all(os.path.getmtime(s) <= os.path.getmtime(f) for s in srcs)
+           for f in made):
+        return p
+    cc = os.environ.get("CC", "cc")
+    src = lambda n: os.path.join(CUDA_SRC, n)
+    base = [cc, "-O1", "-g", "-Wall", "-I", os.path.join(home, "include")]
+    so = base + ["-fPIC", "-shared"]
+    for cmd in (
+        so + ["-Wl,-soname,libcuda.so.1", "-o", cuda, src("fake_cuda.c")],
+        so + ["-Wl,-soname,libcuda.so.1", "-Wl,-Bsymbolic", "-o", cuda_sym, src("fake_cuda.c")],
+        so + ["-Wl,-soname,libcudart.so.13", "-Wl,--version-script=" + src("fake_cudart.map"),
+              "-o", cudart, src("fake_cudart.c"), "-ldl", "-lpthread"],
+        base + ["-o", p["rt"], src("cuda_rt.c"), cudart, "-ldl"],
+        base + ["-o", p["drv"], src("cuda_drv.c"), cuda, "-ldl"],
+        base + ["-DUSE_DLOPEN", "-o", p["drv_dl"], src("cuda_drv.c"), "-ldl"],
+        base + ["-o", p["real"], src("cuda_real.c"), os.path.join(home, "lib64", "libcudart.so.13"),
+                "-Wl,-rpath," + os.path.join(home, "lib64"), "-ldl"],
+    ):
+        r = subprocess.run(cmd, capture_output=True, text=True)
+        check(r.returncode == 0, "cannot build %s: %s" % (cmd[cmd.index("-o") + 1], r.stderr))
+    shutil.copy2(cudart, cudart_sym)
+    return p
+
+
+def read_capture(path):
+    """The events of a raw capture (docs/FORMATS.md), with every field: a list of dicts
+    (pid, tid, t0, t1, a, b, c, depth, type, flags, name, cat), names resolved. The zstd
+    frames are decompressed with libzstd (what prof links) through ctypes."""
+    import ctypes
+    import ctypes.util
+    z = ctypes.CDLL(ctypes.util.find_library("zstd") or "libzstd.so.1")
+    z.ZSTD_decompress.restype = ctypes.c_size_t
+    z.ZSTD_decompress.argtypes = [ctypes.c_void_p, ctypes.c_size_t, ctypes.c_char_p,
+                                  ctypes.c_size_t]
+    z.ZSTD_isError.argtypes = [ctypes.c_size_t]
+    with open(path, "rb") as f:
+        data = f.read()
+    check(data[:8] == b"LIBPROF\0", "%s: not a capture" % path)
+    strings, cats, raw_events = {}, {}, []
+    off = 16
+    while off + 16 <= len(data):
+        magic, clen, rlen, _ = struct.unpack_from("<IIII", data, off)
+        check(magic == 0x3146504c, "%s: bad frame magic at %d" % (path, off))
+        buf = ctypes.create_string_buffer(max(rlen, 1))
+        n = z.ZSTD_decompress(buf, rlen, data[off + 16:off + 16 + clen], clen)
+        check(not z.ZSTD_isError(n) and n == rlen, "%s: frame at %d does not decompress"
+              % (path, off))
+        off += 16 + clen
+        raw, p = buf.raw[:rlen], 0
+        while p + 8 <= len(raw):
+            typ, ln = struct.unpack_from("<II", raw, p)
+            pay = raw[p + 8:p + 8 + ln]
+            p += 8 + ((ln + 7) & ~7)
+            if typ in (5, 6):  # CAP_STRING, CAP_CATEGORY
+                pid, i = struct.unpack_from("<II", pay)
+                (strings if typ == 5 else cats)[(pid, i)] = pay[8:].decode(errors="replace")
+            elif typ == 7:  # CAP_EVENTS
+                pid, tid, count, _ = struct.unpack_from("<IIII", pay)
+                for k in range(count):
+                    v = struct.unpack_from("<QQQQQIBBBB", pay, 16 + 48 * k)
+                    raw_events.append((pid, tid, v))
+    out = []
+    for pid, tid, (t0, t1, a, b, c, name, cat, typ, flags, depth) in raw_events:
+        out.append({"pid": pid, "tid": tid, "t0": t0, "t1": t1, "a": a, "b": b, "c": c,
+                    "depth": depth, "type": typ, "flags": flags,
+                    "name": strings.get((pid, name)), "cat": cats.get((pid, cat))})
+    return out
+
+
+def cuda_calls(c, capture="profile.prof"):
+    """The interposed calls of a capture (cuda_api complete events without flags; CUPTI's
+    API records have theirs), in start order per thread."""
+    evs = [e for e in read_capture(c.path(capture))
+           if e["cat"] == "cuda_api" and e["type"] == 1 and not e["flags"]]
+    return sorted(evs, key=lambda e: (e["pid"], e["tid"], e["t0"], -e["t1"]))
+
+
+def cuda_fake_counts(r):
+    """{name: calls} the fake libraries counted themselves (counts_rt / counts_drv lines)."""
+    counts = {}
+    for line in r.out.splitlines():
+        if line.startswith("counts_"):
+            for tok in line.split()[1:]:
+                k, v = tok.split("=")
+                counts[k] = int(v)
+    check(counts, "the program printed no counts: %r" % r)
+    return counts
+
+
+def cuda_exports():
+    """The CUDA names libprof.so exports (its wrappers)."""
+    out = subprocess.run(["nm", "-D", "--defined-only", Setup.lib], capture_output=True,
+                         text=True).stdout
+    names = {l.split()[-1] for l in out.splitlines() if l.strip()}
+    return {n for n in names if re.match(r"^(cuda|__cuda|cu[A-Z])", n)}
+
+
+def cuda_check_counts(c, r, how, wrapped):
+    """The cuda_api rows of the report are exactly the calls the fakes counted, for the
+    functions libprof wraps; the others (cuDriverGetVersion, cuDeviceGet, the 32-bit
+    cuMemAlloc) have no row. The program saw every result it expected."""
+    eq(r.kv("bad"), ["0"], "%s: calls that returned something unexpected" % how)
+    rep = c.report_json(c.path("profile.prof"), "--category", "cuda_api")
+    got = {x["name"]: x["count"] for x in rep["rows"] if x.get("category") == "cuda_api"}
+    counts = cuda_fake_counts(r)
+    want = {k: v for k, v in counts.items() if v and k in wrapped}
+    eq(got, want, "%s: cuda_api rows vs the calls the fake libraries counted" % how)
+    return counts
+
+
+def cuda_parent(calls, e):
+    """The innermost call e lies in (same thread, one level up), or None."""
+    best = None
+    for o in calls:
+        if (o is not e and o["pid"] == e["pid"] and o["tid"] == e["tid"] and
+                o["t0"] <= e["t0"] and e["t1"] <= o["t1"] and o["depth"] < e["depth"] and
+                (best is None or o["depth"] > best["depth"])):
+            best = o
+    return best
+
+
+@case
+def cuda_runtime_over_fake_driver(c):
+    # the fake runtime reaches the fake driver the real one's way (dlopen, dlsym of
+    # cuGetProcAddress_v2, the self-query, lookups by version): every runtime call and
+    # every driver call it makes is one event, the driver's nested in the runtime's
+    p = build_cuda_programs()
+    wrapped = cuda_exports()
+    rounds = 4
+    parents = {"cuMemAlloc_v2": {"cudaMalloc"}, "cuMemFree_v2": {"cudaFree"},
+               "cuMemcpyHtoD_v2": {"cudaMemcpy"}, "cuMemcpyDtoH_v2": {"cudaMemcpy"},
+               "cuLaunchKernel": {"cudaLaunchKernel", "__cudaLaunchKernel"},
+               "cuLaunchKernel_ptsz": {"cudaLaunchKernel_ptsz"},
+               "cuCtxSynchronize_v2": {"cudaDeviceSynchronize"},
+               # the runtime starts the driver inside its first call
+               "cuInit": {"cudaMalloc"}, "cuGetProcAddress_v2": {"cudaMalloc"}}
+    for lib in ("lib", "lib_symbolic"):
+        how = "cuda_rt over %s" % os.path.basename(p[lib])
+        r, t = profile(c, [p["rt"], "basic", rounds], env={"LD_LIBRARY_PATH": p[lib]})
+        t.wellformed()
+        counts = cuda_check_counts(c, r, how, wrapped)
+        eq(counts["cudaLaunchKernel"], rounds, "%s: launches made" % how)
+        calls = cuda_calls(c)
+        eq(len(t.select("X", cat="cuda_api")), len(calls), "%s: trace vs capture events" % how)
+        for e in calls:
+            parent = cuda_parent(calls, e)
+            if e["name"] in parents:
+                check(parent and parent["name"] in parents[e["name"]] and
+                      e["depth"] == parent["depth"] + 1,
+                      "%s: %s not directly inside %s: %r in %r"
+                      % (how, e["name"], "/".join(sorted(parents[e["name"]])), e, parent))
+            else:
+                check(parent is None, "%s: %s nested in %r" % (how, e["name"], parent))
+        # results: only cudaFree(0) failed, and the driver call under it
+        failed = sorted((e["name"], e["b"]) for e in calls if e["b"])
+        eq(failed, [("cuMemFree_v2", 1), ("cudaFree", 1)], "%s: calls with a nonzero result"
+           % how)
+        ids = [e["a"] for e in calls]
+        check(all(ids) and len(set(ids)) == len(ids), "%s: correlation ids not distinct: %r"
+              % (how, ids))
+        eq(ids, sorted(ids), "%s: correlation ids in call order" % how)
+
+
+@case
+def cuda_driver_entry_points(c):
+    # pointers from cudaGetDriverEntryPoint[ByVersion] are wrapped and named after the
+    # driver function they are (cuMemAlloc_v2 for ("cuMemAlloc", 3020), cuLaunchKernel_ptsz
+    # when per-thread is asked for); the getter handed out keeps wrapping; the 32-bit
+    # cuMemAlloc (version 2000) and unlisted functions are handed back as they are
+    p = build_cuda_programs()
+    wrapped = cuda_exports()
+    for lib in ("lib", "lib_symbolic"):
+        how = "cuda_rt entry over %s" % os.path.basename(p[lib])
+        r, t = profile(c, [p["rt"], "entry"], env={"LD_LIBRARY_PATH": p[lib]})
+        counts = cuda_check_counts(c, r, how, wrapped)
+        eq((counts["cuMemAlloc"], counts["cuDeviceGet"]), (1, 1),
+           "%s: calls of unwrapped pointers (made, not recorded)" % how)
+        names = {e["name"] for e in cuda_calls(c)}
+        check({"cuMemAlloc_v2", "cuLaunchKernel_ptsz", "cuCtxSynchronize_v2"} <= names,
+              "%s: driver calls through the pointers: %r" % (how, sorted(names)))
+
+
+@case
+def cuda_driver_linked_and_dlopened(c):
+    # -lcuda: calls through the PLT, and cuGetProcAddress through it. Triton's way:
+    # dlsym(dlopen("libcuda.so.1"), "cuLaunchKernelEx"); TensorFlow's: dlsym from a
+    # libcudart handle. dlsym(RTLD_DEFAULT) still finds nothing where nothing global
+    # defines the name (libprof's own definitions do not count).
+    p = build_cuda_programs()
+    wrapped = cuda_exports()
+    for lib in ("lib", "lib_symbolic"):
+        env = {"LD_LIBRARY_PATH": p[lib]}
+        how = "cuda_drv (linked) over %s" % os.path.basename(p[lib])
+        r, t = profile(c, [p["drv"]], env=env)
+        cuda_check_counts(c, r, how, wrapped)
+        frees = sorted(e["b"] for e in cuda_calls(c) if e["name"] == "cuMemFree_v2")
+        eq(frees, [0, 1], "%s: cuMemFree_v2 results" % how)
+        how = "cuda_drv_dl over %s" % os.path.basename(p[lib])
+        r, t = profile(c, [p["drv_dl"]], env=env)
+        eq(r.kv("default_cudaMalloc") + r.kv("default_cuLaunchKernel"), ["0", "0"],
+           "%s: dlsym(RTLD_DEFAULT) of names only libprof defines" % how)
+        counts = cuda_check_counts(c, r, how, wrapped)
+        eq(counts["cuLaunchKernelEx"], 3, "%s: launches made" % how)
+        calls = cuda_calls(c)
+        alloc = [e for e in calls if e["name"] == "cuMemAlloc_v2"]
+        check(len(alloc) == 1 and (cuda_parent(calls, alloc[0]) or {}).get("name") == "cudaMalloc",
+              "%s: cuMemAlloc_v2 not inside the cudaMalloc from a handle: %r" % (how, alloc))
+
+
+@case
+def cuda_real_runtime(c):
+    # the real libcudart.so.13, with no driver (or whichever this machine has): each
+    # wrapper fires once and carries the code the runtime returned, which the program
+    # sees unchanged. Then over the fake driver: the driver functions the real runtime
+    # fetches (its dlsym of cuGetProcAddress_v2 from libcuda's handle, the self-query,
+    # lookups by version) are recorded inside its calls, as many as the fake counted.
+    p = build_cuda_programs()
+    wrapped = cuda_exports()
+    for lib in (None, p["lib"]):
+        # a real driver would start CUPTI, whose API records then stand for these calls
+        env = {"LD_LIBRARY_PATH": lib, "PROFILER_CUPTI": "0"}
+        how = "real libcudart over %s" % (lib and "the fake driver" or "this machine's driver")
+        bare = c.run([p["real"]], env=env, preload=False, autostart=False)
+        r, t = profile(c, [p["real"]], env=env)
+        eq(r.out, bare.out, "%s: the program's output with libprof vs without" % how)
+        codes = {k[3:]: int(v) for k, v in re.findall(r"^(rc_\w+)=(-?\d+)$", r.out, re.M)}
+        check(len(codes) == 6, "%s: result lines: %r" % (how, r))
+        calls = cuda_calls(c)
+        runtime = [e for e in calls if e["name"] in codes]
+        eq({e["name"]: e["b"] for e in runtime}, codes, "%s: results recorded vs printed" % how)
+        eq(len(runtime), len(codes), "%s: runtime calls recorded" % how)
+        driver = [e for e in calls if e["name"] not in codes]
+        for e in driver:
+            parent = cuda_parent(calls, e)
+            check(parent and parent["name"] in codes, "%s: driver call %s outside the "
+                  "runtime's calls (in %r)" % (how, e["name"], parent))
+        if lib is None:
+            if r.kv("devices") == ["-1"]:
+                c.note("no driver: cudaGetDeviceCount returned %d" % codes["cudaGetDeviceCount"])
+            continue
+        counts = cuda_fake_counts(r)
+        got = {}
+        for e in driver:
+            got[e["name"]] = got.get(e["name"], 0) + 1
+        eq(got, {k: v for k, v in counts.items() if v and k in wrapped},
+           "%s: driver calls recorded vs counted by the fake" % how)
+        check(got.get("cuGetProcAddress_v2"), "%s: the runtime's lookups were not seen" % how)
+    # every CUDA name libprof exports is a real export of the runtime or the driver
+    names = set()
+    for lib in (os.path.join(p["home"], "lib64", "libcudart.so.13"),
+                os.path.join(p["home"], "lib64", "stubs", "libcuda.so")):
+        out = subprocess.run(["nm", "-D", "--defined-only", lib], capture_output=True,
+                             text=True).stdout
+        names |= {l.split()[-1].split("@")[0] for l in out.splitlines() if l.strip()}
+    odd = sorted(n for n in wrapped if n not in names)
+    eq(odd, [], "libprof's CUDA exports that neither libcudart.so.13 nor libcuda exports")
+
+
+@case
+def cuda_off_and_programs_without_cuda(c):
+    # PROFILER_CUDA=0: calls pass through unrecorded. A program with no CUDA: nothing
+    # about CUDA anywhere (no category, no name, no message)
+    p = build_cuda_programs()
+    r, t = profile(c, [p["rt"], "basic", 2], env={"LD_LIBRARY_PATH": p["lib"],
+                                                  "PROFILER_CUDA": "0"})
+    eq(r.kv("bad"), ["0"], "PROFILER_CUDA=0: unexpected results")
+    eq(cuda_fake_counts(r)["cudaMalloc"], 2, "PROFILER_CUDA=0: cudaMalloc calls made")
+    eq(t.select(cat="cuda_api"), [], "PROFILER_CUDA=0: cuda_api events")
+    r = c.run([c.prog("basic"), "3", "1000", "exit:0"], env={"PROFILER_OUTPUT": "plain"})
+    check(r.rc == 0, "basic: %r" % r)
+    c.outputs("plain")
+    texts = {"stderr": r.err, "stdout": r.out}
+    for ext in (".json", ".txt"):
+        texts["plain" + ext] = read_text(c.path("plain" + ext))
+    texts["capture names"] = " ".join(str(e["name"]) + " " + str(e["cat"])
+                                      for e in read_capture(c.path("plain.prof")))
+    for what, text in texts.items():
+        text = text.replace(c.root, "").replace(BIN, "")
+        check("cuda" not in text.lower(), "%s mentions CUDA: %s" % (
+            what, text[max(0, text.lower().find("cuda") - 200):][:400]))
+
+
+# ---------------------------------------------------------------------------------------
+# CUPTI: GPU kernels, copies and sets on the timeline, from a fake libcupti.so.13 built
+# against the real CUDA 13 headers (no GPU needed); the program plays the driver's cuInit
+
+CUPTI_SRC = os.path.join(ROOT, "test", "e2e", "cupti")
+GPU_TID_BASE = 0x40000000
+VECADD = "vecAdd(float*, float*, float*, int)"  # _Z6vecAddPfS_S_i, demangled
+GEMM = "void gemm<128>(float const*, float const*, float*)"  # _Z4gemmILi128EEvPKfS1_Pf
+
+
+def cupti_include():
+    """The include directory holding cupti.h: the CUDA toolkit's (CUDA_HOME or
+    /usr/local/cuda, in include/ or extras/CUPTI/include/), else the PyPI wheel
+    nvidia-cuda-cupti's (nvidia/cu13/include)."""
+    cands = []
+    for d in (os.environ.get("CUDA_HOME"), "/usr/local/cuda"):
+        if d:
+            cands += [os.path.join(d, "include"), os.path.join(d, "extras", "CUPTI", "include")]
+    cands += [os.path.join(p, "nvidia", "cu13", "include") for p in sys.path if p]
+    for d in cands:
+        if os.path.exists(os.path.join(d, "cupti_activity.h")):
+            return d
+    raise Fail("the CUPTI tests need CUDA 13's CUPTI headers (cupti_activity.h): not in %s; "
+               "install the CUDA toolkit at /usr/local/cuda (or set CUDA_HOME), or the PyPI "
+               "package nvidia-cuda-cupti" % ", ".join(cands[:3]))
+
+
+def build_cupti_programs():
+    """BIN/cupti: the fake libcupti.so.13, gpu_app linked with it (as PyTorch links CUPTI)
+    and gpu_app_dl (finds it only if libprof loads it), no_cuda; and layout, whose
+    compilation checks libprof's mirror of CUPTI's ABI against the real headers."""
+    inc = cupti_include()
+    out = os.path.join(BIN, "cupti")
+    os.makedirs(out, exist_ok=True)
+    src = lambda n: os.path.join(CUPTI_SRC, n)
+    fake = os.path.join(out, "libcupti.so.13")
+    bins = {n: os.path.join(out, n) for n in ("gpu_app", "gpu_app_dl", "no_cuda", "layout")}
+    deps = ([src(n) for n in os.listdir(CUPTI_SRC)] +
+            [os.path.join(ROOT, "preload", "cupti_abi.h")])
+    if all(os.path.exists(f) and all(os.path.getmtime(d) <= os.path.getmtime(f) for d in deps)
+           for f in [fake] + list(bins.values())):
+        return out, bins
+    cc = os.environ.get("CC", "cc")
+    flags = ["-O1", "-g", "-Wall", "-Wextra", "-Werror"]
+    cmds = [
+        [cc] + flags + ["-I", inc, "-I", os.path.join(ROOT, "preload"), "-o", bins["layout"],
+                        src("layout.c")],
+        [cc] + flags + ["-fPIC", "-shared", "-Wl,-Bsymbolic", "-Wl,-soname,libcupti.so.13",
+                        "-Wl,--version-script=" + src("fake_cupti.map"), "-I", inc, "-o", fake,
+                        src("fake_cupti.c"), "-pthread"],
+        [cc] + flags + ["-DLINKED", "-o", bins["gpu_app"], src("gpu_app.c"), fake,
+                        "-Wl,-rpath," + out, "-pthread", "-ldl"],
+        [cc] + flags + ["-o", bins["gpu_app_dl"], src("gpu_app.c"), "-pthread", "-ldl"],
+        [cc] + flags + ["-o", bins["no_cuda"], src("no_cuda.c")],
+    ]
+    for cmd in cmds:
+        p = subprocess.run(cmd, capture_output=True, text=True)
+        check(p.returncode == 0, "cannot build %s: %s" % (cmd[cmd.index("-o") + 1], p.stderr))
+    p = subprocess.run([bins["layout"]], capture_output=True, text=True)
+    check(p.returncode == 0 and "layout=ok" in p.stdout, "layout check: %r" % p)
+    return out, bins
+
+
+def at_ns(us):
+    """A trace time (us, 3 decimals) as integer ns."""
+    return int(round(us * 1000))
+
+
+def cupti_lines(err):
+    """libprof's lines on stderr about CUDA or CUPTI (not the summary)."""
+    return [l for l in err.splitlines() if ("CUPTI" in l or "CUDA" in l or "cuda" in l)
+            and not SUMMARY_RE.match(l)]
+
+
+def run_out(c, argv, prefix, env):
+    """Runs argv with its outputs under prefix: (result, trace)."""
+    e = dict(env)
+    e["PROFILER_OUTPUT"] = prefix
+    r = c.run(argv, env=e)
+    check(r.rc == 0, "exit status %s: %r" % (r.rc, r))
+    return r, c.outputs(prefix)[0]
+
+
+def pid_of_trace(t):
+    pids = sorted(t.pids())
+    check(len(pids) == 1, "one process expected: %r" % pids)
+    return pids[0]
+
+
+def gpu_rows(t, pid):
+    """{tid: name} of the GPU rows (thread_name metadata) of pid."""
+    return {e["tid"]: e["args"]["name"] for e in t.select("M", "thread_name", pid=pid)
+            if e["tid"] >= GPU_TID_BASE}
+
+
+def check_gpu_timeline(c, r, t, kernels):
+    """Kernels, copies and the set of gpu_app on their rows, inside the timeline, each after
+    its launch on the launching thread, with a flow arrow from launch to work."""
+    pid = pid_of(r)
+    tid_main, tid_second = pid_of(r, "tid_main"), pid_of(r, "tid_second")
+    t.wellformed()
+    rows = gpu_rows(t, pid)
+    eq(sorted(rows.values()), ["GPU 0, stream 13", "GPU 0, stream 7"], "GPU rows")
+    row = {name: tid for tid, name in rows.items()}
+    s7, s13 = row["GPU 0, stream 7"], row["GPU 0, stream 13"]
+    gpu = [e for e in t.select("X", pid=pid) if e["cat"] in ("cuda_kernel", "cuda_memcpy",
+                                                           "cuda_memset")]
+    eq(len([e for e in gpu if e["name"] == VECADD and e["tid"] == s7]), kernels,
+       "vecAdd kernels on the stream-7 row")
+    eq(len([e for e in gpu if e["name"] == GEMM and e["tid"] == s13]), kernels,
+       "gemm<128> kernels on the stream-13 row")
+    copies = sorted((e["name"], e["args"]["bytes"], e["tid"]) for e in gpu
+                    if e["cat"] != "cuda_kernel")
+    eq(copies, sorted([("Memcpy HtoD", 1 << 20, s7)] * 3 + [("Memcpy DtoH", 4096, s7)] * 2 +
+                      [("Memset", 65536, s13)]), "copies and sets (name, bytes, row)")
+    for e in gpu:
+        a = e["args"]
+        eq((a["device"], a["context"], a["stream"]), (0, 1, 7 if e["tid"] == s7 else 13),
+           "device, context, stream of %r" % e)
+    for e in [e for e in gpu if e["cat"] == "cuda_kernel"]:
+        eq((e["args"]["grid"], e["args"]["block"]), (8, 128), "grid and block of %r" % e)
+    # the launches: CUPTI's API records, on the threads that made them
+    api = {e["args"]["correlation"]: e for e in t.select("X", cat="cuda_api", pid=pid)}
+    rep = c.report_json(c.path("profile.prof"))
+    end_us = rep["duration_ns"] / 1000.0
+    for e in gpu:
+        corr = e["args"]["correlation"]
+        launch = api.get(corr)
+        check(launch, "no API record with correlation %d for %r" % (corr, e))
+        want_tid = tid_second if e["tid"] == s13 else tid_main
+        eq(launch["tid"], want_tid, "thread of the launch of %r" % e)
+        check(at_ns(launch["ts"]) + at_ns(launch["dur"]) <= at_ns(e["ts"]),
+              "GPU work starts before its launch ended: %r, launch %r" % (e, launch))
+        check(0 <= e["ts"] and e["ts"] + e["dur"] <= end_us,
+              "GPU work outside the timeline [0, %.3f] us: %r" % (end_us, e))
+    names = {(e["name"], e["tid"]) for e in api.values()}
+    for want in (("cudaLaunchKernel", tid_main), ("cudaLaunchKernel", tid_second),
+                 ("cudaMemcpyAsync", tid_main), ("cuMemsetD8Async", tid_second),
+                 ("cudaDeviceSynchronize", tid_main)):
+        check(want in names, "no API event %s on thread %d: %r" % (want + (sorted(names),)))
+    # flows: "s" on the launch, "f" bound to the GPU work, same id
+    starts = {e["id"]: e for e in t.select("s", pid=pid)}
+    ends = {e["id"]: e for e in t.select("f", pid=pid)}
+    eq(len(ends), len(gpu), "flow ends (one per GPU event)")
+    eq(sorted(starts), sorted(ends), "flow ids: starts vs ends")
+    by_place = {(e["tid"], at_ns(e["ts"])): e for e in gpu}
+    for fid, f in ends.items():
+        work = by_place.get((f["tid"], at_ns(f["ts"])))
+        check(work and f.get("bp") == "e", "flow end %r is not on a GPU event" % f)
+        launch = api[work["args"]["correlation"]]
+        s = starts[fid]
+        eq((s["tid"], at_ns(s["ts"])), (launch["tid"], at_ns(launch["ts"])),
+           "flow start of %r (its launch %r)" % (work, launch))
+    eq(t.other.get("json_flows"), 2 * len(gpu), "otherData.json_flows")
+    return rep
+
+
+@case
+def cupti_gpu_timeline(c):
+    out, bins = build_cupti_programs()
+    kernels = 40
+    r, t = profile(c, [bins["gpu_app"], "plain", kernels])
+    eq(r.kv("initialize_injection"), ["1"], "InitializeInjection")
+    eq(cupti_lines(r.err), [], "CUDA/CUPTI lines on stderr")
+    rep = check_gpu_timeline(c, r, t, kernels)
+    counts = {(x["category"], x["name"]): x["count"] for x in rep["rows"]}
+    for key, n in ((("cuda_kernel", VECADD), kernels), (("cuda_kernel", GEMM), kernels),
+                   (("cuda_memcpy", "Memcpy HtoD"), 3), (("cuda_memcpy", "Memcpy DtoH"), 2),
+                   (("cuda_memset", "Memset"), 1), (("cuda_api", "cudaLaunchKernel"), 2 * kernels)):
+        eq(counts.get(key), n, "report row %s/%s" % key)
+    copies = {x["kind"]: x for x in rep["copies"]}
+    eq(sorted(copies), ["Memcpy DtoH", "Memcpy HtoD", "Memset"], "copies table kinds")
+    h = copies["Memcpy HtoD"]
+    eq((h["count"], h["bytes"], h["total_ns"]), (3, 3 << 20, 300000), "HtoD copies row")
+    check(abs(h["bandwidth_gbps"] - (3 << 20) / 300000.0) < 0.01, "HtoD bandwidth %r" % h)
+    eq(copies["Memset"]["category"], "cuda_memset", "memset row category")
+    text = c.text()
+    check("GPU copies and sets" in text, "profile.txt has no copies table")
+    rows = text_rows(text)
+    eq(rows.get(("cuda_memcpy", "Memcpy HtoD")), 3, "text row cuda_memcpy/Memcpy HtoD")
+    # libprof found CUPTI itself (search path), with the program not linking it
+    r2, t2 = run_out(c, [bins["gpu_app_dl"], "plain", 5], "dl", {"LD_LIBRARY_PATH": out})
+    eq(r2.kv("cupti_loaded"), ["1"], "gpu_app_dl: libcupti loaded by libprof")
+    eq(trace_counts(t2, "cuda_kernel").get(VECADD), 5, "gpu_app_dl: vecAdd kernels")
+
+
+@case
+def cupti_conflicts(c):
+    out, bins = build_cupti_programs()
+    # another tool holds CUPTI from the start (Nsight Systems): one line, no GPU timeline
+    r, t = profile(c, [bins["gpu_app"], "plain", 5], env={"FAKE_CUPTI_HELD": "Nsight Systems"})
+    lines = cupti_lines(r.err)
+    eq(len(lines), 1, "lines about CUPTI when it is held: %r" % lines)
+    check("CUPTI is held by another tool (Nsight Systems)" in lines[0], "the line: %r" % lines)
+    eq(t.select("X", cat="cuda_kernel"), [], "kernels recorded while another tool holds CUPTI")
+    # a tool that claims CUPTI later (torch.profiler's Kineto) is refused, in one line, and
+    # libprof keeps its timeline
+    r, t = run_out(c, [bins["gpu_app"], "late", 5], "late", {})
+    for k, v in (("late_subscribe", "39"), ("late_callbacks", "39"), ("late_enable", "39"),
+                 ("late_disable", "0"), ("late_finalize", "0")):
+        eq(r.kv(k), [v], k)
+    lines = cupti_lines(r.err)
+    eq(len(lines), 1, "lines about the late claim: %r" % lines)
+    check("cuptiSubscribe" in lines[0] and "PROFILER_CUPTI=0" in lines[0], "the line: %r" % lines)
+    eq(r.kv("kineto_got_a_buffer"), [], "the refused tool got records")
+    counts = trace_counts(t, "cuda_kernel")
+    eq((counts.get(VECADD), counts.get("after()")), (5, 2), "kernels before and after the claim")
+    # PROFILER_CUPTI=0: libprof leaves CUPTI alone, the other tool gets it
+    r, t = run_out(c, [bins["gpu_app"], "late", 5], "off", {"PROFILER_CUPTI": "0"})
+    eq((r.kv("injection"), r.kv("calls_after_init")), (["none"], ["0"]),
+       "PROFILER_CUPTI=0: injection path and CUPTI calls before the program's own")
+    eq([r.kv(k) for k in ("late_subscribe", "late_callbacks", "late_enable")],
+       [["0"]] * 3, "PROFILER_CUPTI=0: the other tool's claim")
+    eq(cupti_lines(r.err), [], "PROFILER_CUPTI=0: lines about CUPTI")
+    eq([e for e in t.events if str(e.get("cat", "")).startswith("cuda")], [],
+       "PROFILER_CUPTI=0: CUDA events")
+    r, t = run_out(c, [bins["gpu_app_dl"], "plain", 5], "off_dl",
+                   {"PROFILER_CUPTI": "0", "LD_LIBRARY_PATH": out})
+    eq((r.kv("cupti_loaded"), r.kv("cupti_mapped")), (["0"], ["0"]),
+       "PROFILER_CUPTI=0: libcupti loaded (%r)" % r)
+
+
+@case
+def cupti_dropped_and_flush(c):
+    out, bins = build_cupti_programs()
+    # CUPTI's dropped records are lost events; a context going flushes what is pending
+    r, t = profile(c, [bins["gpu_app"], "destroy", 10], env={"FAKE_CUPTI_DROPPED": "7"})
+    eq(r.kv("undelivered_after_destroy"), ["0"], "records left in CUPTI when the context went")
+    eq(t.other.get("lost_events"), 7, "lost events (CUPTI's dropped records)")
+    eq(sum(t.lost_by_thread().values()), 7, "'lost' instants")
+    check(re.search(r"^WARNING: 7 events lost", c.text(), re.M), "no loss warning in profile.txt")
+    counts = trace_counts(t, "cuda_kernel")
+    eq((counts.get(VECADD), counts.get(GEMM)), (10, 10), "kernels")
+    # the exit flush alone: records still in CUPTI's buffers when main returns
+    r, t = run_out(c, [bins["gpu_app"], "plain", 3], "exit", {})
+    eq(trace_counts(t, "cuda_kernel"), {VECADD: 3, GEMM: 3}, "kernels flushed at exit")
+
+
+@case
+def cupti_no_cuda(c):
+    out, bins = build_cupti_programs()
+    # a program without CUDA, the fake CUPTI findable: nothing of CUDA loaded or said
+    r, t = profile(c, [bins["no_cuda"]], env={"LD_LIBRARY_PATH": out})
+    eq((r.kv("cupti_mapped"), r.kv("cuda_mapped")), (["0"], ["0"]), "CUDA libraries mapped")
+    eq(cupti_lines(r.err), [], "lines about CUDA")
+    cats = {e.get("cat") for e in t.events if e.get("ph") == "X"}
+    eq(sorted(x for x in cats if "cuda" in x), [], "CUDA categories in the trace")
+    check("GPU" not in c.text(), "profile.txt mentions a GPU")
+    eq(gpu_rows(t, pid_of_trace(t)), {}, "GPU rows")
+
+
+@case
+def cupti_real_library_no_driver(c):
+    out, bins = build_cupti_programs()
+    # the real libcupti.so.13 on a machine without a driver: loaded, refuses, and libprof
+    # says nothing (the program plays cuInit; the fake's controls are missing)
+    inc = cupti_include()
+    dirs = [os.path.join(os.path.dirname(inc), d) for d in ("lib64", "lib", "extras/CUPTI/lib64")]
+    lib = next((d for d in dirs if os.path.exists(os.path.join(d, "libcupti.so.13"))), None)
+    check(lib, "no libcupti.so.13 in %s" % dirs)
+    r, t = profile(c, [bins["gpu_app_dl"], "plain", 3], env={"LD_LIBRARY_PATH": lib})
+    eq([r.kv(k) for k in ("initialize_injection", "cupti_loaded", "cupti_mapped")],
+       [["1"], ["0"], ["1"]], "injection, fake controls, libcupti mapped")
+    eq(cupti_lines(r.err), [], "lines about CUPTI")
+    eq([e for e in t.events if str(e.get("cat", "")).startswith("cuda")], [], "CUDA events")
+
+
+# ---------------------------------------------------------------------------------------
 # ONNX Runtime's C API: OrtGetApiBase handed back wrapped, its OrtApi table traced
 
 ORT_SRC = os.path.join(ROOT, "test", "e2e", "ort", "ort_main.c")
@@ -2922,6 +3519,228 @@ def stack_settings_rejected(c):
 
 
 # ---------------------------------------------------------------------------------------
+# NVTX v3 ranges and marks, with no change to the program (header-only NVTX from the
+# CUDA toolkit; no GPU needed)
+
+NVTX_SRC = os.path.join(ROOT, "test", "e2e", "nvtx")
+
+
+def nvtx_include():
+    """The include directory holding nvtx3/: the CUDA toolkit's (CUDA_HOME or
+    /usr/local/cuda), else the PyPI wheel nvidia-nvtx's (nvidia/cu13/include)."""
+    toolkit = [os.path.join(d, "include") for d in (os.environ.get("CUDA_HOME"), "/usr/local/cuda")
+               if d]
+    toolkit = sorted(set(toolkit), key=toolkit.index)
+    cands = toolkit + [os.path.join(p, "nvidia", "cu13", "include") for p in sys.path if p]
+    for d in cands:
+        if os.path.exists(os.path.join(d, "nvtx3", "nvToolsExt.h")):
+            return d
+    raise Fail("the NVTX tests need the CUDA toolkit's header-only NVTX v3 (nvtx3/nvToolsExt.h)"
+               ": not in %s; install the CUDA toolkit at /usr/local/cuda (or set CUDA_HOME), "
+               "or the PyPI package nvidia-nvtx" % ", ".join(toolkit))
+
+
+def build_nvtx_programs():
+    """libnvtx_a.so and libnvtx_b.so (one NVTX instance each), nvtx_main linked with both,
+    and nvtx_bench, built against the real NVTX headers into BIN/nvtx."""
+    inc = nvtx_include()
+    out = os.path.join(BIN, "nvtx")
+    os.makedirs(out, exist_ok=True)
+    src = lambda n: os.path.join(NVTX_SRC, n)
+    libs = [os.path.join(out, "libnvtx_%s.so" % x) for x in ("a", "b")]
+    main, bench = os.path.join(out, "nvtx_main"), os.path.join(out, "nvtx_bench")
+    deps = [src(n) for n in os.listdir(NVTX_SRC)] + [os.path.join(ROOT, "include", "prof.h")]
+    if all(os.path.exists(f) and all(os.path.getmtime(d) <= os.path.getmtime(f) for d in deps)
+           for f in libs + [main, bench]):
+        return main, bench
+    cc = os.environ.get("CC", "cc")
+    flags = ["-O1", "-g", "-Wall", "-I", inc]
+    cmds = [[cc] + flags + ["-fPIC", "-shared", "-DLIB=" + x,
+                            '-DDOMAIN_NAME="Lib%s"' % x.upper(), "-o", lib, src("nvtx_lib.c")]
+            for x, lib in zip("ab", libs)]
+    cmds.append([cc] + flags + ["-pthread", "-I", os.path.join(ROOT, "include"), "-o", main,
+                                src("nvtx_main.c"), "-L" + out, "-lnvtx_a", "-lnvtx_b",
+                                "-Wl,-rpath," + out, "-ldl"])
+    cmds.append([cc] + flags + ["-o", bench, src("nvtx_bench.c"), "-ldl"])
+    for cmd in cmds:
+        p = subprocess.run(cmd, capture_output=True, text=True)
+        check(p.returncode == 0, "cannot build %s: %s" % (cmd[cmd.index("-o") + 1], p.stderr))
+    return main, bench
+
+
+def ns(us):
+    return int(round(us * 1000))
+
+
+def inside(outer, e):
+    """e lies within outer on the same thread (ns exact: the trace keeps 3 decimals)."""
+    return (e["tid"] == outer["tid"] and ns(outer["ts"]) <= ns(e["ts"]) and
+            ns(e["ts"]) + ns(e["dur"]) <= ns(outer["ts"]) + ns(outer["dur"]))
+
+
+def direct_children(t, s):
+    """The X events directly inside slice s (start/end ranges stand apart)."""
+    within = [e for e in t.select("X", pid=s["pid"], tid=s["tid"])
+              if e is not s and e["cat"] != "nvtx_startend" and inside(s, e)]
+    return [e for e in within
+            if not any(inside(o, e) and ns(o["dur"]) > ns(e["dur"]) for o in within)]
+
+
+def self_matches_children(rep, t, pid, cat, name):
+    """The report's self time of cat/name is its total less its direct children's time, as
+    the trace shows them (what a range at the wrong depth would get wrong)."""
+    row = report_row(rep, cat, name)
+    check(row, "no report row %s/%s" % (cat, name))
+    slices = t.select("X", name, cat, pid)
+    eq(len(slices), row["count"], "%s/%s slices vs the report's count" % (cat, name))
+    kids = [k for s in slices for k in direct_children(t, s)]
+    kid_ns = sum(ns(k["dur"]) for k in kids)
+    tol = 2 * (len(slices) + len(kids))
+    check(kid_ns > tol, "%s/%s: no time inside it to check (%d ns in %d children)"
+          % (cat, name, kid_ns, len(kids)))
+    want = row["total_ns"] - kid_ns
+    check(abs(row["self_ns"] - want) <= tol,
+          "%s/%s: self %d ns, total %d ns less %d ns in %d children is %d"
+          % (cat, name, row["self_ns"], row["total_ns"], kid_ns, len(kids), want))
+
+
+def nvtx_counts(t, pid):
+    out = {}
+    for e in t.events:
+        if e.get("pid") == pid and e.get("ph") in ("X", "i") and \
+                e.get("cat") in ("nvtx", "nvtx_startend", "user"):
+            k = (e["ph"], e["cat"], e["name"])
+            out[k] = out.get(k, 0) + 1
+    return out
+
+
+@case
+def nvtx_ranges_marks_domains(c):
+    main, _ = build_nvtx_programs()
+    R = 7
+    r, t = profile(c, [main, R])
+    t.wellformed()
+    eq(r.kv("done"), ["1"], "the program's end: %r" % r)
+    eq(r.kv("child_failed"), [], "the exec'd child")
+    lib = os.path.realpath(Setup.lib)
+    eq(r.kv("nvtx_env"), [lib], "NVTX_INJECTION64_PATH in the profiled program")
+    # what push/pop return: the level in the thread's stack of that domain
+    eq(r.kv("levels"), ["0,1,1,0"], "default-domain push/pop levels")
+    eq(r.kv("domain_levels"), ["0,1"], "named-domain push levels")
+    eq(r.kv("lib_levels"), ["0,0"], "the two libraries' NVTX instances found libprof")
+    pid, tid, wtid = pid_of(r), int(r.kv("main_tid")[0]), int(r.kv("worker_tid")[0])
+    X, I, S = ("X", "nvtx"), ("i", "nvtx"), ("X", "nvtx_startend")
+    want = {X + (n,): k for n, k in (
+        ("outer", 1), ("inner", 1), ("MyDomain:registered_range", 1),
+        ("MyDomain:ascii_in_domain", 1), ("default_registered", 1), ("wide_\u00fc\u20ac", 1),
+        ("MyDomain:wide_in_domain", 1), ("with_alloc", R), ("cross_default", 1),
+        ("MyDomain:cross_domain", 1), ("after_cross", 1), ("nvtx_in_prof", 1),
+        ("pp_overlap", 1), ("lib_a_work", 2), ("lib_b_work", 2), ("LibA:step", 5),
+        ("LibB:step", 5), ("resumed_inner", 1), ("final", 1))}
+    want.update({I + (n,): k for n, k in (
+        ("inner_mark", 1), ("MyDomain:domain_mark", 1), ("wide_mark", 1), ("se_mark", 1),
+        ("before_thread", 1), ("worker_mark", 1), ("lib_a_mark", 2), ("lib_b_mark", 2))})
+    want.update({S + (n,): 1 for n in ("se_same", "MyDomain:se_registered", "se_overlap",
+                                       "se_cross")})
+    want.update({("X", "user", "prof_outer"): 1, ("X", "user", "prof_in_nvtx"): 1})
+    # paused_outer (pushed while paused) and popped_paused (popped while paused) are not
+    # recorded; se_same ended twice and an unknown id add nothing
+    eq(nvtx_counts(t, pid), want, "NVTX events of the program (ph, cat, name)")
+    one = lambda *k: t.select(*k, pid=pid)[0]
+    # nesting on the thread: by time, on the same tid
+    for outer, inner in ((("X", "outer", "nvtx"), ("X", "inner", "nvtx")),
+                         (("X", "inner", "nvtx"), ("i", "inner_mark", "nvtx")),
+                         (("X", "MyDomain:registered_range", "nvtx"),
+                          ("X", "MyDomain:ascii_in_domain", "nvtx")),
+                         (("X", "prof_outer", "user"), ("X", "nvtx_in_prof", "nvtx")),
+                         (("X", "nvtx_in_prof", "nvtx"), ("X", "prof_in_nvtx", "user")),
+                         (("X", "se_same", "nvtx_startend"), ("i", "se_mark", "nvtx"))):
+        o, i = one(*outer), one(*inner)
+        check(o["tid"] == tid and inside(o, dict(i, dur=i.get("dur", 0))),
+              "%s not inside %s: %r %r" % (inner[1], outer[1], i, o))
+    for lib_ in ("a", "b"):
+        works = t.select("X", "lib_%s_work" % lib_, "nvtx", pid)
+        eq(sorted(e["tid"] for e in works), sorted([tid, wtid]), "lib_%s_work threads" % lib_)
+        for s in t.select("X", "Lib%s:step" % lib_.upper(), "nvtx", pid):
+            check(any(inside(w, s) for w in works), "a step outside lib_%s_work: %r" % (lib_, s))
+    # a start/end range ended on another thread: written by the thread that ended it,
+    # spanning from before that thread existed
+    se = one("X", "se_cross", "nvtx_startend")
+    eq(se["tid"], wtid, "se_cross's thread (the one that ended it)")
+    check(ns(se["ts"]) <= ns(one("i", "before_thread", "nvtx")["ts"]) and
+          ns(one("i", "worker_mark", "nvtx")["ts"]) <= ns(se["ts"]) + ns(se["dur"]),
+          "se_cross does not span from its start to its end: %r" % se)
+    eq(one("X", "se_same", "nvtx_startend")["tid"], tid, "se_same's thread")
+    # the exec'd child (empty environment) set the variable itself and recorded its range
+    cpid = int(r.kv("child_pid")[0])
+    eq(r.kv("child_env"), [lib], "NVTX_INJECTION64_PATH in the exec'd child")
+    eq(nvtx_counts(t, cpid), {X + ("child_range",): 1}, "the child's NVTX events")
+    # the report: rows, self time (allocations and libprof ranges inside NVTX ranges are
+    # one level down), marks, the text table
+    cap = c.path("profile.prof")
+    rep = c.report_json(cap)
+    for cat in ("nvtx", "nvtx_startend"):
+        got = {x["name"]: x["count"] for x in rep["rows"] if x["category"] == cat}
+        exp = {}
+        for (ph, ct, n), k in list(want.items()) + [(X + ("child_range",), 1)]:
+            if ph == "X" and ct == cat:
+                exp[n] = exp.get(n, 0) + k
+        eq(got, exp, "report rows of category %s" % cat)
+    for row in rep["rows"]:
+        if row["category"] == "nvtx_startend":
+            check(abs(row["self_ns"] - row["total_ns"]) <= 1, "start/end self != total: %r" % row)
+    for name in ("with_alloc", "after_cross", "nvtx_in_prof", "resumed_inner", "final",
+                 "LibA:step", "lib_a_work"):
+        self_matches_children(rep, t, pid, "nvtx", name)
+    self_matches_children(rep, t, pid, "user", "prof_outer")
+    marks = {m["name"]: m["count"] for m in rep.get("marks") or []}
+    for (ph, ct, n), k in want.items():
+        if ph == "i":
+            eq(marks.get(n), k, "report mark %s" % n)
+    eq(text_rows(c.text()).get(("nvtx", "with_alloc")), R, "profile.txt row nvtx/with_alloc")
+    only = c.report_json(cap, "--category", "nvtx")
+    eq({x["category"] for x in only["rows"]}, {"nvtx"}, "--category nvtx")
+
+
+@case
+def nvtx_left_alone(c):
+    main, _ = build_nvtx_programs()
+    # the user's NVTX_INJECTION64_PATH is kept (here: nothing loads, NVTX does nothing)
+    r, t = profile(c, [main, 3], env={"NVTX_INJECTION64_PATH": "/nonexistent.so"})
+    eq(r.kv("done"), ["1"], "the program's end: %r" % r)
+    eq(r.kv("nvtx_env"), ["/nonexistent.so"], "the user's NVTX_INJECTION64_PATH")
+    eq(r.kv("levels"), ["-2,-2,-2,-2"], "push/pop levels with no NVTX tool")
+    eq(r.kv("lib_levels"), ["-2,-2"], "the libraries' levels with no NVTX tool")
+    pid = pid_of(r)
+    eq([k for k in nvtx_counts(t, pid) if k[1] != "user"], [], "NVTX events recorded")
+    check(t.select("X", "malloc", "memory", pid), "libprof recorded nothing else either")
+    # preloaded but not profiling: the variable is not set
+    r = c.run([main, 3], autostart=False, env={"PROFILER_OUTPUT": "idle"})
+    eq((r.rc, r.kv("done"), r.kv("nvtx_env")), (0, ["1"], ["(unset)"]),
+       "preloaded, idle: %r" % r)
+    eq(r.kv("levels"), ["-2,-2,-2,-2"], "levels when idle")
+    # without libprof
+    r = c.run([main, 3], preload=False, autostart=False)
+    eq((r.rc, r.kv("done"), r.kv("nvtx_env")), (0, ["1"], ["(unset)"]), "no libprof: %r" % r)
+    eq(r.kv("levels"), ["-2,-2,-2,-2"], "levels without libprof")
+    eq(sorted(f for f in os.listdir(c.dir) if f.startswith(("profile", "idle"))),
+       ["profile.json", "profile.prof", "profile.txt"], "outputs")
+
+
+@case
+def nvtx_many_pairs(c):
+    # every push/pop pair recorded, none lost, from a tight loop
+    _, bench = build_nvtx_programs()
+    B, P = 5, 20000
+    r, t = profile(c, [bench, B, P], env={"PROFILER_BLOCK": "1"})
+    eq(r.kv("pairs"), [str(B * P + 1)], "pairs: %r" % r)
+    eq(t.other.get("lost_events"), 0, "lost events")
+    rep = c.report_json(c.path("profile.prof"))
+    eq({x["name"]: x["count"] for x in rep["rows"] if x["category"] == "nvtx"},
+       {"bench": B * P, "warm-up": 1}, "report rows of category nvtx")
+
+
+# ---------------------------------------------------------------------------------------
 # TensorFlow (its own venv: TF 2.21 needs a numpy newer than MXNet 1.9.1 allows)
 
 
@@ -2970,6 +3789,332 @@ def tensorflow_eager_ops(c):
                         "PROFILER_PROFILE_MEMORY": "0"})
     got = trace_counts(t, "TFE")
     check(got.get("TFE_Execute", 0) >= 5 * steps, "TFE_Execute calls: %r" % got.get("TFE_Execute"))
+
+
+# ---------------------------------------------------------------------------------------
+# performance regressions: prof summary, prof diff and scripts/perf-check on programs
+# with known changes (docs/PERFCHECK.md). perf_fifty.c: fifty ranges f00..f49 of a few
+# microseconds each; one made slower, given an allocation per call, renamed or dropped.
+
+import random  # noqa: E402 (this section's only import)
+
+PERF_ITERS = 200  # calls of each function a run: about 0.05 s of work
+PERF_RUNS = 6     # runs a side in the trials: one odd run of a name still passes the rank test
+PERF_SLOW = 17    # the function the trials make 10% slower
+PERF_RANDOM = random.Random()
+
+
+def perf_run(c, d, n, args, prog="perf_fifty", iters=PERF_ITERS):
+    """One run into d/run-N.prof (the tables and the trace are not needed)."""
+    os.makedirs(d, exist_ok=True)
+    prefix = os.path.join(d, "run-%d" % n)
+    r = c.run([c.prog(prog), iters] + list(args),
+              env={"PROFILER_OUTPUT": prefix, "PROFILER_QUIET": "1",
+                   "PROFILER_AGGREGATE_STATS": "0", "PROFILER_TRACE_MAX_EVENTS": "1"})
+    check(r.rc == 0 and os.path.exists(prefix + ".prof"), "perf run failed: %r" % r)
+    os.unlink(prefix + ".json")
+    return prefix + ".prof"
+
+
+def perf_sides(c, sides, runs, tag=""):
+    """sides: [(name, args)]. Each side runs `runs` times, interleaved as a CI job that
+    measures both sides on one machine does: a round runs every side once, in a random
+    order (interference that comes back at a steady pace must not fall on one side)."""
+    dirs = {name: c.path("perf-%s%s" % (tag, name)) for name, _ in sides}
+    order = list(sides)
+    for i in range(runs):
+        PERF_RANDOM.shuffle(order)
+        for name, args in order:
+            perf_run(c, dirs[name], i + 1, args)
+    return dirs
+
+
+def perf_diff(c, base, cur, *args):
+    """prof diff --format json: (exit status, document)."""
+    r = c.prof("diff", base, cur, "--format", "json", *args)
+    check(r.rc in (0, 1), "prof diff failed: %r" % r)
+    try:
+        doc = json.loads(r.out)
+    except ValueError as e:
+        raise Fail("prof diff --format json: not JSON (%s): %r" % (e, r))
+    eq(doc["regression"], r.rc == 1, "the verdict against the exit status")
+    return r.rc, doc
+
+
+def perf_flagged(doc):
+    """Every regression as ("category/name", metric or "new"/"gone"), sorted."""
+    out = []
+    for n in doc["names"]:
+        who = "%s/%s" % (n["category"], n["name"])
+        if n["presence"] != "both":
+            if n["status"] == "regression":
+                out.append((who, n["presence"]))
+            continue
+        out += [(who, m) for m, cell in n["metrics"].items() if cell.get("status") == "regression"]
+    return sorted(out)
+
+
+def perf_name(doc, category, name):
+    got = [n for n in doc["names"] if n["category"] == category and n["name"] == name]
+    check(len(got) == 1, "%s/%s in the diff: %r" % (category, name, got))
+    return got[0]
+
+
+@case
+def perf_diff_trials(c):
+    """The trials: f17 made 10% slower among fifty is flagged, by name and alone, in 10 of
+    10 trials; two sets of runs of the same program are flagged in 0 of 20 trials. Six
+    runs a side, interleaved; the slow trials share the first side of an A/A trial."""
+    t0 = time.monotonic()
+    slow_ok, aa_flagged, problems, changes = 0, 0, [], []
+    for t in range(20):
+        sides = [("a", []), ("b", [])] + ([("slow", [PERF_SLOW, 10])] if t < 10 else [])
+        dirs = perf_sides(c, sides, PERF_RUNS, tag="t%02d-" % t)
+        rc, doc = perf_diff(c, dirs["a"], dirs["b"])
+        if rc:
+            aa_flagged += 1
+            problems.append("A/A trial %d flagged %s" % (t, perf_flagged(doc)))
+        if t < 10:
+            rc, doc = perf_diff(c, dirs["a"], dirs["slow"])
+            f = perf_flagged(doc)
+            if rc == 1 and f == [("user/f%02d" % PERF_SLOW, "median")]:
+                slow_ok += 1
+                cell = perf_name(doc, "user", "f%02d" % PERF_SLOW)["metrics"]["median"]
+                changes.append(cell["change_pct"])
+            else:
+                problems.append("slow trial %d flagged %s" % (t, f))
+    c.note("f%02d +10%%: flagged alone in %d/10 (median change %.1f..%.1f%%); A/A: flagged in "
+           "%d/20; %d runs a side; %.0fs" % (PERF_SLOW, slow_ok, min(changes or [0]),
+                                            max(changes or [0]), aa_flagged, PERF_RUNS,
+                                            time.monotonic() - t0))
+    check(slow_ok == 10 and aa_flagged == 0, "; ".join(problems))
+
+
+@case
+def perf_summary_matches_report(c):
+    cap = perf_run(c, c.path("one"), 1, [])
+    rep = c.report_json(cap)
+    out = c.path("base.json")
+    r = c.prof("summary", cap, "-o", out)
+    eq((r.rc, r.out, r.err), (0, "", ""), "prof summary -o: status and output")
+    s = load_json(out)
+    eq((s.get("libprof_summary"), len(s.get("runs", []))), (1, 1), "version and runs")
+    run = s["runs"][0]
+    f = run["facts"]
+    check("perf_fifty" in f.get("command", "") and f.get("host") == socket.gethostname() and
+          f.get("clock") in ("tsc", "monotonic") and f.get("prof") and f.get("cpus"),
+          "facts: %r" % f)
+    rows = {(x["category"], x["name"]): x for x in run["rows"]}
+    for want in rep["rows"]:
+        got = rows.get((want["category"], want["name"]))
+        check(got, "no summary row for %s/%s" % (want["category"], want["name"]))
+        eq([got[k] for k in ("count", "total_ns", "self_ns", "min_ns", "max_ns")],
+           [want[k] for k in ("count", "total_ns", "self_ns", "min_ns", "max_ns")],
+           "%s/%s: the summary's figures against the report's" % (want["category"], want["name"]))
+        eq(sum(sum(b[1:]) for b in got["durations"]), want["count"], "calls in the sketch")
+    eq(rows[("user", "f00")]["count"], PERF_ITERS, "calls of f00")
+    prog = rows[("program", "run")]
+    proc = rep["processes"][0]
+    eq((prog["allocs"], prog["bytes"], prog["peak_bytes"]),
+       (proc["allocations"], proc["bytes_allocated"], proc["peak_live_bytes"]), "program row")
+    # the median read back from the sketch is within its 0.5% of the exact one
+    rc, doc = perf_diff(c, out, out)
+    eq(rc, 0, "a summary against itself")
+    for want in rep["rows"]:
+        med = perf_name(doc, want["category"], want["name"])["metrics"]["median"]["base"]
+        check(abs(med - want["median_ns"]) <= 0.006 * want["median_ns"] + 1,
+              "%s median: sketch %s, exact %s" % (want["name"], med, want["median_ns"]))
+    check(any("cannot be confirmed with 1 base" in w for w in doc["warnings"]),
+          "no warning about too few runs: %r" % doc["warnings"])
+    # a summary of a summary is the same file; a capture beside its summary counts once
+    r = c.prof("summary", out, "-o", c.path("again.json"))
+    eq(r.rc, 0, "prof summary of a summary: %r" % r)
+    with open(out, "rb") as a, open(c.path("again.json"), "rb") as b:
+        check(a.read() == b.read(), "summarizing a summary changed it")
+    shutil.copy(out, c.path("one", "run-1.summary.json"))
+    r = c.prof("summary", c.path("one"))
+    eq((r.rc, len(json.loads(r.out)["runs"])), (0, 1), "a directory with a capture and its summary")
+    rc, doc = perf_diff(c, c.path("one"), cap)
+    check(any("given twice" in w for w in doc["warnings"]),
+          "no duplicate warning: %r" % doc["warnings"])
+
+
+@case
+def perf_diff_added_allocation(c):
+    """One malloc more per call of f20: flagged exactly (+1 per call) where allocations
+    are judged, and not judged unless asked."""
+    dirs = perf_sides(c, [("base", []), ("alloc", [-1, 0, 1, 20])], 3)
+    rc, doc = perf_diff(c, dirs["base"], dirs["alloc"], "--threshold", "allocs=0")
+    eq(rc, 1, "exit status with allocations judged")
+    allocs = [f for f in perf_flagged(doc) if f[1] == "allocs"]
+    eq(allocs, [("memory/malloc", "allocs"), ("program/run", "allocs"), ("user/f20", "allocs")],
+       "allocation regressions")
+    cell = perf_name(doc, "user", "f20")["metrics"]["allocs"]
+    eq((cell["base"], cell["current"], cell["per_call"]), (0, PERF_ITERS, 1), "f20 allocations")
+    cnt = perf_name(doc, "memory", "malloc")["metrics"]["count"]
+    eq(cnt["current"] - cnt["base"], PERF_ITERS, "malloc calls more")
+    free = perf_name(doc, "memory", "free")
+    eq((free["presence"], free["calls"][1]), ("new", PERF_ITERS), "free: a new name")
+    # judged for the names a pattern picks only, from a config file
+    with open(c.path("perf.conf"), "w") as f:
+        f.write("# allocations of the f2x functions\nthreshold allocs \"user=f2*\" 0\n")
+    rc, doc = perf_diff(c, dirs["base"], dirs["alloc"], "--config", c.path("perf.conf"))
+    eq([f for f in perf_flagged(doc) if f[1] == "allocs"], [("user/f20", "allocs")],
+       "allocation regressions with a pattern")
+    rc, doc = perf_diff(c, dirs["base"], dirs["alloc"])
+    eq([f for f in perf_flagged(doc) if f[1] != "median"], [], "regressions by default")
+
+
+@case
+def perf_diff_renamed_and_gone(c):
+    dirs = perf_sides(c, [("base", []), ("renamed", [-1, 0, 2, 20]),
+                          ("dropped", [-1, 0, 3, 20])], 3)
+    rc, doc = perf_diff(c, dirs["base"], dirs["renamed"])
+    eq(rc, 0, "a rename is not a regression")
+    gone, new = perf_name(doc, "user", "f20"), perf_name(doc, "user", "f20_renamed")
+    eq((gone["presence"], gone.get("renamed_to", {}).get("name"), new["presence"],
+        new.get("renamed_from", {}).get("name")), ("gone", "f20_renamed", "new", "f20"),
+       "f20 renamed")
+    eq((doc["counts"]["new"], doc["counts"]["gone"]), (1, 1), "new and gone names")
+    r = c.prof("diff", dirs["base"], dirs["renamed"])
+    check("likely renamed to user/f20_renamed" in r.out, "text report: %r" % r)
+    rc, doc = perf_diff(c, dirs["base"], dirs["dropped"])
+    gone = perf_name(doc, "user", "f20")
+    eq((rc, gone["presence"], "renamed_to" in gone), (0, "gone", False), "f20 dropped")
+    with open(c.path("gone.conf"), "w") as f:
+        f.write("flag gone\n")
+    rc, doc = perf_diff(c, dirs["base"], dirs["dropped"], "--config", c.path("gone.conf"))
+    eq((rc, perf_flagged(doc)), (1, [("user/f20", "gone")]), "flag gone")
+    r = c.prof("diff", dirs["base"], dirs["dropped"], "--config", c.path("gone.conf"),
+               "--format", "junit")
+    check(r.rc == 1 and 'name="f20 (gone)"' in r.out and "<failure" in r.out,
+          "junit for a vanished name: %r" % r)
+
+
+@case
+def perf_diff_whole_program_slower(c):
+    """Every function twice as slow (far beyond this machine's own swings, up to 30%): the
+    common-mode change is the regression, not fifty names; measured apart (not
+    interleaved) it cannot be told from the machine's."""
+    dirs = perf_sides(c, [("base", []), ("all", [50, 100])], 3)
+    rc, doc = perf_diff(c, dirs["base"], dirs["all"], "--metric", "median,common")
+    eq((rc, perf_flagged(doc)), (1, [("program/run", "common")]), "a whole-program slowdown")
+    check(doc["measured_together"] and 60 < doc["common_mode"]["change_pct"] < 160,
+          "common-mode change: %r" % doc["common_mode"])
+    rc, doc = perf_diff(c, dirs["base"], dirs["all"], "--no-drift")
+    names = [f for f in perf_flagged(doc) if f[0].startswith("user/")]
+    check(rc == 1 and len(names) >= 10, "--no-drift: %d names flagged" % len(names))
+    later = perf_sides(c, [("later", [50, 100])], 3)["later"]
+    rc, doc = perf_diff(c, dirs["base"], later, "--metric", "median,common")
+    common = perf_name(doc, "program", "run")["metrics"]["common"]
+    eq((rc, doc["measured_together"], common["status"]), (0, False, "unconfirmed"),
+       "sides measured one after the other")
+    check("not measured together" in common["why"], "why: %r" % common["why"])
+    rc, doc = perf_diff(c, dirs["base"], later, "--metric", "median,common", "--same-machine")
+    eq(rc, 1, "--same-machine")
+    rc, doc = perf_diff(c, dirs["base"], dirs["all"])
+    eq((rc, doc["judged"]), (0, ["median"]), "by default the common-mode change is not judged")
+
+
+@case
+def perf_diff_reports_and_errors(c):
+    dirs = perf_sides(c, [("base", []), ("slow", [PERF_SLOW, 30])], 3)
+    base, slow = dirs["base"], dirs["slow"]
+    r = c.prof("diff", base, slow, "--format", "markdown")
+    lines = r.out.splitlines()
+    check(r.rc == 1 and lines[0] == "### prof diff: :x: **regression**" and
+          any(l.startswith("| user/f%02d | median |" % PERF_SLOW) for l in lines) and
+          "<details>" in r.out and "</details>" in r.out, "markdown: %r" % r)
+    r = c.prof("diff", base, slow)
+    check(r.rc == 1 and "Verdict: REGRESSION" in r.out and
+          re.search(r"^user/f%02d +median +\S+ +\S+ +\+\d" % PERF_SLOW, r.out, re.M),
+          "text: %r" % r)
+    r = c.prof("diff", base, slow, "--format", "junit", "-o", c.path("j.xml"))
+    eq((r.rc, r.out), (1, ""), "junit to a file")
+    import xml.etree.ElementTree as ET
+    root = ET.parse(c.path("j.xml")).getroot()
+    fails = [tc.get("classname") + " " + tc.get("name") for tc in root.iter("testcase")
+             if tc.find("failure") is not None]
+    eq((root.tag, fails), ("testsuites", ["prof.user f%02d median" % PERF_SLOW]), "junit failures")
+    eq(root.get("failures"), "1", "junit failure count")
+    r = c.prof("diff", base, slow, "--top", "2")
+    check(r.rc == 1 and re.search(r"^\.\.\. and \d+ more \(--top\)$", r.out, re.M),
+          "--top 2: %r" % r)
+    # one line and status 2 for every unusable input
+    with open(c.path("notes.txt"), "w") as f:
+        f.write("not a capture\n")
+    with open(c.path("v2.json"), "w") as f:
+        f.write('{"libprof_summary": 2, "runs": []}')
+    with open(c.path("cut.json"), "w") as f:
+        f.write('{"libprof_summary": 1, "sketch_gamma": 1.01, "runs": [{"rows": [')
+    with open(c.path("bad.conf"), "w") as f:
+        f.write("threshold median 5%\nthreshold wobble 3%\n")
+    os.makedirs(c.path("empty"))
+    bad = [
+        (("diff", base, c.path("missing")), "No such file or directory"),
+        (("diff", base, c.path("notes.txt")), "neither a libprof capture nor a libprof summary"),
+        (("diff", c.path("v2.json"), slow), "summary version 2 is not supported"),
+        (("diff", c.path("cut.json"), slow), "not JSON"),
+        (("diff", base, c.path("empty")), "no captures"),
+        (("diff", base, slow, "--config", c.path("bad.conf")),
+         "bad.conf:2: unknown metric 'wobble'"),
+        (("diff", base, slow, "--metric", "speed"), "unknown metric 'speed'"),
+        (("diff", base, slow, "--threshold", "median=fast"), "--threshold median=fast"),
+        (("diff", base, slow, "--format", "html"), "--format needs"),
+        (("diff", base), "needs BASE and CUR"),
+        (("summary",), "no input given"),
+        (("summary", c.path("notes.txt")), "neither a libprof capture"),
+    ]
+    for args, msg in bad:
+        r = c.prof(*args)
+        lines = r.err.strip().splitlines()
+        check(r.rc == 2 and len(lines) == 1 and msg in lines[0] and
+              lines[0].startswith("prof %s: " % args[0]), "prof %s: %r" % (" ".join(args), r))
+    # a damaged capture is used up to its damage, with a warning
+    cap = os.path.join(slow, "run-1.prof")
+    size = os.path.getsize(cap)
+    os.makedirs(c.path("cut"))
+    with open(cap, "rb") as f, open(c.path("cut", "run-1.prof"), "wb") as g:
+        g.write(f.read(size * 2 // 3))
+    rc, doc = perf_diff(c, base, c.path("cut"))
+    check(any("damaged" in w for w in doc["warnings"]), "damaged capture: %r" % doc["warnings"])
+    r = c.prof("diff", "--help")
+    check(r.rc == 0 and "--threshold" in r.out and "junit" in r.out, "prof diff --help: %r" % r)
+    r = c.prof("summary", "--help")
+    check(r.rc == 0 and "-o" in r.out, "prof summary --help: %r" % r)
+
+
+@case
+def perf_check_script(c):
+    """scripts/perf-check: a baseline made with --update, then the same program (no
+    regression) and f17 made 30% slower (a regression, in Markdown and JUnit); and two
+    libprof builds compared on the bundled workload, as make perf-check does (the same
+    build twice here)."""
+    if Setup.mode == "asan-preload":
+        c.note("skipped: the script runs prof record with libprof.so alone")
+        return
+    script = os.path.join(SCRIPTS, "perf-check")
+    env = {"PROF": Setup.prof, "LIBPROF_BUILD": os.path.dirname(Setup.prof)}
+    base = c.path("perf-baseline.json")
+    prog = [c.prog("perf_fifty"), "100"]
+
+    def check_run(*args):
+        return c.run([script, "--runs", "3", "--baseline", base] + list(args),
+                     env=env, preload=False, autostart=False, timeout=300)
+
+    r = check_run("--update", "--", *prog)
+    check(r.rc == 0 and len(load_json(base)["runs"]) == 3, "--update: %r" % r)
+    r = check_run("--", *prog)
+    check(r.rc == 0 and r.out.startswith("### prof diff: :white_check_mark: no regression"),
+          "the same program: %r" % r)
+    r = check_run("--junit", c.path("j.xml"), "--", *(prog + [str(PERF_SLOW), "30"]))
+    check(r.rc == 1 and "| user/f%02d | median |" % PERF_SLOW in r.out, "f17 slower: %r" % r)
+    check('<failure type="regression"' in open(c.path("j.xml")).read(), "no JUnit failure")
+    r = c.run([script, "--runs", "3", "--format", "text",
+               "--base-build", os.path.dirname(Setup.prof)],
+              env=env, preload=False, autostart=False, timeout=300)
+    check(r.rc == 0 and "Verdict: no regression" in r.out and "nested ranges" in r.out and
+          "Judged: median (3%)" in r.out, "one build against itself on the workload: %r" % r)
 
 
 # ---------------------------------------------------------------------------------------
