@@ -22,6 +22,7 @@ void model_init(struct model *m)
 	u64map_init(&m->thread_ix);
 	u64map_init(&m->stack_ix);
 	u64map_init(&m->frame_names);
+	u64map_init(&m->gpu_blocks);
 	m->first_t = UINT64_MAX;
 }
 
@@ -32,7 +33,12 @@ void model_free(struct model *m)
 	for (i = 0; i < m->nimg; i++) {
 		free(m->img[i].mem.ops);
 		free(m->img[i].mem.sites);
+		for (size_t d = 0; d < MODEL_GPUS; d++) {
+			free(m->img[i].gpu[d].ops);
+			free(m->img[i].gpu[d].sites);
+		}
 	}
+	u64map_free(&m->gpu_blocks);
 	strtab_free(&m->str);
 	u64map_free(&m->names);
 	u64map_free(&m->pid_image);
@@ -63,6 +69,7 @@ static int64_t new_image(struct model *m, uint32_t pid)
 	im->command = im->label = STR_NONE;
 	im->status = INT32_MIN;
 	memset(im->cat, 0xff, sizeof(im->cat));
+	im->gpu_cat = -1;
 	im->pid_order = created ? (uint32_t)m->pid_image.len - 1 : m->img[*slot].pid_order;
 	*slot = m->nimg;
 	return (int64_t)m->nimg++;
@@ -292,8 +299,11 @@ static int string(struct model *m, const unsigned char *p, uint32_t len, int cat
 	if (bad)
 		return -1;
 	if (category) {
-		if (cs.id < 256)
+		if (cs.id < 256) {
 			m->img[im].cat[cs.id] = gid;
+			if (len - sizeof(cs) == 10 && !memcmp(p + sizeof(cs), "gpu_memory", 10))
+				m->img[im].gpu_cat = (int)cs.id;
+		}
 		return 0;
 	}
 	slot = u64map_upsert(&m->names, (uint64_t)im << 32 | cs.id, &created);

@@ -16,6 +16,7 @@
 #include "u64map.h"
 
 #define MODEL_MAX_DEPTH 255
+#define MODEL_GPUS 8 /* device ordinals tracked; higher ones are counted as the last */
 
 /* One allocation or release on the live-heap timeline; see memtrack.h. */
 struct mem_op {
@@ -60,6 +61,9 @@ struct image {
 	uint64_t start_ns, end_ns, lost_reported;
 	uint32_t cat[256];  /* category gid per index; STR_NONE until resolved */
 	struct mem_image mem;
+	/* device memory (category gpu_memory) per device ordinal */
+	struct mem_image gpu[MODEL_GPUS];
+	int gpu_cat;        /* the image's category index of gpu_memory, or -1 */
 };
 
 struct thread {
@@ -132,6 +136,7 @@ struct model {
 	struct model_module *mods;
 	size_t nmods, mods_cap;
 	struct u64map frame_names; /* image << 47 | pc -> gid (CAP_FRAME_NAME) */
+	struct u64map gpu_blocks;  /* image << 47 | device pointer -> device (live blocks) */
 	model_events_fn on_events;
 	/* During on_events: per event, its call stack (stack index + 1) or 0; NULL when
 	 * the record has none. The events handed over never include PROF_EV_STACK

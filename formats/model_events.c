@@ -68,6 +68,43 @@ static int memory_event(struct model *m, struct mem_image *mi, const struct prof
 	return 0;
 }
 
+/* Device memory (category gpu_memory, see preload/cuda_api.c): an allocation names its
+ * device (c), a release only its pointer, found among the image's live device blocks. */
+static int gpu_memory_event(struct model *m, uint32_t image, const struct prof_event *e)
+{
+	struct image *im = &m->img[image];
+	uint64_t base = (uint64_t)image << 47, dev;
+	if ((e->flags & PROF_EVF_FREES) && e->c &&
+	    u64map_remove(&m->gpu_blocks, base ^ (e->c & ((1ull << 47) - 1)), &dev)) {
+		struct mem_image *mi = &im->gpu[dev];
+		mi->frees++;
+		if (m->track_memory && mem_push(mi, e->t0, e->c, MEM_OP_FREE))
+			return -1;
+	}
+	if ((e->flags & PROF_EVF_ALLOCS) && e->a) {
+		int created;
+		dev = e->c < MODEL_GPUS ? e->c : MODEL_GPUS - 1;
+		uint64_t *slot = u64map_upsert(&m->gpu_blocks, base ^ (e->a & ((1ull << 47) - 1)),
+					       &created);
+		if (!slot)
+			return -1;
+		*slot = dev;
+		struct mem_image *mi = &im->gpu[dev];
+		mi->allocs++;
+		mi->bytes += e->b;
+		if (m->track_memory &&
+		    mem_push(mi, e->t1, e->a, e->b == MEM_OP_FREE ? e->b - 1 : e->b))
+			return -1;
+	}
+	return 0;
+}
+
+static inline int unlikely_gpu(const struct model *m, int64_t im, const struct prof_event *e)
+{
+	return __builtin_expect(e->cat >= PROF_CAT_FIRST_DYNAMIC, 0) &&
+	       m->img[im].gpu_cat == (int)e->cat && e->type == PROF_EV_COMPLETE;
+}
+
 /* Room for n events and their stacks in the scratch arrays. */
 static int scratch(struct model *m, size_t n)
 {
@@ -197,6 +234,8 @@ int model_events(struct model *m, const void *payload, uint32_t len)
 		m->events++;
 		routed |= e->flags & (PROF_EVF_GPU | PROF_EVF_TID);
 		if (e->cat == PROF_CAT_MEMORY && memory_event(m, &m->img[im].mem, e, stack))
+			return -1;
+		if (unlikely_gpu(m, im, e) && gpu_memory_event(m, (uint32_t)im, e))
 			return -1;
 	}
 	if (routed) /* new rows: t may have moved */

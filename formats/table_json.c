@@ -146,6 +146,31 @@ static void process(struct jw *w, const struct report *r, struct stack_names *sn
 		jw_lit(w, "null");
 	jw_lit(w, ",\"live_bytes_at_end\":");
 	jw_u64(w, mi->live_end);
+	jw_lit(w, ",\"gpu_memory\":[");
+	for (size_t d = 0, n = 0; d < MODEL_GPUS; d++) {
+		const struct mem_image *g = &im->gpu[d];
+		if (!g->allocs && !g->frees)
+			continue;
+		jw_text(w, n++ ? ",{\"device\":" : "{\"device\":");
+		jw_u64(w, d);
+		jw_lit(w, ",\"allocations\":");
+		jw_u64(w, g->allocs);
+		jw_lit(w, ",\"frees\":");
+		jw_u64(w, g->frees);
+		jw_lit(w, ",\"bytes_allocated\":");
+		jw_u64(w, g->bytes);
+		jw_lit(w, ",\"peak_live_bytes\":");
+		jw_u64(w, g->peak);
+		jw_lit(w, ",\"peak_at_ns\":");
+		if (g->peak)
+			jw_u64(w, g->peak_t);
+		else
+			jw_lit(w, "null");
+		jw_lit(w, ",\"live_bytes_at_end\":");
+		jw_u64(w, g->live_end);
+		jw_lit(w, "}");
+	}
+	jw_lit(w, "]");
 	jw_lit(w, ",\"size_histogram\":[");
 	for (size_t k = 0, n = 0; k < MEM_SIZE_BUCKETS; k++) {
 		if (!mi->size_count[k])

@@ -125,21 +125,29 @@ static void copies(const struct report *r, FILE *out)
 	}
 }
 
-static void memory(const struct report *r, FILE *out)
+/* One line per process image with allocator activity on a device (NULL: the CPU). */
+static void memory_device(const struct report *r, FILE *out, int gpu)
 {
 	char t[5][TEXTFMT_LEN];
 	size_t i;
+	int any = 0;
 
-	fprintf(out, "\nMemory: cpu/0, per process\n%-8s %-18s %10s %10s %17s %11s %9s %13s\n", "PID",
-		"Command", "Allocs", "Frees", "Bytes allocated", "Peak live", "At (ms)",
-		"Live at end");
 	for (i = 0; i < r->m->nimg; i++) {
 		const struct image *im = &r->m->img[i];
-		const struct mem_image *mi = &im->mem;
+		const struct mem_image *mi = gpu < 0 ? &im->mem : &im->gpu[gpu];
 		char at[TEXTFMT_LEN];
 
-		if (!image_has_memory(r, i))
+		if (gpu < 0 ? !image_has_memory(r, i) : !(mi->allocs || mi->frees))
 			continue;
+		if (!any++) {
+			if (gpu < 0)
+				fprintf(out, "\nMemory: cpu/0, per process\n");
+			else
+				fprintf(out, "\nMemory: gpu/%d, per process\n", gpu);
+			fprintf(out, "%-8s %-18s %10s %10s %17s %11s %9s %13s\n", "PID", "Command",
+				"Allocs", "Frees", "Bytes allocated", "Peak live", "At (ms)",
+				"Live at end");
+		}
 		if (mi->peak && mi->peak_t >= r->origin)
 			snprintf(at, sizeof(at), "%.3f", (double)(mi->peak_t - r->origin) / 1e6);
 		else
@@ -153,6 +161,13 @@ static void memory(const struct report *r, FILE *out)
 			fmt_count(t[1], mi->frees), fmt_bytes(t[2], mi->bytes),
 			fmt_bytes(t[3], mi->peak), at, fmt_bytes(t[4], mi->live_end));
 	}
+}
+
+static void memory(const struct report *r, FILE *out)
+{
+	memory_device(r, out, -1);
+	for (int d = 0; d < MODEL_GPUS; d++)
+		memory_device(r, out, d);
 }
 
 static int by_bytes(const void *a, const void *b)

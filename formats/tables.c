@@ -191,9 +191,13 @@ static void sections(struct report *r)
 	const char *c = r->opt->category;
 	size_t i;
 
-	for (i = 0; i < r->m->nimg; i++)
+	for (i = 0; i < r->m->nimg; i++) {
 		if (image_has_memory(r, i))
 			r->show_memory = 1;
+		for (size_t d = 0; d < MODEL_GPUS; d++)
+			if (r->m->img[i].gpu[d].allocs || r->m->img[i].gpu[d].frees)
+				r->show_memory = 1;
+	}
 	r->show_marks = r->s->nmarks > 0;
 	r->show_counters = r->s->nctrs > 0;
 	r->show_steps = r->s->nsteps > 0;
@@ -213,9 +217,13 @@ static int analyze(struct model *m, struct stats *s)
 {
 	size_t i;
 
-	for (i = 0; i < m->nimg; i++)
+	for (i = 0; i < m->nimg; i++) {
 		if (memtrack_analyze(&m->img[i].mem, NULL, NULL))
 			return -1;
+		for (size_t d = 0; d < MODEL_GPUS; d++)
+			if (m->img[i].gpu[d].nops && memtrack_analyze(&m->img[i].gpu[d], NULL, NULL))
+				return -1;
+	}
 	return stats_finish(s);
 }
 

@@ -266,6 +266,69 @@ static void after_getter(int f, uint64_t a0, uint64_t a1, uint64_t a2, uint64_t 
 		*pfn = prof_cuda_wrap_driver(symbol, *pfn, version, flags);
 }
 
+/* ---- GPU memory ---- */
+
+/* What a successful call did to device memory: 1 allocated *a0 of a1 bytes, 2 released
+ * a0 (device pointers are unique across devices, so a release needs no device). */
+static int gpu_memory_kind(int f)
+{
+	switch (f) {
+	case F_cudaMalloc: case F_cudaMallocAsync: case F_cudaMallocAsync_ptsz:
+	case F_cudaMallocFromPoolAsync: case F_cudaMallocFromPoolAsync_ptsz:
+	case F_cudaMallocManaged: case F_cuMemAlloc_v2: case F_cuMemAllocAsync:
+	case F_cuMemAllocAsync_ptsz: case F_cuMemAllocFromPoolAsync:
+	case F_cuMemAllocFromPoolAsync_ptsz: case F_cuMemAllocManaged:
+		return 1;
+	case F_cudaFree: case F_cudaFreeAsync: case F_cudaFreeAsync_ptsz: case F_cuMemFree_v2:
+	case F_cuMemFreeAsync: case F_cuMemFreeAsync_ptsz:
+		return 2;
+	default:
+		return 0;
+	}
+}
+
+static __thread unsigned gpu_memory_nesting __attribute__((tls_model("initial-exec")));
+
+/* The calling thread's current device: the runtime's, else the driver context's; 0
+ * when neither answers (these two are not wrapped: looked up once by name). */
+static uint64_t current_device(void)
+{
+	static int (*rt_get)(int *), (*drv_get)(int *);
+	static int looked;
+	if (!__atomic_load_n(&looked, __ATOMIC_ACQUIRE)) {
+		rt_get = (int (*)(int *))prof_real_dlsym(RTLD_DEFAULT, "cudaGetDevice");
+		drv_get = (int (*)(int *))prof_real_dlsym(RTLD_DEFAULT, "cuCtxGetDevice");
+		__atomic_store_n(&looked, 1, __ATOMIC_RELEASE);
+	}
+	int dev = 0;
+	if ((rt_get && rt_get(&dev) == 0) || (drv_get && drv_get(&dev) == 0))
+		return dev >= 0 ? (uint64_t)dev : 0;
+	return 0;
+}
+
+/* A gpu_memory event: allocation a = pointer, b = bytes, c = device; release c =
+ * pointer. Recorded whoever records the API call itself (CUPTI or the wrapper). */
+static void gpu_memory(struct prof_thread *t, int f, int kind, uint64_t a0, uint64_t a1)
+{
+	static uint8_t cat;
+	static int have_cat;
+	uint64_t now = prof_now();
+	t->busy++;
+	if (unlikely(!__atomic_load_n(&have_cat, __ATOMIC_ACQUIRE))) {
+		cat = prof_category("gpu_memory");
+		__atomic_store_n(&have_cat, 1, __ATOMIC_RELEASE);
+	}
+	if (unlikely(!state[f].name))
+		state[f].name = prof_intern(prof_cuda_funcs[f].name);
+	if (kind == 1 && a0 && *(const uint64_t *)a0)
+		prof_emit(t, cat, PROF_EV_COMPLETE, PROF_EVF_ALLOCS, state[f].name, t->depth, now,
+			  now, *(const uint64_t *)a0, a1, current_device());
+	else if (kind == 2 && a0)
+		prof_emit(t, cat, PROF_EV_COMPLETE, PROF_EVF_FREES, state[f].name, t->depth, now,
+			  now, 0, 0, a0);
+	t->busy--;
+}
+
 /* id: the function's index * CUDA_COPIES + which copy was called. cfa: the wrapper's,
  * where the caller's stack arguments begin, just above its return address. */
 __attribute__((noinline)) static int cuda_call(CUDA_REGS, const uint64_t *stack, unsigned id)
@@ -282,6 +345,9 @@ __attribute__((noinline)) static int cuda_call(CUDA_REGS, const uint64_t *stack,
 	}
 	struct prof_thread *t = &prof_thr;
 	int r;
+	/* cudaMalloc allocates through cuMemAlloc_v2: only the outermost call says so */
+	int memory = gpu_memory_kind(f), outermost = memory && !gpu_memory_nesting;
+	gpu_memory_nesting += memory != 0;
 	if (!recording(t)) {
 		r = real(CUDA_PASS);
 	} else {
@@ -293,6 +359,10 @@ __attribute__((noinline)) static int cuda_call(CUDA_REGS, const uint64_t *stack,
 		t->depth = depth;
 		record(t, f, depth, t0, t1, corr, r, ip, cfa);
 	}
+	gpu_memory_nesting -= memory != 0;
+	if (unlikely(outermost) && r == 0 && !t->busy &&
+	    __atomic_load_n(&prof_memory_on, __ATOMIC_RELAXED))
+		gpu_memory(t, f, memory, a0, a1);
 	if (unlikely(prof_cuda_funcs[f].kind != CUDA_PLAIN) && r == 0 && prof_cuda_enabled()) {
 		t->busy++;
 		after_getter(f, a0, a1, a2, a3);

@@ -2710,6 +2710,12 @@ def cuda_runtime_over_fake_driver(c):
         check(all(ids) and len(set(ids)) == len(ids), "%s: correlation ids not distinct: %r"
               % (how, ids))
         eq(ids, sorted(ids), "%s: correlation ids in call order" % how)
+        # device memory: each cudaMalloc once (not again for the cuMemAlloc_v2 inside it)
+        proc = c.report_json(c.path("profile.prof"))["processes"][0]
+        eq([(g["device"], g["allocations"], g["frees"], g["bytes_allocated"],
+             g["peak_live_bytes"], g["live_bytes_at_end"]) for g in proc["gpu_memory"]],
+           [(0, rounds, rounds, rounds * 4096, 4096, 0)], "%s: gpu/0 memory" % how)
+        check("Memory: gpu/0, per process" in c.text(), "%s: no gpu/0 memory table" % how)
 
 
 @case

@@ -408,7 +408,7 @@ static void test_memory_and_json(void **state)
 	assert_non_null(strstr(s, "{\"pid\":5,\"ppid\":1,\"exec_seq\":0,\"command\":\"/bin/worker "
 				  "-j 2\",\"exit_status\":null,\"allocations\":3,\"frees\":2,"
 				  "\"bytes_allocated\":350,\"peak_live_bytes\":250,\"peak_at_ns\":80,"
-				  "\"live_bytes_at_end\":250,\"size_histogram\":[{\"max_bytes\":64,"
+				  "\"live_bytes_at_end\":250,\"gpu_memory\":[],\"size_histogram\":[{\"max_bytes\":64,"
 				  "\"allocations\":1,\"bytes\":50},{\"max_bytes\":128,\"allocations\":1,"
 				  "\"bytes\":100},{\"max_bytes\":256,\"allocations\":1,\"bytes\":200}],"
 				  "\"threads\":[{\"tid\":10,\"name\":\"main\"},"
