@@ -484,58 +484,53 @@ static void cell_text(char *out, size_t len, int m, const struct diff_cell *c)
 		snprintf(out, len, "%s (%s)%s", v, ch, mark);
 }
 
+/* One name's row of a details table (its header first when the table is empty): the
+ * name, then the current value and change of each metric in cols. */
+static void detail_row(struct tbl *t, const char *const *heads, const int *cols, unsigned n,
+		       const struct diff_name *d)
+{
+	char name[320], cell[128];
+	unsigned j;
+
+	if (!t->n)
+		for (j = 0; j <= n; j++)
+			add(t, heads[j]);
+	name_of(name, sizeof(name), d);
+	add(t, name);
+	for (j = 0; j < n; j++) {
+		cell_text(cell, sizeof(cell), cols[j], &d->m[cols[j]]);
+		add(t, cell);
+	}
+}
+
 /* Every name on both sides: current values and their change. */
 static void details(struct out *o)
 {
 	static const int calls_cols[] = { M_COUNT, M_MEDIAN, M_P95, M_SELF, M_ALLOCS, M_BYTES };
 	static const int prog_cols[] = { M_COMMON, M_WALL, M_ALLOCS, M_BYTES, M_PEAK };
+	static const char *const calls_heads[] = { "Name", "Calls", "Median", "p95", "Self",
+						   "Allocs", "Bytes" };
+	static const char *const prog_heads[] = { "Program", "Common", "Wall", "Allocs", "Bytes",
+						  "Peak" };
 	const struct diff_result *r = o->r;
 	struct tbl t = { .cols = 7 }, p = { .cols = 6 };
 	size_t i, shown = 0, more = 0, both = 0;
-	unsigned j;
 
 	for (i = 0; i < r->nnames; i++) {
 		const struct diff_name *d = &r->names[o->order[i]];
-		char name[320], cell[128];
 		if (d->presence != DP_BOTH)
 			continue;
 		both++;
 		if (d->kind == SUM_PROGRAM || d->kind == SUM_PROCESS) {
-			if (!p.n) {
-				add(&p, "Program");
-				add(&p, "Common");
-				add(&p, "Wall");
-				add(&p, "Allocs");
-				add(&p, "Bytes");
-				add(&p, "Peak");
-			}
-			name_of(name, sizeof(name), d);
-			add(&p, name);
-			for (j = 0; j < 5; j++) {
-				cell_text(cell, sizeof(cell), prog_cols[j], &d->m[prog_cols[j]]);
-				add(&p, cell);
-			}
+			detail_row(&p, prog_heads, prog_cols, 5, d);
 			continue;
 		}
 		if (o->top > 0 && shown >= (size_t)o->top) {
 			more++;
 			continue;
 		}
-		if (!shown++) {
-			add(&t, "Name");
-			add(&t, "Calls");
-			add(&t, "Median");
-			add(&t, "p95");
-			add(&t, "Self");
-			add(&t, "Allocs");
-			add(&t, "Bytes");
-		}
-		name_of(name, sizeof(name), d);
-		add(&t, name);
-		for (j = 0; j < 6; j++) {
-			cell_text(cell, sizeof(cell), calls_cols[j], &d->m[calls_cols[j]]);
-			add(&t, cell);
-		}
+		shown++;
+		detail_row(&t, calls_heads, calls_cols, 6, d);
 	}
 	if (!both)
 		return;
