@@ -345,8 +345,18 @@ int prof_py_stack(uint64_t *out, int max)
 		uintptr_t names = AT(code, L->co_filename, uintptr_t) ^
 				  AT(code, L->co_qualname, uintptr_t) << 1 ^
 				  (uintptr_t)(uint32_t)AT(code, L->co_firstlineno, int) << 48;
-		struct pf_entry *e = &c->e[(code >> 4 ^ code >> 12 ^ (uintptr_t)offset >> 1) &
-					   (CACHE_SIZE - 1)];
+		/* two ways: frames whose keys meet in one slot (a caller and its callee, the
+		 * same every call) must not evict each other on every walk */
+		uintptr_t slot = (code >> 4 ^ code >> 12 ^ (uintptr_t)offset >> 1) & (CACHE_SIZE - 2);
+		struct pf_entry *e = &c->e[slot];
+		if (e->code != code || e->key != key || e->names != names || !e->id) {
+			struct pf_entry *other = &c->e[slot + 1];
+			/* a hit in the second way, or the emptier / older one to refill */
+			if ((other->code == code && other->key == key && other->names == names &&
+			     other->id) ||
+			    e->id)
+				e = other;
+		}
 		uint32_t id = e->id;
 		if (unlikely(e->code != code || e->key != key || e->names != names || !id)) {
 			id = miss(e, code, offset, key, names, owner);
