@@ -11,6 +11,7 @@ struct curve {
 	struct heap_point *p;
 	size_t n, cap;
 	uint32_t pid;
+	int32_t device;
 };
 
 static int collect(void *ctx, uint64_t t, uint64_t live)
@@ -21,7 +22,8 @@ static int collect(void *ctx, uint64_t t, uint64_t live)
 		return -1;
 	c->p[c->n].t = t;
 	c->p[c->n].live = live;
-	c->p[c->n++].pid = c->pid;
+	c->p[c->n].pid = c->pid;
+	c->p[c->n++].device = c->device;
 	return 0;
 }
 
@@ -58,11 +60,12 @@ static int thin(struct heap_track *h, const struct curve *c, uint64_t share)
 	return 0;
 }
 
-static int image_track(struct heap_track *h, struct image *im, uint64_t share)
+static int curve_track(struct heap_track *h, struct mem_image *mi, uint32_t pid,
+		       int32_t device, uint64_t share)
 {
-	struct curve c = { .pid = im->pid };
+	struct curve c = { .pid = pid, .device = device };
 	size_t i;
-	int rc = memtrack_analyze(&im->mem, collect, &c);
+	int rc = memtrack_analyze(mi, collect, &c);
 
 	h->changes += c.n;
 	if (!rc && c.n && c.n <= share) {
@@ -76,25 +79,37 @@ static int image_track(struct heap_track *h, struct image *im, uint64_t share)
 	return rc;
 }
 
+/* Curve k of image im: its heap (k = 0), else device k - 1. */
+static struct mem_image *curve_of(struct image *im, size_t k)
+{
+	return k ? &im->gpu[k - 1] : &im->mem;
+}
+
 int heap_track_build(struct heap_track *h, struct model *m, uint64_t max_points)
 {
 	uint64_t ops = 0;
-	size_t i;
+	size_t i, k;
 
 	memset(h, 0, sizeof(*h));
 	for (i = 0; i < m->nimg; i++)
-		ops += m->img[i].mem.nops;
-	for (i = 0; i < m->nimg; i++) {
-		uint64_t share = m->img[i].mem.nops;
-		if (ops > max_points) {
-			/* A share in proportion to the process's operations, at least 2. */
-			share = (uint64_t)((double)max_points * (double)share / (double)ops);
-			if (share < 2)
-				share = 2;
+		for (k = 0; k <= MODEL_GPUS; k++)
+			ops += curve_of(&m->img[i], k)->nops;
+	for (i = 0; i < m->nimg; i++)
+		for (k = 0; k <= MODEL_GPUS; k++) {
+			struct mem_image *mi = curve_of(&m->img[i], k);
+			uint64_t share = mi->nops;
+			if (!share)
+				continue;
+			if (ops > max_points) {
+				/* A share in proportion to the curve's operations, at least 2. */
+				share = (uint64_t)((double)max_points * (double)share /
+						   (double)ops);
+				if (share < 2)
+					share = 2;
+			}
+			if (curve_track(h, mi, m->img[i].pid, (int32_t)k - 1, share))
+				return -1;
 		}
-		if (image_track(h, &m->img[i], share))
-			return -1;
-	}
 	return 0;
 }
 

@@ -93,14 +93,41 @@ void chrome_write_meta(struct chrome *c)
 	u64map_free(&last);
 }
 
+/* A process-wide marker where a curve peaked, on the counter's time. */
+static void peak_marker(struct chrome *c, const struct image *im, const struct mem_image *mi,
+			const char *name)
+{
+	chrome_sep(c);
+	jw_lit(&c->w, "{\"ph\":\"i\",\"s\":\"p\",\"name\":");
+	jw_cstr(&c->w, name);
+	jw_lit(&c->w, ",\"cat\":\"memory\",\"pid\":");
+	jw_u64(&c->w, im->pid);
+	jw_lit(&c->w, ",\"tid\":");
+	jw_u64(&c->w, im->pid);
+	jw_lit(&c->w, ",\"ts\":");
+	jw_us(&c->w, (int64_t)(mi->peak_t - c->origin));
+	jw_lit(&c->w, ",\"args\":{\"bytes\":");
+	jw_u64(&c->w, mi->peak);
+	jw_lit(&c->w, "}}");
+	c->written++;
+}
+
 void chrome_write_heap(struct chrome *c)
 {
+	char name[40];
 	size_t i;
 
 	for (i = 0; i < c->heap.n; i++) {
 		const struct heap_point *p = &c->heap.pts[i];
 		chrome_sep(c);
-		jw_lit(&c->w, "{\"ph\":\"C\",\"name\":\"live heap bytes\",\"pid\":");
+		jw_lit(&c->w, "{\"ph\":\"C\",\"name\":");
+		if (p->device < 0) {
+			jw_lit(&c->w, "\"live heap bytes\"");
+		} else {
+			snprintf(name, sizeof(name), "GPU %d live bytes", (int)p->device);
+			jw_cstr(&c->w, name);
+		}
+		jw_lit(&c->w, ",\"pid\":");
 		jw_u64(&c->w, p->pid);
 		jw_lit(&c->w, ",\"ts\":");
 		jw_us(&c->w, (int64_t)(p->t - c->origin));
@@ -109,23 +136,15 @@ void chrome_write_heap(struct chrome *c)
 		jw_lit(&c->w, "}}");
 	}
 	c->written += c->heap.n;
-	/* where each process's heap peaked: a process-wide marker on the counter's time */
 	for (i = 0; i < c->plan.nimg; i++) {
 		const struct image *im = &c->plan.img[i];
-		if (!im->mem.peak)
-			continue;
-		chrome_sep(c);
-		jw_lit(&c->w, "{\"ph\":\"i\",\"s\":\"p\",\"name\":\"peak live heap\",\"cat\":"
-			      "\"memory\",\"pid\":");
-		jw_u64(&c->w, im->pid);
-		jw_lit(&c->w, ",\"tid\":");
-		jw_u64(&c->w, im->pid);
-		jw_lit(&c->w, ",\"ts\":");
-		jw_us(&c->w, (int64_t)(im->mem.peak_t - c->origin));
-		jw_lit(&c->w, ",\"args\":{\"bytes\":");
-		jw_u64(&c->w, im->mem.peak);
-		jw_lit(&c->w, "}}");
-		c->written++;
+		if (im->mem.peak)
+			peak_marker(c, im, &im->mem, "peak live heap");
+		for (int d = 0; d < MODEL_GPUS; d++)
+			if (im->gpu[d].peak) {
+				snprintf(name, sizeof(name), "peak GPU %d memory", d);
+				peak_marker(c, im, &im->gpu[d], name);
+			}
 	}
 }
 
@@ -192,11 +211,11 @@ static void heap_text(struct chrome *c)
 	char buf[300];
 
 	if (c->heap.thinned)
-		snprintf(buf, sizeof(buf), "%llu changes of live heap bytes thinned to %zu points "
+		snprintf(buf, sizeof(buf), "%llu changes of live bytes (heap, GPUs) thinned to %zu points "
 			 "(per process: lowest and highest point of equal runs)",
 			 (unsigned long long)c->heap.changes, c->heap.n);
 	else
-		snprintf(buf, sizeof(buf), "all %llu changes of live heap bytes",
+		snprintf(buf, sizeof(buf), "all %llu changes of live bytes (heap, GPUs)",
 			 (unsigned long long)c->heap.changes);
 	jw_cstr(&c->w, buf);
 }

@@ -37,8 +37,11 @@ static void plan_rule(struct chrome *c)
 {
 	uint64_t fixed = c->always + c->heap.n, i;
 
-	for (i = 0; i < c->plan.nimg; i++)
-		fixed += c->plan.img[i].mem.peak != 0; /* the peak markers */
+	for (i = 0; i < c->plan.nimg; i++) { /* the peak markers */
+		fixed += c->plan.img[i].mem.peak != 0;
+		for (int d = 0; d < MODEL_GPUS; d++)
+			fixed += c->plan.img[i].gpu[d].peak != 0;
+	}
 	uint64_t budget = c->max_events > fixed ? c->max_events - fixed : 0;
 
 	dur_rule_pick(&c->rule, c->hist, c->droppable, budget);

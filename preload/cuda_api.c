@@ -268,9 +268,17 @@ static void after_getter(int f, uint64_t a0, uint64_t a1, uint64_t a2, uint64_t 
 
 /* ---- GPU memory ---- */
 
-/* What a successful call did to device memory: 1 allocated *a0 of a1 bytes, 2 released
- * a0 (device pointers are unique across devices, so a release needs no device). */
-static int gpu_memory_kind(int f)
+/* What a successful call did to device memory, and where its arguments say so. */
+enum gpu_memory_op {
+	GPU_NONE,
+	GPU_ALLOC,   /* *a0 = pointer, a1 = bytes */
+	GPU_PITCH,   /* *a0 = pointer, *a1 = pitch, a3 = rows */
+	GPU_3D,      /* a0 = cudaPitchedPtr {ptr, pitch, ...}, stack: cudaExtent {w, h, d} */
+	GPU_CREATE,  /* cuMemCreate: *a0 = handle, a1 = bytes, a2 = CUmemAllocationProp */
+	GPU_RELEASE, /* a0 = the pointer or handle released */
+};
+
+static enum gpu_memory_op gpu_memory_op(int f)
 {
 	switch (f) {
 	case F_cudaMalloc: case F_cudaMallocAsync: case F_cudaMallocAsync_ptsz:
@@ -278,12 +286,18 @@ static int gpu_memory_kind(int f)
 	case F_cudaMallocManaged: case F_cuMemAlloc_v2: case F_cuMemAllocAsync:
 	case F_cuMemAllocAsync_ptsz: case F_cuMemAllocFromPoolAsync:
 	case F_cuMemAllocFromPoolAsync_ptsz: case F_cuMemAllocManaged:
-		return 1;
+		return GPU_ALLOC;
+	case F_cudaMallocPitch: case F_cuMemAllocPitch_v2:
+		return GPU_PITCH;
+	case F_cudaMalloc3D:
+		return GPU_3D;
+	case F_cuMemCreate:
+		return GPU_CREATE;
 	case F_cudaFree: case F_cudaFreeAsync: case F_cudaFreeAsync_ptsz: case F_cuMemFree_v2:
-	case F_cuMemFreeAsync: case F_cuMemFreeAsync_ptsz:
-		return 2;
+	case F_cuMemFreeAsync: case F_cuMemFreeAsync_ptsz: case F_cuMemRelease:
+		return GPU_RELEASE;
 	default:
-		return 0;
+		return GPU_NONE;
 	}
 }
 
@@ -306,12 +320,59 @@ static uint64_t current_device(void)
 	return 0;
 }
 
-/* A gpu_memory event: allocation a = pointer, b = bytes, c = device; release c =
- * pointer. Recorded whoever records the API call itself (CUPTI or the wrapper). */
-static void gpu_memory(struct prof_thread *t, int f, int kind, uint64_t a0, uint64_t a1)
+/* CUmemAllocationProp (cuda.h): {type, requestedHandleTypes, location {type, id}, ...};
+ * CU_MEM_LOCATION_TYPE_DEVICE = 1. Memory made on the host (pinned, NUMA) is not a
+ * device's: -1. */
+#define VMM_LOCATION_TYPE_OFFSET 8
+#define VMM_LOCATION_ID_OFFSET 12
+#define VMM_LOCATION_DEVICE 1
+static int64_t vmm_device(uint64_t prop)
+{
+	int32_t type, id;
+	if (!prop)
+		return -1;
+	memcpy(&type, (const char *)prop + VMM_LOCATION_TYPE_OFFSET, sizeof type);
+	memcpy(&id, (const char *)prop + VMM_LOCATION_ID_OFFSET, sizeof id);
+	return type == VMM_LOCATION_DEVICE && id >= 0 ? id : -1;
+}
+
+/* A gpu_memory event: allocation a = pointer (a VMM handle for cuMemCreate: handles and
+ * device pointers never coincide in one process), b = bytes, c = device; release c =
+ * pointer or handle. Recorded whoever records the API call itself (CUPTI or the
+ * wrapper). */
+static void gpu_memory(struct prof_thread *t, int f, enum gpu_memory_op op, uint64_t a0,
+		       uint64_t a1, uint64_t a2, uint64_t a3, const uint64_t *stack)
 {
 	static uint8_t cat;
 	static int have_cat;
+	uint64_t ptr = 0, bytes = 0;
+	int64_t dev = 0;
+	switch (op) {
+	case GPU_ALLOC:
+		ptr = a0 ? *(const uint64_t *)a0 : 0;
+		bytes = a1;
+		break;
+	case GPU_PITCH:
+		ptr = a0 ? *(const uint64_t *)a0 : 0;
+		bytes = a1 ? *(const uint64_t *)a1 * a3 : 0;
+		break;
+	case GPU_3D: /* the pitched pointer's pitch times the extent's height and depth */
+		ptr = a0 ? ((const uint64_t *)a0)[0] : 0;
+		bytes = a0 ? ((const uint64_t *)a0)[1] * stack[1] * stack[2] : 0;
+		break;
+	case GPU_CREATE:
+		ptr = a0 ? *(const uint64_t *)a0 : 0;
+		bytes = a1;
+		dev = vmm_device(a2);
+		break;
+	case GPU_RELEASE:
+		ptr = a0;
+		break;
+	case GPU_NONE:
+		return;
+	}
+	if (!ptr || dev < 0)
+		return;
 	uint64_t now = prof_now();
 	t->busy++;
 	if (unlikely(!__atomic_load_n(&have_cat, __ATOMIC_ACQUIRE))) {
@@ -320,12 +381,12 @@ static void gpu_memory(struct prof_thread *t, int f, int kind, uint64_t a0, uint
 	}
 	if (unlikely(!state[f].name))
 		state[f].name = prof_intern(prof_cuda_funcs[f].name);
-	if (kind == 1 && a0 && *(const uint64_t *)a0)
-		prof_emit(t, cat, PROF_EV_COMPLETE, PROF_EVF_ALLOCS, state[f].name, t->depth, now,
-			  now, *(const uint64_t *)a0, a1, current_device());
-	else if (kind == 2 && a0)
+	if (op == GPU_RELEASE)
 		prof_emit(t, cat, PROF_EV_COMPLETE, PROF_EVF_FREES, state[f].name, t->depth, now,
-			  now, 0, 0, a0);
+			  now, 0, 0, ptr);
+	else
+		prof_emit(t, cat, PROF_EV_COMPLETE, PROF_EVF_ALLOCS, state[f].name, t->depth, now,
+			  now, ptr, bytes, op == GPU_CREATE ? (uint64_t)dev : current_device());
 	t->busy--;
 }
 
@@ -346,7 +407,8 @@ __attribute__((noinline)) static int cuda_call(CUDA_REGS, const uint64_t *stack,
 	struct prof_thread *t = &prof_thr;
 	int r;
 	/* cudaMalloc allocates through cuMemAlloc_v2: only the outermost call says so */
-	int memory = gpu_memory_kind(f), outermost = memory && !gpu_memory_nesting;
+	enum gpu_memory_op memory = gpu_memory_op(f);
+	int outermost = memory && !gpu_memory_nesting;
 	gpu_memory_nesting += memory != 0;
 	if (!recording(t)) {
 		r = real(CUDA_PASS);
@@ -362,7 +424,7 @@ __attribute__((noinline)) static int cuda_call(CUDA_REGS, const uint64_t *stack,
 	gpu_memory_nesting -= memory != 0;
 	if (unlikely(outermost) && r == 0 && !t->busy &&
 	    __atomic_load_n(&prof_memory_on, __ATOMIC_RELAXED))
-		gpu_memory(t, f, memory, a0, a1);
+		gpu_memory(t, f, memory, a0, a1, a2, a3, stack);
 	if (unlikely(prof_cuda_funcs[f].kind != CUDA_PLAIN) && r == 0 && prof_cuda_enabled()) {
 		t->busy++;
 		after_getter(f, a0, a1, a2, a3);

@@ -2719,6 +2719,45 @@ def cuda_runtime_over_fake_driver(c):
 
 
 @case
+def cuda_device_memory(c):
+    # every way libprof counts device memory (cuda_rt.c "memory"): pitched and 3D
+    # allocations sized from what the call returned (the 3D extent is a stack argument),
+    # async ones, the driver's VMM calls through entry points on the device their
+    # properties name, host-located VMM memory left out, nested driver calls not counted
+    # twice; per device in the tables and JSON, and as a counter track in the trace
+    p = build_cuda_programs()
+    wrapped = cuda_exports()
+    r, t = profile(c, [p["rt"], "memory"], env={"LD_LIBRARY_PATH": p["lib"]})
+    t.wellformed()
+    counts = cuda_check_counts(c, r, "cuda_rt memory", wrapped)
+    eq({k: counts.get(k) for k in ("cuMemCreate", "cuMemRelease", "cuMemAllocPitch_v2")},
+       {"cuMemCreate": 3, "cuMemRelease": 2, "cuMemAllocPitch_v2": 3}, "driver calls made")
+    dev0 = 1024 * 10 + 1024 * 10 * 3 + 4096 + 1024 * 5
+    mib = 1 << 20
+    proc = c.report_json(c.path("profile.prof"))["processes"][0]
+    eq([(g["device"], g["allocations"], g["frees"], g["bytes_allocated"],
+         g["peak_live_bytes"], g["live_bytes_at_end"]) for g in proc["gpu_memory"]],
+       [(0, 4, 4, dev0, dev0, 0), (1, 2, 1, 8 * mib, 8 * mib, 6 * mib)], "gpu memory")
+    text = c.text()
+    check("Memory: gpu/0, per process" in text and "Memory: gpu/1, per process" in text,
+          "no gpu/0 and gpu/1 memory tables")
+    pid = pid_of_trace(t)
+    sizes0 = [10240, 30720, 4096, 5120]  # made in this order, freed in this order
+    curve0 = [sum(sizes0[:i + 1]) for i in range(4)] + [sum(sizes0[i + 1:]) for i in range(4)]
+    for dev, want in ((0, curve0),
+                      (1, [2 * mib, 8 * mib, 6 * mib])):
+        name = "GPU %d live bytes" % dev
+        got = [e["args"]["bytes"] for e in sorted(t.select("C", name, pid=pid),
+                                                  key=lambda e: e["ts"])]
+        eq(got, want, "%s counter" % name)
+        marks = t.select("i", "peak GPU %d memory" % dev, pid=pid)
+        eq([m["args"]["bytes"] for m in marks], [max(want)], "peak GPU %d marker" % dev)
+    eq(t.select("C", "GPU 2 live bytes"), [], "a counter for a device never used")
+    # the host heap's counter is still its own track
+    check(t.select("C", "live heap bytes", pid=pid), "no live heap bytes counter")
+
+
+@case
 def cuda_driver_entry_points(c):
     # pointers from cudaGetDriverEntryPoint[ByVersion] are wrapped and named after the
     # driver function they are (cuMemAlloc_v2 for ("cuMemAlloc", 3020), cuLaunchKernel_ptsz

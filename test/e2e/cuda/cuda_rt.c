@@ -4,6 +4,8 @@
  *
  *   cuda_rt basic N   N rounds of malloc, copy in, three launches, sync, copy out, free
  *   cuda_rt entry     driver pointers from cudaGetDriverEntryPoint[ByVersion]
+ *   cuda_rt memory    device memory every way libprof counts it (test/e2e/run.py
+ *                     cuda_device_memory has the expected tables)
  *   cuda_rt bench N   N calls of cudaGetDeviceCount; prints ns per call */
 #include <dlfcn.h>
 #include <stdio.h>
@@ -120,6 +122,59 @@ static void entry(void)
 	expect("cuDeviceGet", fp ? ((CUresult(*)(CUdevice *, int))fp)(&dev, 0) : FAKE_MISSING, 0);
 }
 
+typedef CUresult (*pitch_fn)(CUdeviceptr *, size_t *, size_t, size_t, unsigned);
+typedef CUresult (*create_fn)(CUmemGenericAllocationHandle *, size_t,
+			      const CUmemAllocationProp *, unsigned long long);
+typedef CUresult (*release_fn)(CUmemGenericAllocationHandle);
+
+static void *driver_entry(const char *name, unsigned version)
+{
+	enum cudaDriverEntryPointQueryResult st;
+	void *fp = 0;
+	expect(name, cudaGetDriverEntryPointByVersion(name, &fp, version, 0, &st), 0);
+	return fp;
+}
+
+/* Device 0: pitched 1000 x 10 (rows of 1024 bytes), 3D 1000 x 10 x 3, async 4096, the
+ * driver's pitched 1000 x 5; all freed. Device 1, through the driver's virtual memory
+ * calls as PyTorch's expandable segments reach them: 2 MiB and 6 MiB made, the 2 MiB
+ * released; 1 MiB made and released on the host (not device memory). */
+static void memory(void)
+{
+	void *a = 0, *b = 0;
+	size_t pitch = 0, pitch2 = 0;
+	struct cudaPitchedPtr pp = {0};
+	struct cudaExtent extent = {1000, 10, 3};
+	expect("cudaMallocPitch", cudaMallocPitch(&a, &pitch, 1000, 10), 0);
+	expect("pitch", (int)pitch, 1024);
+	expect("cudaMalloc3D", cudaMalloc3D(&pp, extent), 0);
+	expect("cudaMallocAsync", cudaMallocAsync(&b, FAKE_BYTES, FAKE_STREAM), 0);
+	pitch_fn alloc_pitch = (pitch_fn)driver_entry("cuMemAllocPitch", 3020);
+	create_fn create = (create_fn)driver_entry("cuMemCreate", 10020);
+	release_fn release = (release_fn)driver_entry("cuMemRelease", 10020);
+	if (!alloc_pitch || !create || !release)
+		return;
+	CUdeviceptr c = 0;
+	expect("cuMemAllocPitch_v2", alloc_pitch(&c, &pitch2, 1000, 5, 8), 0);
+	CUmemAllocationProp prop;
+	memset(&prop, 0, sizeof prop);
+	prop.type = CU_MEM_ALLOCATION_TYPE_PINNED;
+	prop.location.type = CU_MEM_LOCATION_TYPE_DEVICE;
+	prop.location.id = 1;
+	CUmemGenericAllocationHandle h1 = 0, h2 = 0, h3 = 0;
+	expect("cuMemCreate", create(&h1, 2 << 20, &prop, 0), 0);
+	expect("cuMemCreate", create(&h2, 6 << 20, &prop, 0), 0);
+	expect("cuMemRelease", release(h1), 0);
+	prop.location.type = CU_MEM_LOCATION_TYPE_HOST;
+	prop.location.id = 0;
+	expect("cuMemCreate(host)", create(&h3, 1 << 20, &prop, 0), 0);
+	expect("cuMemRelease(host)", release(h3), 0);
+	expect("cudaFree", cudaFree(a), 0);
+	expect("cudaFree", cudaFree(pp.ptr), 0);
+	expect("cudaFreeAsync", cudaFreeAsync(b, FAKE_STREAM), 0);
+	expect("cudaFree", cudaFree((void *)c), 0);
+}
+
 static void bench(long n)
 {
 	int count = 0;
@@ -140,6 +195,8 @@ int main(int argc, char **argv)
 		basic(argc > 2 ? atoi(argv[2]) : 3);
 	else if (!strcmp(mode, "entry"))
 		entry();
+	else if (!strcmp(mode, "memory"))
+		memory();
 	else if (!strcmp(mode, "bench")) {
 		bench(argc > 2 ? atol(argv[2]) : 1000000);
 		return 0;

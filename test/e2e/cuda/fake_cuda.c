@@ -21,6 +21,7 @@ static const char *const names[] = {
 	"cuMemAlloc", "cuMemAlloc_v2", "cuMemFree_v2", "cuMemcpyHtoD_v2", "cuMemcpyDtoH_v2",
 	"cuLaunchKernel", "cuLaunchKernel_ptsz", "cuLaunchKernelEx", "cuLaunchKernelEx_ptsz",
 	"cuCtxSynchronize", "cuCtxSynchronize_v2", "cuStreamSynchronize", "cuDeviceGet",
+	"cuMemAllocPitch_v2", "cuMemAllocAsync", "cuMemFreeAsync", "cuMemCreate", "cuMemRelease",
 };
 #define NNAMES (sizeof names / sizeof *names)
 static int counts[NNAMES];
@@ -86,6 +87,43 @@ EXPORT CUresult cuMemAlloc(unsigned int *p, unsigned int bytes)
 EXPORT CUresult cuMemFree_v2(CUdeviceptr p)
 {
 	return check("cuMemFree_v2", p != 0);
+}
+
+/* Rows padded to FAKE_PITCH_ALIGN bytes. */
+EXPORT CUresult cuMemAllocPitch_v2(CUdeviceptr *p, size_t *pitch, size_t width, size_t height,
+				   unsigned int element)
+{
+	*pitch = (width + FAKE_PITCH_ALIGN - 1) / FAKE_PITCH_ALIGN * FAKE_PITCH_ALIGN;
+	*p = __atomic_fetch_add(&next_ptr, 0x100000, __ATOMIC_RELAXED);
+	return check("cuMemAllocPitch_v2", width && height && (element == 4 || element == 8 ||
+								 element == 16));
+}
+
+EXPORT CUresult cuMemAllocAsync(CUdeviceptr *p, size_t bytes, CUstream s)
+{
+	*p = __atomic_fetch_add(&next_ptr, 0x1000, __ATOMIC_RELAXED);
+	return check("cuMemAllocAsync", bytes == FAKE_BYTES && s == FAKE_STREAM);
+}
+
+EXPORT CUresult cuMemFreeAsync(CUdeviceptr p, CUstream s)
+{
+	return check("cuMemFreeAsync", p != 0 && s == FAKE_STREAM);
+}
+
+/* Handles are small numbers here; a real driver's are opaque 64-bit values. */
+static unsigned long long next_handle = 1;
+
+EXPORT CUresult cuMemCreate(CUmemGenericAllocationHandle *h, size_t bytes,
+			    const CUmemAllocationProp *prop, unsigned long long flags)
+{
+	*h = __atomic_fetch_add(&next_handle, 1, __ATOMIC_RELAXED);
+	return check("cuMemCreate", bytes && prop && prop->type == CU_MEM_ALLOCATION_TYPE_PINNED &&
+					    flags == 0);
+}
+
+EXPORT CUresult cuMemRelease(CUmemGenericAllocationHandle h)
+{
+	return check("cuMemRelease", h != 0 && h < next_handle);
 }
 
 EXPORT CUresult cuMemcpyHtoD_v2(CUdeviceptr dst, const void *src, size_t n)
@@ -178,6 +216,11 @@ static const struct entry {
 	{"cuMemAlloc", 2000, 0, (void *)cuMemAlloc},
 	{"cuMemAlloc", 3020, 0, (void *)cuMemAlloc_v2},
 	{"cuMemFree", 3020, 0, (void *)cuMemFree_v2},
+	{"cuMemAllocPitch", 3020, 0, (void *)cuMemAllocPitch_v2},
+	{"cuMemAllocAsync", 11020, 0, (void *)cuMemAllocAsync},
+	{"cuMemFreeAsync", 11020, 0, (void *)cuMemFreeAsync},
+	{"cuMemCreate", 10020, 0, (void *)cuMemCreate},
+	{"cuMemRelease", 10020, 0, (void *)cuMemRelease},
 	{"cuMemcpyHtoD", 3020, 0, (void *)cuMemcpyHtoD_v2},
 	{"cuMemcpyDtoH", 3020, 0, (void *)cuMemcpyDtoH_v2},
 	{"cuLaunchKernel", 4000, 0, (void *)cuLaunchKernel},

@@ -11,6 +11,7 @@
 #define FAKE_BYTES 4096
 #define FAKE_COPY 64
 #define FAKE_DEVPTR 0x7000000000ull
+#define FAKE_PITCH_ALIGN 512
 /* the result a program records for a function it found no pointer to */
 #define FAKE_MISSING 999
 

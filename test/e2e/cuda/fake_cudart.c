@@ -28,6 +28,7 @@ static const char *const names[] = {
 	"cudaMalloc", "cudaFree", "cudaMemcpy", "cudaLaunchKernel", "cudaLaunchKernel_ptsz",
 	"__cudaLaunchKernel", "__cudaLaunchKernel_ptsz", "cudaDeviceSynchronize",
 	"cudaGetDeviceCount", "cudaGetDriverEntryPoint", "cudaGetDriverEntryPointByVersion",
+	"cudaMallocPitch", "cudaMalloc3D", "cudaMallocAsync", "cudaFreeAsync",
 };
 #define NNAMES (sizeof names / sizeof *names)
 static int counts[NNAMES];
@@ -65,6 +66,9 @@ static struct {
 	CUresult (*launch_ptsz)(CUfunction, unsigned, unsigned, unsigned, unsigned, unsigned,
 				unsigned, unsigned, CUstream, void **, void **);
 	CUresult (*ctx_sync)(CUcontext);
+	CUresult (*alloc_pitch)(CUdeviceptr *, size_t *, size_t, size_t, unsigned);
+	CUresult (*alloc_async)(CUdeviceptr *, size_t, CUstream);
+	CUresult (*free_async)(CUdeviceptr, CUstream);
 } drv;
 
 static void *need(const char *base, int version, cuuint64_t flags)
@@ -110,6 +114,9 @@ static void init_once(void)
 	*(void **)&drv.launch_ptsz =
 		need("cuLaunchKernel", 7000, CU_GET_PROC_ADDRESS_PER_THREAD_DEFAULT_STREAM);
 	*(void **)&drv.ctx_sync = need("cuCtxSynchronize", 13000, 0);
+	*(void **)&drv.alloc_pitch = need("cuMemAllocPitch", 3020, 0);
+	*(void **)&drv.alloc_async = need("cuMemAllocAsync", 11020, 0);
+	*(void **)&drv.free_async = need("cuMemFreeAsync", 11020, 0);
 }
 
 static void start(const char *name)
@@ -134,6 +141,36 @@ cudaError_t cudaFree(void *p)
 {
 	start("cudaFree");
 	return rt(drv.mem_free((CUdeviceptr)p));
+}
+
+cudaError_t cudaMallocPitch(void **p, size_t *pitch, size_t width, size_t height)
+{
+	start("cudaMallocPitch");
+	return rt(drv.alloc_pitch((CUdeviceptr *)p, pitch, width, height, 4));
+}
+
+/* The extent travels on the stack (24 bytes, by value): rows of height * depth */
+cudaError_t cudaMalloc3D(struct cudaPitchedPtr *p, struct cudaExtent e)
+{
+	start("cudaMalloc3D");
+	CUdeviceptr d = 0;
+	size_t pitch = 0;
+	cudaError_t r = rt(drv.alloc_pitch(&d, &pitch, e.width, e.height * e.depth, 4));
+	if (r == cudaSuccess)
+		*p = (struct cudaPitchedPtr){(void *)d, pitch, e.width, e.height};
+	return r;
+}
+
+cudaError_t cudaMallocAsync(void **p, size_t n, cudaStream_t s)
+{
+	start("cudaMallocAsync");
+	return rt(drv.alloc_async((CUdeviceptr *)p, n, (CUstream)s));
+}
+
+cudaError_t cudaFreeAsync(void *p, cudaStream_t s)
+{
+	start("cudaFreeAsync");
+	return rt(drv.free_async((CUdeviceptr)p, (CUstream)s));
 }
 
 cudaError_t cudaMemcpy(void *dst, const void *src, size_t n, enum cudaMemcpyKind kind)
