@@ -24,7 +24,7 @@ static void help(void)
 	       "Per run: the command, host, clock, ring size and versions (and the CPU model,\n"
 	       "CPU count and kernel when summarized on the machine that ran it); per\n"
 	       "(category, name): calls, total and self time, allocations and bytes allocated\n"
-	       "during its calls, and a quantile sketch of the per-call durations (0.5%%\n"
+	       "during its calls, and a quantile sketch of the per-call durations (1%%\n"
 	       "relative accuracy); per run its duration, allocations and peak live bytes.\n"
 	       "\n"
 	       "  -o, --output OUT   write to OUT instead of standard output\n"

@@ -1,6 +1,7 @@
 /* A quantile sketch of durations (DDSketch-style): counts in logarithmic buckets
- * (gamma^(i-1), gamma^i] ns with gamma = 1.01, so any quantile read back is within 0.5%
- * of a duration of the right rank, whatever the spread. Buckets are kept dense between
+ * (gamma^(i-1), gamma^i] ns with gamma = 1.01, so any quantile read back is within 1%
+ * (a bucket's width; read inside the bucket, see sketch_quantile) of a duration of the
+ * right rank, whatever the spread. Buckets are kept dense between
  * the lowest and the highest index seen; summaries store only the non-empty ones. */
 #ifndef PROF_FORMATS_SKETCH_H
 #define PROF_FORMATS_SKETCH_H

@@ -3962,13 +3962,24 @@ def perf_summary_matches_report(c):
     proc = rep["processes"][0]
     eq((prog["allocs"], prog["bytes"], prog["peak_bytes"]),
        (proc["allocations"], proc["bytes_allocated"], proc["peak_live_bytes"]), "program row")
-    # the median read back from the sketch is within its 0.5% of the exact one
+    # the median read back from the sketch is within its 1% of the exact one; for an
+    # even count, of the two middle durations (the exact median is their mean, which a
+    # sketch of ranks does not see when they lie apart)
     rc, doc = perf_diff(c, out, out)
     eq(rc, 0, "a summary against itself")
+    durations = {}
+    for e in read_capture(cap):
+        if e["type"] == 1:
+            durations.setdefault((e["cat"], e["name"]), []).append(e["t1"] - e["t0"])
     for want in rep["rows"]:
         med = perf_name(doc, want["category"], want["name"])["metrics"]["median"]["base"]
-        check(abs(med - want["median_ns"]) <= 0.006 * want["median_ns"] + 1,
-              "%s median: sketch %s, exact %s" % (want["name"], med, want["median_ns"]))
+        d = sorted(durations.get((want["category"], want["name"]), []))
+        lo, hi = (d[(len(d) - 1) // 2], d[len(d) // 2]) if d else (want["median_ns"],) * 2
+        check(lo <= want["median_ns"] <= hi, "%s: exact median %s not between %s and %s"
+              % (want["name"], want["median_ns"], lo, hi))
+        check(lo / 1.0101 - 1 <= med <= hi * 1.0101 + 1,
+              "%s median: sketch %s, exact %s (middle durations %s, %s)"
+              % (want["name"], med, want["median_ns"], lo, hi))
     check(any("cannot be confirmed with 1 base" in w for w in doc["warnings"]),
           "no warning about too few runs: %r" % doc["warnings"])
     # a summary of a summary is the same file; a capture beside its summary counts once
