@@ -23,6 +23,7 @@ void model_init(struct model *m)
 	u64map_init(&m->stack_ix);
 	u64map_init(&m->frame_names);
 	u64map_init(&m->gpu_blocks);
+	u64map_init(&m->gpu_cupti_blocks);
 	m->first_t = UINT64_MAX;
 }
 
@@ -36,9 +37,12 @@ void model_free(struct model *m)
 		for (size_t d = 0; d < MODEL_GPUS; d++) {
 			free(m->img[i].gpu[d].ops);
 			free(m->img[i].gpu[d].sites);
+			free(m->img[i].gpu_cupti[d].ops);
+			free(m->img[i].gpu_cupti[d].sites);
 		}
 	}
 	u64map_free(&m->gpu_blocks);
+	u64map_free(&m->gpu_cupti_blocks);
 	strtab_free(&m->str);
 	u64map_free(&m->names);
 	u64map_free(&m->pid_image);
@@ -350,10 +354,41 @@ static int visit(void *ctx, uint32_t type, const void *payload, uint32_t len)
 	return record(ctx, type, payload, len) ? VISIT_OOM : 0;
 }
 
+/* One source of device memory per process, never both (they see the same blocks): the
+ * wrapped CUDA calls, which know the calling thread and nest in its events, unless they
+ * saw nothing (PROFILER_CUDA=0, or allocations reached the driver some way libprof does
+ * not wrap), then CUPTI's memory records. */
+static void pick_gpu_source(struct model *m)
+{
+	for (size_t i = 0; i < m->nimg; i++) {
+		struct image *im = &m->img[i];
+		int wrapped = 0, recorded = 0;
+		for (size_t d = 0; d < MODEL_GPUS; d++) {
+			wrapped |= im->gpu[d].allocs || im->gpu[d].frees;
+			recorded |= im->gpu_cupti[d].allocs || im->gpu_cupti[d].frees;
+		}
+		for (size_t d = 0; d < MODEL_GPUS; d++) {
+			struct mem_image *cupti = &im->gpu_cupti[d];
+			if (!wrapped && recorded) {
+				free(im->gpu[d].ops);
+				free(im->gpu[d].sites);
+				im->gpu[d] = *cupti;
+			} else {
+				free(cupti->ops);
+				free(cupti->sites);
+			}
+			memset(cupti, 0, sizeof(*cupti));
+		}
+		im->gpu_from_cupti = !wrapped && recorded;
+	}
+}
+
 int model_read(struct model *m, const char *path, char *err, size_t errlen)
 {
 	int rc = cap_read(path, visit, m, err, errlen);
 
+	if (rc != VISIT_OOM)
+		pick_gpu_source(m);
 	if (rc == VISIT_OOM) {
 		snprintf(err, errlen, "%s: out of memory while reading the capture", path);
 		return CAP_READ_UNUSABLE;

@@ -61,8 +61,12 @@ struct image {
 	uint64_t start_ns, end_ns, lost_reported;
 	uint32_t cat[256];  /* category gid per index; STR_NONE until resolved */
 	struct mem_image mem;
-	/* device memory (category gpu_memory) per device ordinal */
+	/* device memory (category gpu_memory) per device ordinal: from the CUDA calls
+	 * libprof wraps, or, when they made none in this process, from CUPTI's memory
+	 * records (gpu_from_cupti); see model_read */
 	struct mem_image gpu[MODEL_GPUS];
+	struct mem_image gpu_cupti[MODEL_GPUS]; /* CUPTI's, until model_read picks */
+	int gpu_from_cupti;
 	int gpu_cat;        /* the image's category index of gpu_memory, or -1 */
 };
 
@@ -137,6 +141,7 @@ struct model {
 	size_t nmods, mods_cap;
 	struct u64map frame_names; /* image << 47 | pc -> gid (CAP_FRAME_NAME) */
 	struct u64map gpu_blocks;  /* image << 47 | device pointer -> device (live blocks) */
+	struct u64map gpu_cupti_blocks; /* the same, of CUPTI's memory records */
 	model_events_fn on_events;
 	/* During on_events: per event, its call stack (stack index + 1) or 0; NULL when
 	 * the record has none. The events handed over never include PROF_EV_STACK

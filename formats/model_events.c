@@ -68,15 +68,20 @@ static int memory_event(struct model *m, struct mem_image *mi, const struct prof
 	return 0;
 }
 
-/* Device memory (category gpu_memory, see preload/cuda_api.c): an allocation names its
- * device (c), a release only its pointer, found among the image's live device blocks. */
+/* Device memory (category gpu_memory, see preload/cuda_api.c and cupti_records.c): an
+ * allocation names its device (c), a release only its pointer, found among the image's
+ * live device blocks. CUPTI's records (in ns: PROF_EVF_NS) are kept apart until
+ * model_read picks one source per process. */
 static int gpu_memory_event(struct model *m, uint32_t image, const struct prof_event *e)
 {
 	struct image *im = &m->img[image];
+	int cupti = (e->flags & PROF_EVF_NS) != 0;
+	struct mem_image *per_device = cupti ? im->gpu_cupti : im->gpu;
+	struct u64map *live = cupti ? &m->gpu_cupti_blocks : &m->gpu_blocks;
 	uint64_t base = (uint64_t)image << 47, dev;
 	if ((e->flags & PROF_EVF_FREES) && e->c &&
-	    u64map_remove(&m->gpu_blocks, base ^ (e->c & ((1ull << 47) - 1)), &dev)) {
-		struct mem_image *mi = &im->gpu[dev];
+	    u64map_remove(live, base ^ (e->c & ((1ull << 47) - 1)), &dev)) {
+		struct mem_image *mi = &per_device[dev];
 		mi->frees++;
 		if (m->track_memory && mem_push(mi, e->t0, e->c, MEM_OP_FREE))
 			return -1;
@@ -84,12 +89,11 @@ static int gpu_memory_event(struct model *m, uint32_t image, const struct prof_e
 	if ((e->flags & PROF_EVF_ALLOCS) && e->a) {
 		int created;
 		dev = e->c < MODEL_GPUS ? e->c : MODEL_GPUS - 1;
-		uint64_t *slot = u64map_upsert(&m->gpu_blocks, base ^ (e->a & ((1ull << 47) - 1)),
-					       &created);
+		uint64_t *slot = u64map_upsert(live, base ^ (e->a & ((1ull << 47) - 1)), &created);
 		if (!slot)
 			return -1;
 		*slot = dev;
-		struct mem_image *mi = &im->gpu[dev];
+		struct mem_image *mi = &per_device[dev];
 		mi->allocs++;
 		mi->bytes += e->b;
 		if (m->track_memory &&

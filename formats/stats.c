@@ -221,6 +221,10 @@ static int one_event(struct stats *s, struct model *m, uint32_t image, struct th
 		return -1;
 	switch (e->type) {
 	case PROF_EV_COMPLETE:
+		/* device memory is tabled per device (Memory: gpu/N); the calls that made it
+		 * have their times in cuda_api, and these events have none */
+		if ((int)e->cat == m->img[image].gpu_cat)
+			return 0;
 		cat = model_category(m, image, e->cat);
 		if (cat == STR_NONE || !(r = row_for(s, cat, name)))
 			return -1;

@@ -168,6 +168,8 @@ static void process(struct jw *w, const struct report *r, struct stack_names *sn
 			jw_lit(w, "null");
 		jw_lit(w, ",\"live_bytes_at_end\":");
 		jw_u64(w, g->live_end);
+		jw_lit(w, ",\"source\":");
+		jw_cstr(w, im->gpu_from_cupti ? "cupti" : "cuda_api");
 		jw_lit(w, "}");
 	}
 	jw_lit(w, "]");

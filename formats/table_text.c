@@ -130,7 +130,7 @@ static void memory_device(const struct report *r, FILE *out, int gpu)
 {
 	char t[5][TEXTFMT_LEN];
 	size_t i;
-	int any = 0;
+	int any = 0, from_cupti = 0;
 
 	for (i = 0; i < r->m->nimg; i++) {
 		const struct image *im = &r->m->img[i];
@@ -139,6 +139,7 @@ static void memory_device(const struct report *r, FILE *out, int gpu)
 
 		if (gpu < 0 ? !image_has_memory(r, i) : !(mi->allocs || mi->frees))
 			continue;
+		from_cupti |= gpu >= 0 && im->gpu_from_cupti;
 		if (!any++) {
 			if (gpu < 0)
 				fprintf(out, "\nMemory: cpu/0, per process\n");
@@ -161,6 +162,8 @@ static void memory_device(const struct report *r, FILE *out, int gpu)
 			fmt_count(t[1], mi->frees), fmt_bytes(t[2], mi->bytes),
 			fmt_bytes(t[3], mi->peak), at, fmt_bytes(t[4], mi->live_end));
 	}
+	if (from_cupti)
+		fprintf(out, "(from CUPTI's memory records: no wrapped CUDA call allocated)\n");
 }
 
 static void memory(const struct report *r, FILE *out)

@@ -234,6 +234,10 @@ static int start_recording(void)
 		int driver = prof_cupti.enable(CUPTI_KIND_DRIVER) == CUPTI_OK;
 		atomic_store(&api_records, runtime || driver);
 	}
+	/* device memory for processes whose allocations no wrapper sees (the model uses
+	 * them only then: formats/model.c); optional */
+	if (prof_cfg.profile_memory)
+		prof_cupti.enable(CUPTI_KIND_MEMORY2);
 	return 0;
 }
 

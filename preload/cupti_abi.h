@@ -26,6 +26,7 @@ enum {
 	CUPTI_KIND_DRIVER = 4,
 	CUPTI_KIND_RUNTIME = 5,
 	CUPTI_KIND_CONCURRENT_KERNEL = 10,
+	CUPTI_KIND_MEMORY2 = 49,
 };
 /* CUpti_ActivityFlag */
 #define CUPTI_FLUSH_FORCED 1u
@@ -46,6 +47,10 @@ enum {
 	CUPTI_COPY_ATOA = 5, CUPTI_COPY_ATOD = 6, CUPTI_COPY_DTOA = 7, CUPTI_COPY_DTOD = 8,
 	CUPTI_COPY_HTOH = 9, CUPTI_COPY_PTOP = 10,
 };
+
+/* CUpti_ActivityMemoryOperationType, CUpti_ActivityMemoryKind (the kinds counted) */
+enum { CUPTI_MEMORY_ALLOCATION = 1, CUPTI_MEMORY_RELEASE = 2 };
+enum { CUPTI_MEMORY_KIND_DEVICE = 3, CUPTI_MEMORY_KIND_MANAGED = 5 };
 
 typedef struct cupti_subscriber *cupti_subscriber; /* CUpti_SubscriberHandle */
 typedef void *cupti_context;                       /* CUcontext */
@@ -149,5 +154,21 @@ _Static_assert(offsetof(struct cupti_api, thread_id) == 28, "API.threadId");
 _Static_assert(offsetof(struct cupti_api, correlation_id) == 32, "API.correlationId");
 _Static_assert(offsetof(struct cupti_api, return_value) == 36, "API.returnValue");
 _Static_assert(sizeof(struct cupti_api) == 40, "CUpti_ActivityAPI");
+
+/* CUpti_ActivityMemory4 (kind MEMORY2), up to deviceId */
+struct CUPTI_PACKED cupti_memory4 {
+	uint32_t kind;
+	uint32_t operation; /* CUPTI_MEMORY_ALLOCATION / _RELEASE */
+	uint32_t memory_kind;
+	uint32_t correlation_id;
+	uint64_t address, bytes, timestamp, pc;
+	uint32_t process_id, device_id;
+};
+_Static_assert(offsetof(struct cupti_memory4, operation) == 4, "Memory4.memoryOperationType");
+_Static_assert(offsetof(struct cupti_memory4, memory_kind) == 8, "Memory4.memoryKind");
+_Static_assert(offsetof(struct cupti_memory4, address) == 16, "Memory4.address");
+_Static_assert(offsetof(struct cupti_memory4, bytes) == 24, "Memory4.bytes");
+_Static_assert(offsetof(struct cupti_memory4, timestamp) == 32, "Memory4.timestamp");
+_Static_assert(offsetof(struct cupti_memory4, device_id) == 52, "Memory4.deviceId");
 
 #endif

@@ -5,6 +5,9 @@
  *   memcpy   "cuda_memcpy", "Memcpy HtoD" ...; b = bytes
  *   memset   "cuda_memset", "Memset"; b = bytes
  *            all three PROF_EVF_GPU: a = correlation id, c = device/context/stream
+ *   memory   "gpu_memory", "GPU allocation" / "GPU release" (device and managed memory):
+ *            PROF_EVF_ALLOCS a = address, b = bytes, c = device; PROF_EVF_FREES c =
+ *            address, as the wrappers' events (cuda_api.c), told apart by PROF_EVF_NS
  *   API      "cuda_api", the runtime or driver function; PROF_EVF_TID: c = the calling
  *            thread, a = correlation id, b = return value; at the detached depth (they
  *            arrive long after the calls, out of order with the thread's own events)
@@ -30,9 +33,9 @@
 #define ROOM_WAIT_US 2000000
 #define ROOM_POLL_US 200
 
-enum { CAT_KERNEL, CAT_MEMCPY, CAT_MEMSET, CAT_API, NCAT };
+enum { CAT_KERNEL, CAT_MEMCPY, CAT_MEMSET, CAT_API, CAT_MEMORY, NCAT };
 static const char *const category_names[NCAT] = {"cuda_kernel", "cuda_memcpy", "cuda_memset",
-						 "cuda_api"};
+						 "cuda_api", "gpu_memory"};
 static _Atomic uint8_t categories[NCAT];
 
 /* names by memcpy kind, then "Memset": string id + 1, 0 until interned */
@@ -148,6 +151,30 @@ static void memset_record(struct prof_thread *t, const struct cupti_memset4 *m)
 		  PROF_GPU_WHERE(m->device_id, m->context_id, m->stream_id));
 }
 
+static void memory_record(struct prof_thread *t, const struct cupti_memory4 *m)
+{
+	static _Atomic uint32_t names[2]; /* string id + 1 */
+	if (!m->timestamp || !m->address ||
+	    (m->memory_kind != CUPTI_MEMORY_KIND_DEVICE &&
+	     m->memory_kind != CUPTI_MEMORY_KIND_MANAGED))
+		return;
+	int release = m->operation == CUPTI_MEMORY_RELEASE;
+	if (!release && m->operation != CUPTI_MEMORY_ALLOCATION)
+		return;
+	uint32_t name = atomic_load_explicit(&names[release], memory_order_relaxed);
+	if (!name) {
+		name = prof_intern(release ? "GPU release" : "GPU allocation") + 1;
+		atomic_store_explicit(&names[release], name, memory_order_relaxed);
+	}
+	if (release)
+		prof_emit(t, category(CAT_MEMORY), PROF_EV_COMPLETE, PROF_EVF_NS | PROF_EVF_FREES,
+			  name - 1, DETACHED_DEPTH, m->timestamp, m->timestamp, 0, 0, m->address);
+	else
+		prof_emit(t, category(CAT_MEMORY), PROF_EV_COMPLETE, PROF_EVF_NS | PROF_EVF_ALLOCS,
+			  name - 1, DETACHED_DEPTH, m->timestamp, m->timestamp, m->address,
+			  m->bytes, m->device_id);
+}
+
 static void api(struct prof_thread *t, const struct cupti_api *r, int domain)
 {
 	if (!timed(r->start, r->end))
@@ -194,6 +221,9 @@ static void one(struct prof_thread *t, const struct cupti_record *r)
 		break;
 	case CUPTI_KIND_DRIVER:
 		api(t, (const struct cupti_api *)r, CUPTI_DOMAIN_DRIVER_API);
+		break;
+	case CUPTI_KIND_MEMORY2:
+		memory_record(t, (const struct cupti_memory4 *)r);
 		break;
 	default:
 		break; /* a kind another tool enabled */

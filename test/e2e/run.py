@@ -3063,6 +3063,51 @@ def cupti_gpu_timeline(c):
 
 
 @case
+def cupti_device_memory(c):
+    # allocations only CUPTI sees (MEMORY2 records, device and pinned kinds) make the
+    # gpu/N tables, counters and JSON, marked as CUPTI's; when the wrapped CUDA calls saw
+    # allocations in the process, theirs are used and CUPTI's left out (never both)
+    out, bins = build_cupti_programs()
+    mib = 1 << 20
+    r, t = profile(c, [bins["gpu_app"], "memory", 3])
+    eq(cupti_lines(r.err), [], "CUDA/CUPTI lines on stderr")
+    proc = c.report_json(c.path("profile.prof"))["processes"][0]
+    eq([(g["device"], g["allocations"], g["frees"], g["bytes_allocated"],
+         g["peak_live_bytes"], g["live_bytes_at_end"], g["source"])
+        for g in proc["gpu_memory"]],
+       [(0, 2, 1, 3 * mib, 3 * mib, 2 * mib, "cupti"),
+        (1, 1, 0, mib // 2, mib // 2, mib // 2, "cupti")], "gpu memory from CUPTI")
+    text = c.text()
+    check("Memory: gpu/0, per process" in text and "Memory: gpu/1, per process" in text,
+          "no gpu/0 and gpu/1 tables")
+    check("from CUPTI's memory records" in text, "the tables do not say the source")
+    pid = pid_of_trace(t)
+    got = [e["args"]["bytes"] for e in sorted(t.select("C", "GPU 0 live bytes", pid=pid),
+                                              key=lambda e: e["ts"])]
+    eq(got, [mib, 3 * mib, 2 * mib], "GPU 0 live bytes counter")
+    # each allocation lies inside the cudaMalloc API record that made it
+    api = sorted((e["ts"], e["ts"] + e["dur"]) for e in t.select("X", "cudaMalloc", pid=pid))
+    allocs = sorted(e["ts"] for e in t.select("X", "GPU allocation", pid=pid))
+    eq(len(allocs), 3, "GPU allocation events (device and managed memory only)")
+    check(all(any(a <= x <= b for a, b in api) for x in allocs),
+          "allocations outside their cudaMalloc: %r vs %r" % (allocs, api))
+    # the wrappers saw one allocation: theirs count, CUPTI's do not
+    p = build_cuda_programs()
+    r, t = run_out(c, [bins["gpu_app"], "memory_both", 3], "both",
+                   {"LD_LIBRARY_PATH": p["lib"]})
+    eq((r.kv("wrapped_malloc"), r.kv("wrapped_free")), (["0"], ["0"]), "wrapped calls")
+    proc = c.report_json(c.path("both.prof"))["processes"][0]
+    eq([(g["device"], g["allocations"], g["frees"], g["peak_live_bytes"], g["source"])
+        for g in proc["gpu_memory"]], [(0, 1, 1, 4096, "cuda_api")],
+       "gpu memory when the wrappers saw some")
+    check("from CUPTI's memory records" not in c.text("both"), "both: source note")
+    # PROFILER_PROFILE_MEMORY=0: no memory records asked of CUPTI
+    r, t = run_out(c, [bins["gpu_app"], "memory", 3], "nomem", {"PROFILER_PROFILE_MEMORY": "0"})
+    proc = c.report_json(c.path("nomem.prof"))["processes"][0]
+    eq(proc["gpu_memory"], [], "gpu memory with PROFILER_PROFILE_MEMORY=0")
+
+
+@case
 def cupti_conflicts(c):
     out, bins = build_cupti_programs()
     # another tool holds CUPTI from the start (Nsight Systems): one line, no GPU timeline

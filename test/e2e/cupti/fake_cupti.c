@@ -31,6 +31,7 @@ union record {
 	CUpti_ActivityMemcpy6 memcpy;
 	CUpti_ActivityMemset4 memset;
 	CUpti_ActivityAPI api;
+	CUpti_ActivityMemory4 memory;
 };
 
 static atomic_ulong calls;
@@ -48,7 +49,7 @@ static CUpti_BuffersCallbackRequestFunc request_fn;
 static CUpti_BuffersCallbackCompleteFunc complete_fn;
 static CUpti_TimestampCallbackFunc timestamp_fn;
 static int thread_id_system;
-static uint32_t enabled; /* bit per kind below 32 */
+static uint64_t enabled; /* bit per kind below 64 */
 static uint32_t correlation;
 static uint64_t stream_free_at[64];
 static uint64_t last_end;
@@ -77,6 +78,8 @@ static size_t record_size(CUpti_ActivityKind kind)
 		return sizeof(CUpti_ActivityMemcpy6);
 	case CUPTI_ACTIVITY_KIND_MEMSET:
 		return sizeof(CUpti_ActivityMemset4);
+	case CUPTI_ACTIVITY_KIND_MEMORY2:
+		return sizeof(CUpti_ActivityMemory4);
 	default:
 		return sizeof(CUpti_ActivityAPI);
 	}
@@ -248,6 +251,61 @@ uint32_t fake_cupti_memset(uint64_t bytes, uint32_t stream, uint64_t dur)
 	return corr;
 }
 
+/* cudaMalloc (memory kind DEVICE) or cudaMallocHost (PINNED) of bytes on a device, and
+ * its MEMORY2 record, which shares the call's correlation id. Returns the address. */
+uint64_t fake_cupti_malloc(uint64_t bytes, uint32_t device, int pinned)
+{
+	static uint64_t next = 0x7f0000000000ull;
+	uint64_t end;
+	uint32_t corr = api_call(CUPTI_ACTIVITY_KIND_RUNTIME,
+				 pinned ? CUPTI_RUNTIME_TRACE_CBID_cudaMallocHost_v3020
+					: CUPTI_RUNTIME_TRACE_CBID_cudaMalloc_v3020,
+				 &end);
+	union record r;
+	memset(&r, 0, sizeof r);
+	r.memory.kind = CUPTI_ACTIVITY_KIND_MEMORY2;
+	r.memory.memoryOperationType = CUPTI_ACTIVITY_MEMORY_OPERATION_TYPE_ALLOCATION;
+	r.memory.memoryKind = pinned ? CUPTI_ACTIVITY_MEMORY_KIND_PINNED
+				     : CUPTI_ACTIVITY_MEMORY_KIND_DEVICE;
+	r.memory.correlationId = corr;
+	pthread_mutex_lock(&lock);
+	r.memory.address = next;
+	next += (bytes + 0xfffff) & ~0xfffffull;
+	pthread_mutex_unlock(&lock);
+	r.memory.bytes = bytes;
+	r.memory.timestamp = end - 500;
+	r.memory.processId = (uint32_t)getpid();
+	r.memory.deviceId = device;
+	r.memory.contextId = 1;
+	r.memory.streamId = CUPTI_INVALID_STREAM_ID;
+	if (on(CUPTI_ACTIVITY_KIND_MEMORY2))
+		queue(&r);
+	return r.memory.address;
+}
+
+/* cudaFree of what fake_cupti_malloc returned (device memory). */
+void fake_cupti_free(uint64_t address, uint64_t bytes, uint32_t device)
+{
+	uint64_t end;
+	uint32_t corr = api_call(CUPTI_ACTIVITY_KIND_RUNTIME, CUPTI_RUNTIME_TRACE_CBID_cudaFree_v3020,
+				 &end);
+	union record r;
+	memset(&r, 0, sizeof r);
+	r.memory.kind = CUPTI_ACTIVITY_KIND_MEMORY2;
+	r.memory.memoryOperationType = CUPTI_ACTIVITY_MEMORY_OPERATION_TYPE_RELEASE;
+	r.memory.memoryKind = CUPTI_ACTIVITY_MEMORY_KIND_DEVICE;
+	r.memory.correlationId = corr;
+	r.memory.address = address;
+	r.memory.bytes = bytes;
+	r.memory.timestamp = end - 500;
+	r.memory.processId = (uint32_t)getpid();
+	r.memory.deviceId = device;
+	r.memory.contextId = 1;
+	r.memory.streamId = CUPTI_INVALID_STREAM_ID;
+	if (on(CUPTI_ACTIVITY_KIND_MEMORY2))
+		queue(&r);
+}
+
 /* cudaDeviceSynchronize: returns when the last queued GPU work has ended. */
 void fake_cupti_synchronize(void)
 {
@@ -354,6 +412,12 @@ CUptiResult cuptiGetCallbackName(CUpti_CallbackDomain domain, uint32_t cbid, con
 		 "cudaDeviceSynchronize_v3020"},
 		{CUPTI_CB_DOMAIN_DRIVER_API, CUPTI_DRIVER_TRACE_CBID_cuMemsetD8Async,
 		 "cuMemsetD8Async"},
+		{CUPTI_CB_DOMAIN_RUNTIME_API, CUPTI_RUNTIME_TRACE_CBID_cudaMalloc_v3020,
+		 "cudaMalloc_v3020"},
+		{CUPTI_CB_DOMAIN_RUNTIME_API, CUPTI_RUNTIME_TRACE_CBID_cudaMallocHost_v3020,
+		 "cudaMallocHost_v3020"},
+		{CUPTI_CB_DOMAIN_RUNTIME_API, CUPTI_RUNTIME_TRACE_CBID_cudaFree_v3020,
+		 "cudaFree_v3020"},
 	};
 	for (size_t i = 0; i < sizeof known / sizeof *known; i++)
 		if (known[i].domain == (int)domain && known[i].cbid == cbid) {
@@ -398,10 +462,10 @@ CUptiResult cuptiActivityRegisterCallbacks(CUpti_BuffersCallbackRequestFunc requ
 CUptiResult cuptiActivityEnable(CUpti_ActivityKind kind)
 {
 	COUNT();
-	if ((unsigned)kind >= 32 || !request_fn)
+	if ((unsigned)kind >= 64 || !request_fn)
 		return CUPTI_ERROR_INVALID_KIND;
 	pthread_mutex_lock(&lock);
-	enabled |= 1u << kind;
+	enabled |= 1ull << kind;
 	if (!worker_started)
 		worker_started = !pthread_create(&worker, NULL, deliver, NULL);
 	pthread_mutex_unlock(&lock);
@@ -417,8 +481,8 @@ CUptiResult cuptiActivityEnableContext(CUcontext ctx, CUpti_ActivityKind kind)
 CUptiResult cuptiActivityDisable(CUpti_ActivityKind kind)
 {
 	COUNT();
-	if ((unsigned)kind < 32)
-		enabled &= ~(1u << kind);
+	if ((unsigned)kind < 64)
+		enabled &= ~(1ull << kind);
 	return CUPTI_SUCCESS;
 }
 

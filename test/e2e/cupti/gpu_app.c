@@ -3,10 +3,15 @@
  * InitializeInjection. Then two threads "launch" kernels and copies (the fake records
  * them as CUPTI would, on streams 7 and 13) and the program synchronizes.
  *
- *   gpu_app MODE KERNELS     MODE: plain | late | destroy; KERNELS per thread
+ *   gpu_app MODE KERNELS     MODE: plain | late | destroy | memory | memory_both;
+ *                            KERNELS per thread
  *   late     afterwards calls CUPTI's claiming functions through the PLT, as torch's
  *            Kineto does when torch.profiler starts, then launches two more kernels
  *   destroy  the context goes (cudart's teardown): the subscriber hears of it
+ *   memory   afterwards allocates device memory only CUPTI sees: 1 MiB and 2 MiB on
+ *            device 0, 512 KiB on device 1, 64 KiB pinned host memory; frees the 1 MiB
+ *   memory_both  the same, then one cudaMalloc/cudaFree of 4096 bytes that libprof's
+ *            wrappers see (the fake libcudart.so.13 of test/e2e/cuda, dlopened)
  *
  * Built twice: -DLINKED links the fake (as PyTorch links libcupti); without it the
  * program gets the fake only if libprof loaded it (then it prints cupti_loaded=0 and
@@ -29,6 +34,8 @@ struct fake {
 	void (*destroy_context)(void);
 	unsigned long (*calls)(void);
 	unsigned long (*undelivered)(void);
+	uint64_t (*malloc)(uint64_t bytes, uint32_t device, int pinned);
+	void (*free)(uint64_t address, uint64_t bytes, uint32_t device);
 };
 
 #ifdef LINKED
@@ -39,6 +46,8 @@ void fake_cupti_synchronize(void);
 void fake_cupti_destroy_context(void);
 unsigned long fake_cupti_calls(void);
 unsigned long fake_cupti_undelivered(void);
+uint64_t fake_cupti_malloc(uint64_t bytes, uint32_t device, int pinned);
+void fake_cupti_free(uint64_t address, uint64_t bytes, uint32_t device);
 /* CUPTI's claiming functions, as cupti.h declares them (enums and handles as ints and
  * pointers) */
 int cuptiSubscribe(void **subscriber, void (*fn)(void *, int, uint32_t, const void *),
@@ -53,7 +62,7 @@ static int get_fake(struct fake *f)
 {
 	*f = (struct fake){fake_cupti_launch, fake_cupti_memcpy, fake_cupti_memset,
 			   fake_cupti_synchronize, fake_cupti_destroy_context, fake_cupti_calls,
-			   fake_cupti_undelivered};
+			   fake_cupti_undelivered, fake_cupti_malloc, fake_cupti_free};
 	return 0;
 }
 #else
@@ -69,7 +78,9 @@ static int get_fake(struct fake *f)
 	*(void **)&f->destroy_context = dlsym(h, "fake_cupti_destroy_context");
 	*(void **)&f->calls = dlsym(h, "fake_cupti_calls");
 	*(void **)&f->undelivered = dlsym(h, "fake_cupti_undelivered");
-	return f->launch && f->undelivered ? 0 : -1;
+	*(void **)&f->malloc = dlsym(h, "fake_cupti_malloc");
+	*(void **)&f->free = dlsym(h, "fake_cupti_free");
+	return f->launch && f->undelivered && f->malloc && f->free ? 0 : -1;
 }
 #endif
 
@@ -111,6 +122,24 @@ static void *second_thread(void *arg)
 		gpu.launch("_Z4gemmILi128EEvPKfS1_Pf", 13, 30000);
 	gpu.memset(65536, 13, 8000);
 	return NULL;
+}
+
+static void memory(int wrapped_too)
+{
+	uint64_t first = gpu.malloc(1 << 20, 0, 0);
+	gpu.malloc(2 << 20, 0, 0);
+	gpu.malloc(512 << 10, 1, 0);
+	gpu.malloc(64 << 10, 0, 1);
+	gpu.free(first, 1 << 20, 0);
+	if (!wrapped_too)
+		return;
+	void *rt = dlopen("libcudart.so.13", RTLD_NOW);
+	int (*rt_malloc)(void **, size_t) = rt ? (int (*)(void **, size_t))dlsym(rt, "cudaMalloc")
+					       : NULL;
+	int (*rt_free)(void *) = rt ? (int (*)(void *))dlsym(rt, "cudaFree") : NULL;
+	void *p = NULL;
+	printf("wrapped_malloc=%d\n", rt_malloc ? rt_malloc(&p, 4096) : -1);
+	printf("wrapped_free=%d\n", rt_free ? rt_free(p) : -1);
 }
 
 #ifdef LINKED
@@ -174,6 +203,10 @@ int main(int argc, char **argv)
 #endif
 		gpu.launch("_Z5afterv", 7, 10000);
 		gpu.launch("_Z5afterv", 7, 10000);
+		gpu.synchronize();
+	}
+	if (!strncmp(mode, "memory", 6)) {
+		memory(!strcmp(mode, "memory_both"));
 		gpu.synchronize();
 	}
 	if (!strcmp(mode, "destroy")) {

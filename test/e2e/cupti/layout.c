@@ -59,6 +59,14 @@ SAME_OFFSET(cupti_api, correlation_id, CUpti_ActivityAPI, correlationId);
 SAME_OFFSET(cupti_api, return_value, CUpti_ActivityAPI, returnValue);
 _Static_assert(sizeof(struct cupti_api) == sizeof(CUpti_ActivityAPI), "CUpti_ActivityAPI");
 
+SAME_OFFSET(cupti_memory4, operation, CUpti_ActivityMemory4, memoryOperationType);
+SAME_OFFSET(cupti_memory4, memory_kind, CUpti_ActivityMemory4, memoryKind);
+SAME_OFFSET(cupti_memory4, correlation_id, CUpti_ActivityMemory4, correlationId);
+SAME_OFFSET(cupti_memory4, address, CUpti_ActivityMemory4, address);
+SAME_OFFSET(cupti_memory4, bytes, CUpti_ActivityMemory4, bytes);
+SAME_OFFSET(cupti_memory4, timestamp, CUpti_ActivityMemory4, timestamp);
+SAME_OFFSET(cupti_memory4, device_id, CUpti_ActivityMemory4, deviceId);
+
 SAME_OFFSET(cupti_subscriber_params, subscriber_name, CUpti_SubscriberParams, subscriberName);
 SAME_OFFSET(cupti_subscriber_params, old_subscriber_name, CUpti_SubscriberParams,
 	    oldSubscriberName);
@@ -75,6 +83,11 @@ SAME(CUPTI_KIND_MEMSET, CUPTI_ACTIVITY_KIND_MEMSET);
 SAME(CUPTI_KIND_DRIVER, CUPTI_ACTIVITY_KIND_DRIVER);
 SAME(CUPTI_KIND_RUNTIME, CUPTI_ACTIVITY_KIND_RUNTIME);
 SAME(CUPTI_KIND_CONCURRENT_KERNEL, CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL);
+SAME(CUPTI_KIND_MEMORY2, CUPTI_ACTIVITY_KIND_MEMORY2);
+SAME(CUPTI_MEMORY_ALLOCATION, CUPTI_ACTIVITY_MEMORY_OPERATION_TYPE_ALLOCATION);
+SAME(CUPTI_MEMORY_RELEASE, CUPTI_ACTIVITY_MEMORY_OPERATION_TYPE_RELEASE);
+SAME(CUPTI_MEMORY_KIND_DEVICE, CUPTI_ACTIVITY_MEMORY_KIND_DEVICE);
+SAME(CUPTI_MEMORY_KIND_MANAGED, CUPTI_ACTIVITY_MEMORY_KIND_MANAGED);
 SAME(CUPTI_FLUSH_FORCED, CUPTI_ACTIVITY_FLAG_FLUSH_FORCED);
 SAME(CUPTI_THREAD_ID_SYSTEM, CUPTI_ACTIVITY_THREAD_ID_TYPE_SYSTEM);
 SAME(CUPTI_DOMAIN_DRIVER_API, CUPTI_CB_DOMAIN_DRIVER_API);
