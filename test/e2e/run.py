@@ -2541,13 +2541,14 @@ def build_cuda_programs():
     p = {"lib": os.path.join(out, "lib"), "lib_symbolic": os.path.join(out, "lib-symbolic"),
          "rt": os.path.join(out, "cuda_rt"), "drv": os.path.join(out, "cuda_drv"),
          "drv_dl": os.path.join(out, "cuda_drv_dl"), "real": os.path.join(out, "cuda_real"),
-         "home": home}
+         "static": os.path.join(out, "cuda_static"), "home": home}
     for d in (p["lib"], p["lib_symbolic"]):
         os.makedirs(d, exist_ok=True)
     cuda, cudart = os.path.join(p["lib"], "libcuda.so.1"), os.path.join(p["lib"], "libcudart.so.13")
     cuda_sym = os.path.join(p["lib_symbolic"], "libcuda.so.1")
     cudart_sym = os.path.join(p["lib_symbolic"], "libcudart.so.13")
-    made = [cuda, cudart, cuda_sym, cudart_sym, p["rt"], p["drv"], p["drv_dl"], p["real"]]
+    made = [cuda, cudart, cuda_sym, cudart_sym, p["rt"], p["drv"], p["drv_dl"], p["real"],
+            p["static"]]
     srcs = [os.path.join(CUDA_SRC, n) for n in os.listdir(CUDA_SRC)]
     if all(os.path.exists(f) and all(os.path.getmtime(s) <= os.path.getmtime(f) for s in srcs)
            for f in made):
@@ -2566,6 +2567,8 @@ def build_cuda_programs():
         base + ["-DUSE_DLOPEN", "-o", p["drv_dl"], src("cuda_drv.c"), "-ldl"],
         base + ["-o", p["real"], src("cuda_real.c"), os.path.join(home, "lib64", "libcudart.so.13"),
                 "-Wl,-rpath," + os.path.join(home, "lib64"), "-ldl"],
+        base + ["-o", p["static"], src("cuda_static.c"),
+                os.path.join(home, "lib64", "libcudart_static.a"), "-ldl", "-lpthread", "-lrt"],
     ):
         r = subprocess.run(cmd, capture_output=True, text=True)
         check(r.returncode == 0, "cannot build %s: %s" % (cmd[cmd.index("-o") + 1], r.stderr))
@@ -2850,6 +2853,31 @@ def cuda_real_runtime(c):
         names |= {l.split()[-1].split("@")[0] for l in out.splitlines() if l.strip()}
     odd = sorted(n for n in wrapped if n not in names)
     eq(odd, [], "libprof's CUDA exports that neither libcudart.so.13 nor libcuda exports")
+
+
+@case
+def cuda_static_runtime(c):
+    # a runtime linked statically exports nothing to interpose, but reaches the driver
+    # through dlsym(libcuda handle, "cuGetProcAddress_v2"): libprof's hook hands it the
+    # wrapped getter, so every lookup (and every driver function it returns) is libprof's.
+    # The real runtime stops short of a working device over the fake driver (its private
+    # export tables): its result is the same as without libprof.
+    p = build_cuda_programs()
+    env = {"LD_LIBRARY_PATH": p["lib"]}
+    r, t = profile(c, [p["static"]], env=env)
+    t.wellformed()
+    plain = subprocess.run([p["static"]], capture_output=True, text=True,
+                           env=dict(os.environ, **env))
+    eq(r.kv("rc_cudaGetDeviceCount"),
+       re.findall(r"rc_cudaGetDeviceCount=(\S+)", plain.stdout), "result without libprof")
+    # (the runtime unloads the driver it gave up on; with libprof a reference to it stays)
+    eq(r.kv("driver_loaded"), ["1"], "the static runtime loaded the (fake) driver")
+    fake = int(r.kv("fake_cuGetProcAddress_v2")[0])
+    check(fake >= 100, "the static runtime made only %d lookups" % fake)
+    rep = c.report_json(c.path("profile.prof"), "--category", "cuda_api")
+    got = {x["name"]: x["count"] for x in rep["rows"] if x.get("category") == "cuda_api"}
+    eq((got.get("cuInit"), got.get("cuGetProcAddress_v2")),
+       (int(r.kv("fake_cuInit")[0]), fake), "driver calls recorded vs made")
 
 
 @case
