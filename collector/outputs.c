@@ -59,8 +59,12 @@ int collector_make_outputs(const char *capture, const char *prefix, uint64_t max
 		fprintf(stderr,
 			"libprof: the trace keeps %llu of %llu events (the shortest are left out, "
 			"see otherData.json_rule); the tables and %s.prof have them all\n",
-			(unsigned long long)sum.json_events,
-			(unsigned long long)(sum.json_events + sum.json_dropped), base(prefix));
+			/* of the captured events: json_events also counts the trace's own
+			 * metadata and counter points */
+			(unsigned long long)(sum.events > sum.json_dropped
+						     ? sum.events - sum.json_dropped
+						     : 0),
+			(unsigned long long)sum.events, base(prefix));
 	fprintf(stderr, "libprof: %llu events (%llu lost) from %llu process%s -> %s, %s%s%s.prof\n",
 		(unsigned long long)sum.events, (unsigned long long)sum.lost,
 		(unsigned long long)sum.processes, sum.processes == 1 ? "" : "es", json,

@@ -111,13 +111,19 @@ struct cap_writer;
 /* Creates (truncates) path and writes the file header. NULL on error, with a one-line
  * reason in err. */
 struct cap_writer *cap_writer_open(const char *path, char *err, size_t errlen);
-/* Appends one record to the current frame; a full frame is compressed and written.
+/* The same with n compressing threads (at most 4; 0: frames are compressed and written
+ * by the calling thread). cap_writer_open picks a quarter of the CPUs, 1 to 4. */
+struct cap_writer *cap_writer_open_workers(const char *path, unsigned n, char *err,
+					   size_t errlen);
+/* Appends one record to the current frame; a full frame is handed to be compressed and
+ * written (in order; a failure shows on a later call at the latest on cap_flush).
  * Returns 0, or -1 with errno set (the reason is kept for cap_writer_error). */
 int cap_write(struct cap_writer *w, uint32_t type, const void *payload, size_t len);
 /* The same with the payload in two pieces (a fixed struct then variable bytes). */
 int cap_write2(struct cap_writer *w, uint32_t type, const void *head, size_t head_len,
 	       const void *tail, size_t tail_len);
-/* Compresses and writes the pending records as one frame (nothing when empty). */
+/* Hands the pending records over as one frame (nothing when empty) and waits until
+ * every frame is written. */
 int cap_flush(struct cap_writer *w);
 /* Flushes and closes. Returns 0 or -1. */
 int cap_writer_close(struct cap_writer *w);

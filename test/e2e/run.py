@@ -1277,6 +1277,15 @@ def export_again(c):
     full_keys = {(e["tid"], e["ts"], e["dur"], e["name"]) for e in full_mem}
     check(all((e["tid"], e["ts"], e["dur"], e["name"]) in full_keys
               for e in m.select("X", cat="memory")), "kept allocator events differ from the full trace")
+    # the session's own cap says so on stderr, counting captured events only (not the
+    # trace's metadata and live-heap counter points)
+    r2 = c.run([c.prog("ranges"), 2, 20, 50], env={"PROFILER_OUTPUT": "capped",
+                                                   "PROFILER_TRACE_MAX_EVENTS": "50"})
+    t2 = Trace(load_json(c.path("capped.json")))
+    said = re.findall(r"the trace keeps (\d+) of (\d+) events", r2.err)
+    eq([tuple(int(x) for x in said[0])] if said else said,
+       [(t2.other["events"] - t2.other["json_dropped"], t2.other["events"])],
+       "the trace-cap line: %r" % r2.err)
 
 
 @case

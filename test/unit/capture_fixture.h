@@ -27,6 +27,19 @@ static inline void fx_open(struct fx *f, const char *tag)
 	}
 }
 
+/* With n compressing threads (0: inline), for the writer's own tests. */
+static inline void fx_open_workers(struct fx *f, const char *tag, unsigned n)
+{
+	char err[256];
+
+	snprintf(f->path, sizeof(f->path), "/tmp/libprof-%s-%d.prof", tag, (int)getpid());
+	f->w = cap_writer_open_workers(f->path, n, err, sizeof(err));
+	if (!f->w) {
+		fprintf(stderr, "cap_writer_open_workers: %s\n", err);
+		abort();
+	}
+}
+
 static inline void fx_close(struct fx *f)
 {
 	if (cap_writer_close(f->w))
