@@ -3197,6 +3197,29 @@ def cupti_dropped_and_flush(c):
 
 
 @case
+def gpu_check_without_a_gpu(c):
+    # scripts/gpu_check.py (the real-GPU checks of docs/GPU.md) says in one line that it
+    # checked nothing, exit 2, where there is no CUDA device; and its analysis of a trace
+    # holds on the fake CUPTI's timeline
+    script = os.path.join(ROOT, "scripts", "gpu_check.py")
+    r = subprocess.run([sys.executable, script, "--build", BUILD], capture_output=True,
+                       text=True)
+    eq(r.returncode, 2, "exit status without a GPU: %r" % r)
+    check(re.match(r"gpu_check: no CUDA device for .*: nothing checked", r.stdout),
+          "the line: %r" % r.stdout)
+    out, bins = build_cupti_programs()
+    r, t = profile(c, [bins["gpu_app"], "plain", 3])
+    probe = ("import json, sys; sys.path.insert(0, %r); import gpu_check as g\n"
+             "ev = json.load(open(%r))['traceEvents']\n"
+             "g.check_timeline(ev); g.check_api(ev, '')\n"
+             "sys.exit(0 if all(ok for _, ok, _ in g.results) else 1)"
+             % (os.path.join(ROOT, "scripts"), c.path("profile.json")))
+    p = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True)
+    eq(p.returncode, 0, "gpu_check's timeline and API checks on the fake GPU: %r" % p)
+    check("6 kernels" in p.stdout, "kernels counted: %r" % p.stdout)
+
+
+@case
 def cupti_no_cuda(c):
     out, bins = build_cupti_programs()
     # a program without CUDA, the fake CUPTI findable: nothing of CUDA loaded or said
