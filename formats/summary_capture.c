@@ -124,6 +124,9 @@ static int on_events(void *arg, struct model *m, uint32_t image, uint32_t thread
 
 		switch (e->type) {
 		case PROF_EV_COMPLETE:
+			/* device memory has its gpu/N rows; these events have no time */
+			if ((int)e->cat == m->img[image].gpu_cat)
+				break;
 			if (complete(c, m, image, thread, e))
 				return -1;
 			break;
@@ -272,6 +275,37 @@ static int facts(struct summary *s, struct sum_run *run, struct model *m)
 	return rc ? -1 : 0;
 }
 
+/* Per GPU a row like a process's, "gpu_memory" / "gpu/N": allocations and bytes of every
+ * process on it, and the largest peak of one process (the program row's rule), so a
+ * diff judges device memory as it judges the heap. Only devices that were used. */
+static int gpu_rows(struct sum_run *run, struct model *m)
+{
+	for (int d = 0; d < MODEL_GPUS; d++) {
+		uint64_t allocs = 0, frees = 0, bytes = 0, peak = 0;
+		for (size_t i = 0; i < m->nimg; i++) {
+			struct mem_image *g = &m->img[i].gpu[d];
+			if (g->nops && memtrack_analyze(g, NULL, NULL))
+				return -1;
+			allocs += g->allocs;
+			frees += g->frees;
+			bytes += g->bytes;
+			if (g->peak > peak)
+				peak = g->peak;
+		}
+		if (!allocs && !frees)
+			continue;
+		char name[16];
+		snprintf(name, sizeof(name), "gpu/%d", d);
+		struct sum_row *r = sum_add_row(run, "gpu_memory", name, SUM_PROCESS);
+		if (!r)
+			return -1;
+		r->allocs = allocs;
+		r->bytes = bytes;
+		r->peak = peak;
+	}
+	return 0;
+}
+
 static int build(struct summary *s, struct sum_run *run, struct model *m, const char *path)
 {
 	size_t i;
@@ -281,7 +315,7 @@ static int build(struct summary *s, struct sum_run *run, struct model *m, const 
 			return -1;
 	run->source = strdup(path);
 	if (!run->source || facts(s, run, m) || program_row(run, m) ||
-	    (m->nimg > 1 && process_rows(run, m)))
+	    (m->nimg > 1 && process_rows(run, m)) || gpu_rows(run, m))
 		return -1;
 	run->duration = model_end(m) - model_origin(m);
 	run->events = m->events;

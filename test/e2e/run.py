@@ -2767,6 +2767,26 @@ def cuda_device_memory(c):
     eq(t.select("C", "GPU 2 live bytes"), [], "a counter for a device never used")
     # the host heap's counter is still its own track
     check(t.select("C", "live heap bytes", pid=pid), "no live heap bytes counter")
+    # prof summary: a gpu/N row per device (and no timeless gpu_memory call rows), so
+    # prof diff judges device memory: a peak twice as high is a regression on that row
+    base = c.path("base.json")
+    eq(c.prof("summary", c.path("profile.prof"), "-o", base).rc, 0, "prof summary")
+    doc = load_json(base)
+    rows = {(r["category"], r["name"]): r for r in doc["runs"][0]["rows"]}
+    eq([(k[1], r["kind"], r["allocs"], r["bytes"], r["peak_bytes"])
+        for k, r in sorted(rows.items()) if k[0] == "gpu_memory"],
+       [("gpu/0", "process", 4, dev0, dev0), ("gpu/1", "process", 2, 8 * mib, 8 * mib)],
+       "gpu rows of the summary")
+    for r in doc["runs"][0]["rows"]:
+        if r["category"] == "gpu_memory" and r["name"] == "gpu/1":
+            r["peak_bytes"] *= 2
+    cur = c.path("cur.json")
+    with open(cur, "w") as f:
+        json.dump(doc, f)
+    rc, d = perf_diff(c, base, cur, "--threshold", "peak=10%")
+    eq((rc, perf_flagged(d)), (1, [("gpu_memory/gpu/1", "peak")]), "GPU peak regression")
+    cell = perf_name(d, "gpu_memory", "gpu/1")["metrics"]["peak"]
+    eq((cell["base"], cell["current"]), (8 * mib, 16 * mib), "gpu/1 peak in the diff")
 
 
 @case
