@@ -51,6 +51,9 @@ int cmd_collect(int argc, char **argv)
 	drop_inherited_descriptors();
 	signal(SIGINT, SIG_IGN);
 	signal(SIGHUP, SIG_IGN);
+	/* A batch system stopping a job signals every process of it, this one too: it ends
+	 * when the program has, with the outputs written (SIGKILL still stops it). */
+	signal(SIGTERM, SIG_IGN);
 	signal(SIGPIPE, SIG_IGN);
 	signal(SIGXFSZ, SIG_IGN); /* a file-size limit is a write error, reported as such */
 	signal(SIGCHLD, SIG_DFL); /* the program may ignore it; dump workers are reaped */

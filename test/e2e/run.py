@@ -881,6 +881,48 @@ def sigsegv(c):
     death(c, "segv", signal.SIGSEGV)
 
 
+def collectors():
+    """pids of running collectors (`prof collect --session ...`)."""
+    out = []
+    for d in os.listdir("/proc"):
+        try:
+            with open("/proc/%s/cmdline" % d, "rb") as f:
+                argv = f.read().split(b"\0")
+        except (OSError, ValueError):
+            continue
+        if len(argv) > 2 and argv[1] == b"collect" and argv[2] == b"--session":
+            out.append(int(d))
+    return out
+
+
+@case
+def sigterm_to_everyone(c):
+    # a batch system stopping a job (Slurm's scancel, a cgroup-wide stop) sends SIGTERM to
+    # every process of it, the collector too: the collector stays until the program is
+    # gone and writes the outputs with everything captured
+    N, TH, size = 100, 30, 54001
+    before = set(collectors())
+    p, out, err, t0 = c.start([str(x) for x in (c.prog("basic"), N, size, "wait", TH)])
+    deadline = time.monotonic() + 10
+    while time.monotonic() < deadline:
+        out.seek(0)
+        if "ready" in out.read():
+            break
+        time.sleep(0.02)
+    new = [x for x in collectors() if x not in before]
+    eq(len(new), 1, "one new collector")
+    time.sleep(0.05)  # the events drained (the collector polls every millisecond)
+    os.kill(new[0], signal.SIGTERM)
+    p.send_signal(signal.SIGTERM)
+    r = c.finish([c.prog("basic")], p, out, err, t0, 30)
+    eq(r.rc, -signal.SIGTERM, "the program's exit status")
+    t, waited = c.outputs(wait=10)
+    pid = pid_of(r)
+    eq(t.count("malloc", size, pid), N, "main thread's mallocs before the stop")
+    eq(t.count("malloc", size + 1, pid), TH, "the thread's mallocs before the stop")
+    t.wellformed()
+
+
 # ---------------------------------------------------------------------------------------
 # 6. a program that closes every descriptor
 

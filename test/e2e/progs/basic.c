@@ -1,5 +1,6 @@
 /* N marked mallocs of SIZE from the main thread (kept live), TH mallocs of SIZE+1 from a
- * thread that stays alive, then MODE: exit:<code>, kill (SIGKILL), abort, segv.
+ * thread that stays alive, then MODE: exit:<code>, kill (SIGKILL), abort, segv, wait
+ * (prints "ready" and waits for a signal).
  * usage: basic N SIZE MODE [TH] */
 #include <signal.h>
 #include "e2e.h"
@@ -41,6 +42,12 @@ int main(int argc, char **argv)
 		raise(SIGKILL);
 	if (!strcmp(mode, "abort"))
 		abort();
+	if (!strcmp(mode, "wait")) {
+		printf("ready\n");
+		fflush(stdout);
+		for (;;)
+			pause();
+	}
 	if (!strcmp(mode, "segv")) {
 		signal(SIGSEGV, SIG_DFL);
 		*(volatile int *)(uintptr_t)8 = 1;
