@@ -142,6 +142,16 @@ static const struct {
 	{"MXSetProfilerState", follow_mxnet, 0, "MXNET_C_API"},
 	{"_ZN5torch8autograd8profiler14enableProfilerE*", follow_start, 0, "profiler"},
 	{"_ZN5torch8autograd8profiler15disableProfilerEv", follow_stop, 0, "profiler"},
+	/* tf.profiler.experimental.start/stop (and the TensorBoard callback's profiling):
+	 * _pywrap_profiler calls these in TensorFlow's common library. stop() exports
+	 * (ExportToTensorBoard) or, with save=False, drops the session (its destructor). */
+	{"_ZN10tensorflow8profiler6pywrap22ProfilerSessionWrapper5StartE*", follow_start, 0,
+	 "profiler"},
+	{"_ZN10tensorflow8profiler6pywrap22ProfilerSessionWrapper4StopE*", follow_stop, 0,
+	 "profiler"},
+	{"_ZN10tensorflow8profiler6pywrap22ProfilerSessionWrapper19ExportToTensorBoardEv",
+	 follow_stop, 0, "profiler"},
+	{"_ZN3tsl15ProfilerSessionD[12]Ev", follow_stop, 0, "profiler"},
 	{"_ZN5mxnet6engine14ThreadedEngine15ExecuteOprBlockE*", mxnet_operator, "mxnet",
 	 "operator"},
 	{"TFE_Execute", prof_tf_execute_hook, "tensorflow", "operator"},

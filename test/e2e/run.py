@@ -4003,6 +4003,28 @@ def tensorflow_eager_ops(c):
     check(got.get("TFE_Execute", 0) >= 5 * steps, "TFE_Execute calls: %r" % got.get("TFE_Execute"))
 
 
+@case
+def tensorflow_follow(c):
+    # PROFILER_FOLLOW=1 records only while TensorFlow's own profiler runs
+    # (tf.profiler.experimental.start .. stop), which still writes its own profile; stop
+    # with save=False (the session dropped, not exported) ends recording too
+    py = tf_python()
+    before, inside, after = 7, 11, 13
+    for how in ("save", "nosave"):
+        logdir = c.path("tflog-" + how)
+        r, t = run_out(c, [py, os.path.join(FRAMEWORKS, "tf_follow.py"), logdir, before,
+                           inside, after, how], how,
+                       {"PROFILER_FRAMEWORK": "tensorflow", "PROFILER_FOLLOW": "1",
+                        "TF_CPP_MIN_LOG_LEVEL": "2", "PROFILER_PROFILE_MEMORY": "0"})
+        check(r.kv("sum"), "%s: the script did not finish: %r" % (how, r))
+        ops = trace_counts(t, "operator")
+        eq((ops.get("MatMul"), ops.get("Mul")), (inside, inside),
+           "%s: ops recorded while TensorFlow's profiler ran" % how)
+        if how == "save":
+            found = [f for _, _, fs in os.walk(logdir) for f in fs if f.endswith(".xplane.pb")]
+            check(found, "TensorFlow's profiler wrote no profile under %s" % logdir)
+
+
 # ---------------------------------------------------------------------------------------
 # performance regressions: prof summary, prof diff and scripts/perf-check on programs
 # with known changes (docs/PERFCHECK.md). perf_fifty.c: fifty ranges f00..f49 of a few
