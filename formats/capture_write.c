@@ -31,10 +31,11 @@
 /* raw bytes of frames handed over and not yet written, at most */
 #define STAGED_MAX (256u << 20)
 /* spare frames kept for reuse after a burst; the rest are freed */
-#define SPARES_KEPT 64
-/* A frame's first buffer: mapped with its pages made at once (MAP_POPULATE), several
- * times cheaper than faulting them in one by one while the drain loop fills it; room
- * for the usual overshoot of the target by one record of events. */
+#define SPARES_KEPT 16
+/* A frame's first buffer: mapped with its pages made at once (MAP_POPULATE) rather than
+ * faulted in one by one while the drain loop fills it (page faults were most of the
+ * drain loop's own time in a burst); room for the usual overshoot of the target by one
+ * record of events. Spares keep theirs, so a later burst reuses them. */
 #define FRAME_MAP (CAP_FRAME_TARGET + (256u << 10))
 /* the workers' niceness, above the drain loop's */
 #define WORKER_NICE 10

@@ -387,11 +387,10 @@ int model_read(struct model *m, const char *path, char *err, size_t errlen)
 {
 	int rc = cap_read(path, visit, m, err, errlen);
 
-	if (rc != VISIT_OOM)
-		pick_gpu_source(m);
 	if (rc == VISIT_OOM) {
 		snprintf(err, errlen, "%s: out of memory while reading the capture", path);
 		return CAP_READ_UNUSABLE;
 	}
+	pick_gpu_source(m);
 	return rc;
 }
