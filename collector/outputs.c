@@ -37,25 +37,28 @@ int collector_write_tables(const char *capture, const char *path)
 int collector_make_outputs(const char *capture, const char *prefix, uint64_t max_json_events,
 			   int tables, int quiet)
 {
-	char json[4200], tmp[4300], txt[4200], err[512];
+	char json[4200], tmp[4300], txt[4200], err[512], made[8600];
 	struct output_summary sum = {0};
 	int rc = 0;
 	snprintf(json, sizeof json, "%s.json", prefix);
 	snprintf(tmp, sizeof tmp, "%s.json.tmp", prefix);
 	snprintf(txt, sizeof txt, "%s.txt", prefix);
 	int r = chrome_export(capture, tmp, max_json_events, &sum, err, sizeof err);
-	if (r == 2 || rename(tmp, json)) {
+	int json_ok = r != 2 && !rename(tmp, json);
+	if (!json_ok) {
+		/* the tables are still made: a disk too full for the trace may hold them */
 		fprintf(stderr, "libprof: %s\n", r == 2 ? err : "cannot write the trace");
 		unlink(tmp);
-		return -1;
-	}
-	if (tables && collector_write_tables(capture, txt))
 		rc = -1;
-	if (quiet)
-		return rc;
+	}
+	int txt_ok = tables && !collector_write_tables(capture, txt);
+	if (tables && !txt_ok)
+		rc = -1;
+	if (quiet || (!json_ok && !sum.processes))
+		return rc; /* nothing read from the capture: its error said it all */
 	if (sum.damaged)
 		fprintf(stderr, "libprof: %s\n", sum.damage);
-	if (sum.json_dropped)
+	if (json_ok && sum.json_dropped)
 		fprintf(stderr,
 			"libprof: the trace keeps %llu of %llu events (the shortest are left out, "
 			"see otherData.json_rule); the tables and %s.prof have them all\n",
@@ -65,9 +68,11 @@ int collector_make_outputs(const char *capture, const char *prefix, uint64_t max
 						     ? sum.events - sum.json_dropped
 						     : 0),
 			(unsigned long long)sum.events, base(prefix));
-	fprintf(stderr, "libprof: %llu events (%llu lost) from %llu process%s -> %s, %s%s%s.prof\n",
+	snprintf(made, sizeof made, "%s%s%s%s%s.prof", json_ok ? json : "",
+		 json_ok ? ", " : "", txt_ok ? (json_ok ? base(txt) : txt) : "",
+		 txt_ok ? ", " : "", json_ok || txt_ok ? base(prefix) : prefix);
+	fprintf(stderr, "libprof: %llu events (%llu lost) from %llu process%s -> %s\n",
 		(unsigned long long)sum.events, (unsigned long long)sum.lost,
-		(unsigned long long)sum.processes, sum.processes == 1 ? "" : "es", json,
-		tables ? base(txt) : "", tables ? ", " : "", base(prefix));
+		(unsigned long long)sum.processes, sum.processes == 1 ? "" : "es", made);
 	return rc;
 }

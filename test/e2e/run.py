@@ -923,6 +923,46 @@ def sigterm_to_everyone(c):
     t.wellformed()
 
 
+@case
+def capture_file_too_large(c):
+    # the collector's file-size limit reached (a full disk alike): one line says so, the
+    # capture keeps every frame written before and stays readable, the trace cannot be
+    # written and says so, and the tables are still made from what was captured. (The
+    # limit is put on the running collector: on the program it would refuse the ring
+    # segment, which is a file in /dev/shm, and say so.)
+    N, size, limit = 400000, 16, 256 << 10
+    before = set(collectors())
+    p, out, err, t0 = c.start([str(x) for x in (c.prog("basic"), N, size, "later")],
+                              env={"PROFILER_BLOCK": "1"})
+    deadline = time.monotonic() + 10
+    while time.monotonic() < deadline:
+        out.seek(0)
+        if "ready" in out.read():
+            break
+        time.sleep(0.02)
+    new = [x for x in collectors() if x not in before]
+    eq(len(new), 1, "one new collector")
+    import resource
+    resource.prlimit(new[0], resource.RLIMIT_FSIZE, (limit, limit))
+    p.send_signal(signal.SIGUSR1)
+    r = c.finish([c.prog("basic")], p, out, err, t0, 60)
+    eq(r.rc, 0, "the program's exit status: %r" % r)
+    lines = [l for l in r.err.splitlines() if l.startswith("libprof:")]
+    check(any("profile.prof: File too large; the capture keeps what was written before" in l
+              for l in lines), "no line about the capture: %r" % lines)
+    check(any("profile.json.tmp: File too large" in l for l in lines),
+          "no line about the trace: %r" % lines)
+    check(lines and re.match(r"libprof: \d+ events \(\d+ lost\) from 1 process -> "
+                             r".*profile\.txt, profile\.prof$", lines[-1]),
+          "the summary line names the outputs made: %r" % lines)
+    check(not os.path.exists(c.path("profile.json")), "a trace was written")
+    check(os.path.getsize(c.path("profile.prof")) <= limit, "capture over the limit")
+    rep = c.report_json(c.path("profile.prof"))
+    got = report_row(rep, "memory", "malloc")["count"]
+    check(0 < got < N, "mallocs in the kept capture: %d" % got)
+    check("Memory: cpu/0" in c.text(), "the tables were not made")
+
+
 # ---------------------------------------------------------------------------------------
 # 6. a program that closes every descriptor
 

@@ -1,6 +1,7 @@
 /* N marked mallocs of SIZE from the main thread (kept live), TH mallocs of SIZE+1 from a
  * thread that stays alive, then MODE: exit:<code>, kill (SIGKILL), abort, segv, wait
- * (prints "ready" and waits for a signal).
+ * (prints "ready" and waits for a signal). MODE later: prints "ready" first, makes the
+ * mallocs when SIGUSR1 comes, then exits 0.
  * usage: basic N SIZE MODE [TH] */
 #include <signal.h>
 #include "e2e.h"
@@ -27,6 +28,19 @@ int main(int argc, char **argv)
 	TH = arg(argc, argv, 4, 0);
 	printf("pid=%d\n", (int)getpid());
 	fflush(stdout);
+	if (!strcmp(mode, "later")) {
+		sigset_t usr1;
+		int sig;
+		sigemptyset(&usr1);
+		sigaddset(&usr1, SIGUSR1);
+		sigprocmask(SIG_BLOCK, &usr1, 0);
+		printf("ready\n");
+		fflush(stdout);
+		sigwait(&usr1, &sig);
+		for (long i = 0; i < N; i++)
+			keep(malloc((size_t)SIZE));
+		return 0;
+	}
 	pthread_t th;
 	if (TH) {
 		pthread_barrier_init(&ready, 0, 2);
