@@ -72,7 +72,8 @@ static int memory_event(struct model *m, struct mem_image *mi, const struct prof
  * allocation names its device (c), a release only its pointer, found among the image's
  * live device blocks. CUPTI's records (in ns: PROF_EVF_NS) are kept apart until
  * model_read picks one source per process. */
-static int gpu_memory_event(struct model *m, uint32_t image, const struct prof_event *e)
+static int gpu_memory_event(struct model *m, uint32_t image, const struct prof_event *e,
+			    uint32_t stack)
 {
 	struct image *im = &m->img[image];
 	int cupti = (e->flags & PROF_EVF_NS) != 0;
@@ -99,6 +100,8 @@ static int gpu_memory_event(struct model *m, uint32_t image, const struct prof_e
 		if (m->track_memory &&
 		    mem_push(mi, e->t1, e->a, e->b == MEM_OP_FREE ? e->b - 1 : e->b))
 			return -1;
+		if (m->track_memory)
+			mi->ops[mi->nops - 1].stack = stack;
 	}
 	return 0;
 }
@@ -239,7 +242,7 @@ int model_events(struct model *m, const void *payload, uint32_t len)
 		routed |= e->flags & (PROF_EVF_GPU | PROF_EVF_TID);
 		if (e->cat == PROF_CAT_MEMORY && memory_event(m, &m->img[im].mem, e, stack))
 			return -1;
-		if (unlikely_gpu(m, im, e) && gpu_memory_event(m, (uint32_t)im, e))
+		if (unlikely_gpu(m, im, e) && gpu_memory_event(m, (uint32_t)im, e, stack))
 			return -1;
 	}
 	if (routed) /* new rows: t may have moved */

@@ -170,6 +170,8 @@ static void process(struct jw *w, const struct report *r, struct stack_names *sn
 		jw_u64(w, g->live_end);
 		jw_lit(w, ",\"source\":");
 		jw_cstr(w, im->gpu_from_cupti ? "cupti" : "cuda_api");
+		if (sn && g->nsites)
+			sites(w, sn, g);
 		jw_lit(w, "}");
 	}
 	jw_lit(w, "]");
@@ -199,7 +201,8 @@ static void processes(struct jw *w, const struct report *r)
 	int named = 0;
 
 	for (i = 0; i < r->m->nimg && !named; i++)
-		named = r->m->img[i].mem.nsites > 0;
+		for (int d = -1; d < MODEL_GPUS && !named; d++)
+			named = (d < 0 ? &r->m->img[i].mem : &r->m->img[i].gpu[d])->nsites > 0;
 	if (named && stack_names_init(&sn, r->m)) {
 		stack_names_free(&sn);
 		named = 0;

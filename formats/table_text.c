@@ -186,20 +186,25 @@ static int by_live(const void *a, const void *b)
 										 : strcmp(x->name, y->name);
 }
 
-/* Top allocation sites of one image by bytes, then the ones still live at the end. */
-static void sites(const struct report *r, struct stack_names *sn, size_t i, FILE *out)
+/* Top allocation sites of one image's heap (gpu < 0) or device memory by bytes, then
+ * the ones still live at the end. */
+static void sites(const struct report *r, struct stack_names *sn, size_t i, int gpu, FILE *out)
 {
 	const struct image *im = &r->m->img[i];
-	const struct mem_image *mi = &im->mem;
-	char t[5][TEXTFMT_LEN];
+	const struct mem_image *mi = gpu < 0 ? &im->mem : &im->gpu[gpu];
+	char t[5][TEXTFMT_LEN], what[48];
 	size_t k, n, leaks, top = r->opt->top > 0 ? (size_t)r->opt->top : 20;
 	struct site_row *v = site_rows(sn, mi, &n);
 
 	if (!v)
 		return;
+	if (gpu < 0)
+		snprintf(what, sizeof(what), "pid %" PRIu32, im->pid);
+	else
+		snprintf(what, sizeof(what), "gpu/%d, pid %" PRIu32, gpu, im->pid);
 	qsort(v, n, sizeof(*v), by_bytes);
-	fprintf(out, "\nAllocation sites, pid %" PRIu32 " (by bytes; At peak: live when the "
-		"peak of %s was reached)\n%-60s %10s %14s %12s %12s\n", im->pid,
+	fprintf(out, "\nAllocation sites, %s (by bytes; At peak: live when the "
+		"peak of %s was reached)\n%-60s %10s %14s %12s %12s\n", what,
 		fmt_bytes(t[0], mi->peak), "Site", "Allocs", "Bytes", "At peak", "Leaked");
 	for (k = 0; k < n && k < top; k++)
 		fprintf(out, "%-60.200s %10s %14s %12s %12s\n", v[k].name,
@@ -209,8 +214,8 @@ static void sites(const struct report *r, struct stack_names *sn, size_t i, FILE
 	for (k = leaks = 0; k < n; k++)
 		leaks += v[k].live_count != 0;
 	if (leaks) {
-		fprintf(out, "\nLive at exit (leaks), pid %" PRIu32 ": %s\n%-60s %10s %14s\n",
-			im->pid, fmt_bytes(t[0], mi->live_end), "Site", "Blocks", "Bytes");
+		fprintf(out, "\nLive at exit (leaks), %s: %s\n%-60s %10s %14s\n", what,
+			fmt_bytes(t[0], mi->live_end), "Site", "Blocks", "Bytes");
 		for (k = 0; k < leaks && k < top; k++)
 			fprintf(out, "%-60.200s %10s %14s\n", v[k].name,
 				fmt_count(t[0], v[k].live_count), fmt_bytes(t[1], v[k].live_bytes));
@@ -249,13 +254,15 @@ static void memory_sites(const struct report *r, FILE *out)
 	int any = 0;
 
 	for (i = 0; i < r->m->nimg; i++)
-		any |= r->m->img[i].mem.nsites > 0;
+		for (int d = -1; d < MODEL_GPUS; d++)
+			any |= (d < 0 ? &r->m->img[i].mem : &r->m->img[i].gpu[d])->nsites > 0;
 	if (!any)
 		return;
 	if (stack_names_init(&sn, r->m) == 0)
 		for (i = 0; i < r->m->nimg; i++)
-			if (r->m->img[i].mem.nsites)
-				sites(r, &sn, i, out);
+			for (int d = -1; d < MODEL_GPUS; d++)
+				if ((d < 0 ? &r->m->img[i].mem : &r->m->img[i].gpu[d])->nsites)
+					sites(r, &sn, i, d, out);
 	stack_names_free(&sn);
 }
 

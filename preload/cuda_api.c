@@ -341,7 +341,8 @@ static int64_t vmm_device(uint64_t prop)
  * pointer or handle. Recorded whoever records the API call itself (CUPTI or the
  * wrapper). */
 static void gpu_memory(struct prof_thread *t, int f, enum gpu_memory_op op, uint64_t a0,
-		       uint64_t a1, uint64_t a2, uint64_t a3, const uint64_t *stack)
+		       uint64_t a1, uint64_t a2, uint64_t a3, const uint64_t *stack,
+		       const void *ip, const void *cfa)
 {
 	static uint8_t cat;
 	static int have_cat;
@@ -381,12 +382,20 @@ static void gpu_memory(struct prof_thread *t, int f, enum gpu_memory_op op, uint
 	}
 	if (unlikely(!state[f].name))
 		state[f].name = prof_intern(prof_cuda_funcs[f].name);
-	if (op == GPU_RELEASE)
+	if (op == GPU_RELEASE) {
 		prof_emit(t, cat, PROF_EV_COMPLETE, PROF_EVF_FREES, state[f].name, t->depth, now,
 			  now, 0, 0, ptr);
-	else
+	} else {
+		uint64_t device = op == GPU_CREATE ? (uint64_t)dev : current_device();
+		/* where the program asked for device memory, as for its heap (alloc.c) */
+		if (unlikely(__atomic_load_n(&prof_stack_alloc_on, __ATOMIC_RELAXED))) {
+			uint32_t id = prof_stack_capture((uintptr_t)ip, (uintptr_t)cfa);
+			if (id)
+				prof_emit(t, cat, PROF_EV_STACK, 0, 0, t->depth, now, now, id, 0, 0);
+		}
 		prof_emit(t, cat, PROF_EV_COMPLETE, PROF_EVF_ALLOCS, state[f].name, t->depth, now,
-			  now, ptr, bytes, op == GPU_CREATE ? (uint64_t)dev : current_device());
+			  now, ptr, bytes, device);
+	}
 	t->busy--;
 }
 
@@ -424,7 +433,7 @@ __attribute__((noinline)) static int cuda_call(CUDA_REGS, const uint64_t *stack,
 	gpu_memory_nesting -= memory != 0;
 	if (unlikely(outermost) && r == 0 && !t->busy &&
 	    __atomic_load_n(&prof_memory_on, __ATOMIC_RELAXED))
-		gpu_memory(t, f, memory, a0, a1, a2, a3, stack);
+		gpu_memory(t, f, memory, a0, a1, a2, a3, stack, ip, cfa);
 	if (unlikely(prof_cuda_funcs[f].kind != CUDA_PLAIN) && r == 0 && prof_cuda_enabled()) {
 		t->busy++;
 		after_getter(f, a0, a1, a2, a3);

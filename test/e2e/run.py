@@ -2869,6 +2869,22 @@ def cuda_device_memory(c):
     eq((rc, perf_flagged(d)), (1, [("gpu_memory/gpu/1", "peak")]), "GPU peak regression")
     cell = perf_name(d, "gpu_memory", "gpu/1")["metrics"]["peak"]
     eq((cell["base"], cell["current"]), (8 * mib, 16 * mib), "gpu/1 peak in the diff")
+    # with PROFILER_STACK=alloc, device memory has allocation sites like the heap's: in
+    # the program (not in libprof or the runtime), their sums the device's figures
+    r, t = run_out(c, [p["rt"], "memory"], "stacks",
+                   {"LD_LIBRARY_PATH": p["lib"], "PROFILER_STACK": "alloc"})
+    proc = c.report_json(c.path("stacks.prof"))["processes"][0]
+    for g, (allocs, peak, leaked) in zip(proc["gpu_memory"], ((4, dev0, 0),
+                                                             (2, 8 * mib, 6 * mib))):
+        sites = g.get("allocation_sites", [])
+        check(sites and all("cuda_rt.c:" in x["site"] for x in sites),
+              "gpu/%d sites: %r" % (g["device"], sites))
+        eq((sum(x["allocations"] for x in sites), sum(x["bytes_at_peak"] for x in sites),
+            sum(x["live_bytes_at_end"] for x in sites)), (allocs, peak, leaked),
+           "gpu/%d sites: allocations, bytes at the peak, leaked" % g["device"])
+    text = c.text("stacks")
+    check("Allocation sites, gpu/1, pid" in text and "Live at exit (leaks), gpu/1, pid" in text,
+          "no GPU sites in the text tables")
 
 
 @case
