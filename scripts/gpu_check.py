@@ -189,6 +189,17 @@ def check_memory(r):
                                          kv.get("max_allocated")))
 
 
+def check_memory_sites(r):
+    rc, _, err, kv, prefix = r.run(["train", 5], env={"PROFILER_STACK": "alloc"})
+    gm = r.report(prefix)["processes"][0].get("gpu_memory", []) if rc == 0 else []
+    sites = gm[0].get("allocation_sites", []) if gm else []
+    top = sorted(sites, key=lambda x: -x["bytes_at_peak"])[:3]
+    say("GPU allocation sites (PROFILER_STACK=alloc)",
+        rc == 0 and sites and sum(x["bytes_at_peak"] for x in sites) == gm[0]["peak_live_bytes"],
+        "top at the peak: %s" % "; ".join("%s %d" % (x["site"][:70], x["bytes_at_peak"])
+                                           for x in top))
+
+
 def check_overhead(r, rounds=3):
     times = {"native": [], "libprof": [], "torch.profiler": []}
     for _ in range(rounds):
@@ -249,6 +260,7 @@ def main():
     check_nvtx(r)
     check_conflicts(r)
     check_memory(r)
+    check_memory_sites(r)
     check_overhead(r)
     failed = [c for c, ok, _ in results if not ok]
     print("\n%d checks, %d failed%s; outputs in %s" % (len(results), len(failed),
