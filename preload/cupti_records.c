@@ -13,6 +13,10 @@
  *            arrive long after the calls, out of order with the thread's own events)
  *   dropped  CUPTI's count of records it had no buffer for: a LOST event
  * Times are CUPTI's, on CLOCK_MONOTONIC through the timestamp callback: PROF_EVF_NS.
+ * Records of what happened while recording was off (paused, or outside a followed
+ * profiler's run) are left out, as the program's own events are: API calls by their
+ * start, GPU work and memory by the API call that launched them (their correlation id;
+ * a launch still running when recording stops is kept), else by their own time.
  * (A ring gap these events fall into is timed in ns as well, read as ticks: only when
  * the collector is gone, since this thread waits for room otherwise.) */
 #include <stdio.h>
@@ -22,6 +26,7 @@
 
 #include "cupti.h"
 #include "state.h"
+#include "windows.h"
 
 #define BUFFER_BYTES (4u << 20)
 /* API records join their thread long after the fact: at the deepest level, which no
@@ -107,6 +112,25 @@ static uint32_t api_name(int domain, uint32_t cbid)
 	return id;
 }
 
+/* Whether recording was on at each recent API call, by correlation id: GPU work follows
+ * its launch (a direct-mapped cache; a miss falls back to the work's own time). */
+#define LAUNCHES 65536
+static _Atomic uint64_t launches[LAUNCHES]; /* correlation id << 1 | recording */
+
+static void note_launch(uint32_t corr, int on)
+{
+	atomic_store_explicit(&launches[corr % LAUNCHES], (uint64_t)corr << 1 | (on != 0),
+			      memory_order_relaxed);
+}
+
+static int wanted(uint32_t corr, uint64_t ns)
+{
+	uint64_t v = atomic_load_explicit(&launches[corr % LAUNCHES], memory_order_relaxed);
+	if (corr && v >> 1 == corr)
+		return (int)(v & 1);
+	return prof_window_recording(ns);
+}
+
 /* A record whose times are missing (CUPTI writes 0 when it ran short of device memory
  * for them) would land at the epoch: left out. */
 static int timed(uint64_t start, uint64_t end)
@@ -121,7 +145,7 @@ static uint32_t saturated(int64_t v)
 
 static void kernel(struct prof_thread *t, const struct cupti_kernel10 *k)
 {
-	if (!timed(k->start, k->end))
+	if (!timed(k->start, k->end) || !wanted(k->correlation_id, k->start))
 		return;
 	uint32_t blocks = saturated((int64_t)k->grid_x * k->grid_y * k->grid_z);
 	uint32_t threads = saturated((int64_t)k->block_x * k->block_y * k->block_z);
@@ -137,6 +161,8 @@ static void memcpy_record(struct prof_thread *t, const struct cupti_memcpy6 *m)
 		return;
 	/* [GPU] which API record each id matches: the driver one first, as Kineto does */
 	uint32_t corr = m->correlation_id ? m->correlation_id : m->runtime_correlation_id;
+	if (!wanted(corr, m->start))
+		return;
 	prof_emit(t, category(CAT_MEMCPY), PROF_EV_COMPLETE, PROF_EVF_NS | PROF_EVF_GPU,
 		  copy_name(m->copy_kind), 0, m->start, m->end, corr, m->bytes,
 		  PROF_GPU_WHERE(m->device_id, m->context_id, m->stream_id));
@@ -144,7 +170,7 @@ static void memcpy_record(struct prof_thread *t, const struct cupti_memcpy6 *m)
 
 static void memset_record(struct prof_thread *t, const struct cupti_memset4 *m)
 {
-	if (!timed(m->start, m->end))
+	if (!timed(m->start, m->end) || !wanted(m->correlation_id, m->start))
 		return;
 	prof_emit(t, category(CAT_MEMSET), PROF_EV_COMPLETE, PROF_EVF_NS | PROF_EVF_GPU,
 		  copy_name(MEMSET_NAME), 0, m->start, m->end, m->correlation_id, m->bytes,
@@ -159,7 +185,8 @@ static void memory_record(struct prof_thread *t, const struct cupti_memory4 *m)
 	     m->memory_kind != CUPTI_MEMORY_KIND_MANAGED))
 		return;
 	int release = m->operation == CUPTI_MEMORY_RELEASE;
-	if (!release && m->operation != CUPTI_MEMORY_ALLOCATION)
+	if ((!release && m->operation != CUPTI_MEMORY_ALLOCATION) ||
+	    !wanted(m->correlation_id, m->timestamp))
 		return;
 	uint32_t name = atomic_load_explicit(&names[release], memory_order_relaxed);
 	if (!name) {
@@ -178,6 +205,10 @@ static void memory_record(struct prof_thread *t, const struct cupti_memory4 *m)
 static void api(struct prof_thread *t, const struct cupti_api *r, int domain)
 {
 	if (!timed(r->start, r->end))
+		return;
+	int on = prof_window_recording(r->start);
+	note_launch(r->correlation_id, on);
+	if (!on)
 		return;
 	prof_emit(t, category(CAT_API), PROF_EV_COMPLETE, PROF_EVF_NS | PROF_EVF_TID,
 		  api_name(domain, r->cbid), DETACHED_DEPTH, r->start, r->end, r->correlation_id,

@@ -16,6 +16,7 @@
 #include "nvtx.h"
 #include "stack.h"
 #include "state.h"
+#include "windows.h"
 #include "trace.h"
 
 struct prof_config prof_cfg;
@@ -36,6 +37,7 @@ static const char *const predefined_names[NAME_COUNT] = {
 void prof_update_flags(void)
 {
 	int on = prof_on && prof_proc;
+	prof_window_note(on);
 	__atomic_store_n(&prof_memory_on, on && prof_cfg.profile_memory, __ATOMIC_RELAXED);
 	__atomic_store_n(&prof_trace_on, on && prof_cfg.profile_api && prof_trace_enabled(),
 			 __ATOMIC_RELAXED);

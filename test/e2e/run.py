@@ -3263,6 +3263,25 @@ def cupti_device_memory(c):
 
 
 @case
+def cupti_follows_pause(c):
+    # CUPTI's records arrive late; what happened while recording was paused is left out
+    # as the program's own events are: API calls by their start, GPU work by the launch
+    # that queued it (a kernel launched before the pause and run after it is kept)
+    out, bins = build_cupti_programs()
+    kernels = 3
+    r, t = profile(c, [bins["gpu_app"], "pause", kernels])
+    eq(r.kv("libprof_api"), ["1"], "libprof's pause/resume found")
+    got = trace_counts(t, "cuda_kernel")
+    eq({k: got.get(k, 0) for k in ("lng()", "edge()", "hidden()", "visible()", VECADD)},
+       {"lng()": 1, "edge()": 1, "hidden()": 0, "visible()": 2, VECADD: kernels},
+       "kernels recorded around the pause")
+    api = trace_counts(t, "cuda_api")
+    # 2 x kernels launches before, lng, edge, visible x 2; synchronizes: before, after
+    eq((api.get("cudaLaunchKernel"), api.get("cudaDeviceSynchronize")),
+       (2 * kernels + 4, 2), "API records around the pause")
+
+
+@case
 def cupti_conflicts(c):
     out, bins = build_cupti_programs()
     # another tool holds CUPTI from the start (Nsight Systems): one line, no GPU timeline

@@ -12,6 +12,9 @@
  *            device 0, 512 KiB on device 1, 64 KiB pinned host memory; frees the 1 MiB
  *   memory_both  the same, then one cudaMalloc/cudaFree of 4096 bytes that libprof's
  *            wrappers see (the fake libcudart.so.13 of test/e2e/cuda, dlopened)
+ *   pause    afterwards, through libprof's API: a 2 ms kernel "lng" then "edge" queued
+ *            behind it, pause at once (edge runs while paused), 4 "hidden" kernels and a
+ *            sync while paused, resume, 2 "visible" kernels
  *
  * Built twice: -DLINKED links the fake (as PyTorch links libcupti); without it the
  * program gets the fake only if libprof loaded it (then it prints cupti_loaded=0 and
@@ -124,6 +127,25 @@ static void *second_thread(void *arg)
 	return NULL;
 }
 
+static void pause_resume(void)
+{
+	void (*prof_pause)(void) = (void (*)(void))dlsym(RTLD_DEFAULT, "prof_pause");
+	void (*prof_resume)(void) = (void (*)(void))dlsym(RTLD_DEFAULT, "prof_resume");
+	printf("libprof_api=%d\n", prof_pause && prof_resume);
+	if (!prof_pause || !prof_resume)
+		return;
+	gpu.launch("_Z3lngv", 7, 2000000);
+	gpu.launch("_Z4edgev", 7, 10000);
+	prof_pause();
+	for (int i = 0; i < 4; i++)
+		gpu.launch("_Z6hiddenv", 7, 10000);
+	gpu.synchronize();
+	prof_resume();
+	gpu.launch("_Z7visiblev", 7, 10000);
+	gpu.launch("_Z7visiblev", 7, 10000);
+	gpu.synchronize();
+}
+
 static void memory(int wrapped_too)
 {
 	uint64_t first = gpu.malloc(1 << 20, 0, 0);
@@ -205,6 +227,8 @@ int main(int argc, char **argv)
 		gpu.launch("_Z5afterv", 7, 10000);
 		gpu.synchronize();
 	}
+	if (!strcmp(mode, "pause"))
+		pause_resume();
 	if (!strncmp(mode, "memory", 6)) {
 		memory(!strcmp(mode, "memory_both"));
 		gpu.synchronize();
