@@ -19,10 +19,19 @@ static _Atomic int overflow;
 static atomic_flag lock = ATOMIC_FLAG_INIT;
 static int last = -1;
 
+/* Changes are rare, so the lock is a spin; one held by a thread that is gone (a fork
+ * from another thread) or that this thread's signal handler interrupted is given up on
+ * after a while, and filtering with it (nothing is left out from then on). */
+#define SPIN_MAX (1u << 22)
+
 void prof_window_note(int on)
 {
-	while (atomic_flag_test_and_set_explicit(&lock, memory_order_acquire))
-		;
+	for (unsigned spins = 0;
+	     atomic_flag_test_and_set_explicit(&lock, memory_order_acquire); spins++)
+		if (spins == SPIN_MAX) {
+			atomic_store(&overflow, 1);
+			return;
+		}
 	uint32_t n = atomic_load_explicit(&published, memory_order_relaxed);
 	if (on != last) {
 		if (n < WINDOW_MARKS) {
