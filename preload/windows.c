@@ -15,7 +15,7 @@ struct mark {
 
 static struct mark marks[WINDOW_MARKS];
 static _Atomic uint32_t published; /* marks[0..published) are complete */
-static _Atomic int overflow;
+static _Atomic int overflow; /* changes lost: every time counts as recording */
 static atomic_flag lock = ATOMIC_FLAG_INIT;
 static int last = -1;
 

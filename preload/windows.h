@@ -9,8 +9,9 @@
 
 /* Recording is now on (1) or off (0); a repeat of the last state is ignored. */
 void prof_window_note(int on);
-/* 1 when recording was on at ns (also when too many changes were noted to keep: then
- * nothing is left out); 0 before the first change or while off. */
+/* 1 when recording was on at ns (also once the changes could not all be kept: too
+ * many, or a note given up on; then nothing is left out); 0 before the first change or
+ * while off. */
 int prof_window_recording(uint64_t ns);
 
 #endif
