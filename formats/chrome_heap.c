@@ -92,10 +92,10 @@ int heap_track_build(struct heap_track *h, struct model *m, uint64_t max_points)
 
 	memset(h, 0, sizeof(*h));
 	for (i = 0; i < m->nimg; i++)
-		for (k = 0; k <= MODEL_GPUS; k++)
+		for (k = 0; k <= MODEL_DEVICES; k++)
 			ops += curve_of(&m->img[i], k)->nops;
 	for (i = 0; i < m->nimg; i++)
-		for (k = 0; k <= MODEL_GPUS; k++) {
+		for (k = 0; k <= MODEL_DEVICES; k++) {
 			struct mem_image *mi = curve_of(&m->img[i], k);
 			uint64_t share = mi->nops;
 			if (!share)

@@ -123,6 +123,8 @@ void chrome_write_heap(struct chrome *c)
 		jw_lit(&c->w, "{\"ph\":\"C\",\"name\":");
 		if (p->device < 0) {
 			jw_lit(&c->w, "\"live heap bytes\"");
+		} else if (p->device == MODEL_PINNED) {
+			jw_lit(&c->w, "\"pinned host live bytes\"");
 		} else {
 			snprintf(name, sizeof(name), "GPU %d live bytes", (int)p->device);
 			jw_cstr(&c->w, name);
@@ -140,9 +142,12 @@ void chrome_write_heap(struct chrome *c)
 		const struct image *im = &c->plan.img[i];
 		if (im->mem.peak)
 			peak_marker(c, im, &im->mem, "peak live heap");
-		for (int d = 0; d < MODEL_GPUS; d++)
+		for (int d = 0; d < MODEL_DEVICES; d++)
 			if (im->gpu[d].peak) {
-				snprintf(name, sizeof(name), "peak GPU %d memory", d);
+				if (d == MODEL_PINNED)
+					snprintf(name, sizeof(name), "peak pinned host memory");
+				else
+					snprintf(name, sizeof(name), "peak GPU %d memory", d);
 				peak_marker(c, im, &im->gpu[d], name);
 			}
 	}

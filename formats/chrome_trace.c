@@ -39,7 +39,7 @@ static void plan_rule(struct chrome *c)
 
 	for (i = 0; i < c->plan.nimg; i++) { /* the peak markers */
 		fixed += c->plan.img[i].mem.peak != 0;
-		for (int d = 0; d < MODEL_GPUS; d++)
+		for (int d = 0; d < MODEL_DEVICES; d++)
 			fixed += c->plan.img[i].gpu[d].peak != 0;
 	}
 	uint64_t budget = c->max_events > fixed ? c->max_events - fixed : 0;

@@ -41,6 +41,10 @@ enum prof_category {
 			   * another thread: a = CUPTI correlation id; outputs show it on
 			   * that thread's row */
 
+/* c of a gpu_memory allocation in page-locked host memory (cudaMallocHost...) rather
+ * than on a device. */
+#define PROF_GPU_PINNED 0xffffu
+
 /* c of a PROF_EVF_GPU event: device (8 bits), context (24 bits), stream (32 bits). */
 #define PROF_GPU_WHERE(device, context, stream)                                            \
 	((uint64_t)((device) & 0xff) << 56 | (uint64_t)((context) & 0xffffff) << 32 |        \

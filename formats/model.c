@@ -34,7 +34,7 @@ void model_free(struct model *m)
 	for (i = 0; i < m->nimg; i++) {
 		free(m->img[i].mem.ops);
 		free(m->img[i].mem.sites);
-		for (size_t d = 0; d < MODEL_GPUS; d++) {
+		for (size_t d = 0; d < MODEL_DEVICES; d++) {
 			free(m->img[i].gpu[d].ops);
 			free(m->img[i].gpu[d].sites);
 			free(m->img[i].gpu_cupti[d].ops);
@@ -363,11 +363,11 @@ static void pick_gpu_source(struct model *m)
 	for (size_t i = 0; i < m->nimg; i++) {
 		struct image *im = &m->img[i];
 		int wrapped = 0, recorded = 0;
-		for (size_t d = 0; d < MODEL_GPUS; d++) {
+		for (size_t d = 0; d < MODEL_DEVICES; d++) {
 			wrapped |= im->gpu[d].allocs || im->gpu[d].frees;
 			recorded |= im->gpu_cupti[d].allocs || im->gpu_cupti[d].frees;
 		}
-		for (size_t d = 0; d < MODEL_GPUS; d++) {
+		for (size_t d = 0; d < MODEL_DEVICES; d++) {
 			struct mem_image *cupti = &im->gpu_cupti[d];
 			if (!wrapped && recorded) {
 				free(im->gpu[d].ops);
@@ -381,6 +381,15 @@ static void pick_gpu_source(struct model *m)
 		}
 		im->gpu_from_cupti = !wrapped && recorded;
 	}
+}
+
+const char *model_device_name(int d, char *buf, size_t len)
+{
+	if (d == MODEL_PINNED)
+		snprintf(buf, len, "cpu_pinned/0");
+	else
+		snprintf(buf, len, "gpu/%d", d);
+	return buf;
 }
 
 int model_read(struct model *m, const char *path, char *err, size_t errlen)

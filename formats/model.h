@@ -17,6 +17,10 @@
 
 #define MODEL_MAX_DEPTH 255
 #define MODEL_GPUS 8 /* device ordinals tracked; higher ones are counted as the last */
+/* Memory the CUDA calls manage, per domain: GPUs 0..MODEL_GPUS-1, then the page-locked
+ * host memory they allocate (cudaMallocHost, cudaHostAlloc: MXNet's cpu_pinned/0). */
+#define MODEL_PINNED MODEL_GPUS
+#define MODEL_DEVICES (MODEL_GPUS + 1)
 
 /* One allocation or release on the live-heap timeline; see memtrack.h. */
 struct mem_op {
@@ -64,8 +68,8 @@ struct image {
 	/* device memory (category gpu_memory) per device ordinal: from the CUDA calls
 	 * libprof wraps, or, when they made none in this process, from CUPTI's memory
 	 * records (gpu_from_cupti); see model_read */
-	struct mem_image gpu[MODEL_GPUS];
-	struct mem_image gpu_cupti[MODEL_GPUS]; /* CUPTI's, until model_read picks */
+	struct mem_image gpu[MODEL_DEVICES];
+	struct mem_image gpu_cupti[MODEL_DEVICES]; /* CUPTI's, until model_read picks */
 	int gpu_from_cupti;
 	int gpu_cat;        /* the image's category index of gpu_memory, or -1 */
 };
@@ -159,6 +163,8 @@ void model_free(struct model *m);
  * cap_read result; err names the damage or the reason the capture is unusable (out of
  * memory included). */
 int model_read(struct model *m, const char *path, char *err, size_t errlen);
+/* A memory domain's name, "gpu/N" or "cpu_pinned/0" (d < MODEL_DEVICES), in buf. */
+const char *model_device_name(int d, char *buf, size_t len);
 
 /* The name the capture gives a native frame of an image (CAP_FRAME_NAME), or STR_NONE. */
 uint32_t model_frame_name(const struct model *m, uint32_t image, uint64_t pc);

@@ -89,7 +89,9 @@ static int gpu_memory_event(struct model *m, uint32_t image, const struct prof_e
 	}
 	if ((e->flags & PROF_EVF_ALLOCS) && e->a) {
 		int created;
-		dev = e->c < MODEL_GPUS ? e->c : MODEL_GPUS - 1;
+		dev = e->c == PROF_GPU_PINNED ? MODEL_PINNED
+		      : e->c < MODEL_GPUS    ? e->c
+					     : MODEL_GPUS - 1;
 		uint64_t *slot = u64map_upsert(live, base ^ (e->a & ((1ull << 47) - 1)), &created);
 		if (!slot)
 			return -1;

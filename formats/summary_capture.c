@@ -275,12 +275,13 @@ static int facts(struct summary *s, struct sum_run *run, struct model *m)
 	return rc ? -1 : 0;
 }
 
-/* Per GPU a row like a process's, "gpu_memory" / "gpu/N": allocations and bytes of every
+/* Per GPU a row like a process's, "gpu_memory" / "gpu/N" (and "cpu_pinned/0" for the
+ * page-locked host memory CUDA allocated): allocations and bytes of every
  * process on it, and the largest peak of one process (the program row's rule), so a
  * diff judges device memory as it judges the heap. Only devices that were used. */
 static int gpu_rows(struct sum_run *run, struct model *m)
 {
-	for (int d = 0; d < MODEL_GPUS; d++) {
+	for (int d = 0; d < MODEL_DEVICES; d++) {
 		uint64_t allocs = 0, frees = 0, bytes = 0, peak = 0;
 		for (size_t i = 0; i < m->nimg; i++) {
 			struct mem_image *g = &m->img[i].gpu[d];
@@ -294,9 +295,9 @@ static int gpu_rows(struct sum_run *run, struct model *m)
 		}
 		if (!allocs && !frees)
 			continue;
-		char name[16];
-		snprintf(name, sizeof(name), "gpu/%d", d);
-		struct sum_row *r = sum_add_row(run, "gpu_memory", name, SUM_PROCESS);
+		char name[32];
+		struct sum_row *r = sum_add_row(run, "gpu_memory",
+						model_device_name(d, name, sizeof(name)), SUM_PROCESS);
 		if (!r)
 			return -1;
 		r->allocs = allocs;

@@ -147,12 +147,18 @@ static void process(struct jw *w, const struct report *r, struct stack_names *sn
 	jw_lit(w, ",\"live_bytes_at_end\":");
 	jw_u64(w, mi->live_end);
 	jw_lit(w, ",\"gpu_memory\":[");
-	for (size_t d = 0, n = 0; d < MODEL_GPUS; d++) {
+	for (size_t d = 0, n = 0; d < MODEL_DEVICES; d++) {
 		const struct mem_image *g = &im->gpu[d];
+		char name[32];
 		if (!g->allocs && !g->frees)
 			continue;
-		jw_text(w, n++ ? ",{\"device\":" : "{\"device\":");
-		jw_u64(w, d);
+		jw_text(w, n++ ? ",{\"memory\":" : "{\"memory\":");
+		jw_cstr(w, model_device_name((int)d, name, sizeof(name)));
+		jw_lit(w, ",\"device\":");
+		if (d == MODEL_PINNED)
+			jw_lit(w, "null");
+		else
+			jw_u64(w, d);
 		jw_lit(w, ",\"allocations\":");
 		jw_u64(w, g->allocs);
 		jw_lit(w, ",\"frees\":");
@@ -201,7 +207,7 @@ static void processes(struct jw *w, const struct report *r)
 	int named = 0;
 
 	for (i = 0; i < r->m->nimg && !named; i++)
-		for (int d = -1; d < MODEL_GPUS && !named; d++)
+		for (int d = -1; d < MODEL_DEVICES && !named; d++)
 			named = (d < 0 ? &r->m->img[i].mem : &r->m->img[i].gpu[d])->nsites > 0;
 	if (named && stack_names_init(&sn, r->m)) {
 		stack_names_free(&sn);

@@ -141,10 +141,9 @@ static void memory_device(const struct report *r, FILE *out, int gpu)
 			continue;
 		from_cupti |= gpu >= 0 && im->gpu_from_cupti;
 		if (!any++) {
-			if (gpu < 0)
-				fprintf(out, "\nMemory: cpu/0, per process\n");
-			else
-				fprintf(out, "\nMemory: gpu/%d, per process\n", gpu);
+			char name[32];
+			fprintf(out, "\nMemory: %s, per process\n",
+				gpu < 0 ? "cpu/0" : model_device_name(gpu, name, sizeof(name)));
 			fprintf(out, "%-8s %-18s %10s %10s %17s %11s %9s %13s\n", "PID", "Command",
 				"Allocs", "Frees", "Bytes allocated", "Peak live", "At (ms)",
 				"Live at end");
@@ -169,7 +168,7 @@ static void memory_device(const struct report *r, FILE *out, int gpu)
 static void memory(const struct report *r, FILE *out)
 {
 	memory_device(r, out, -1);
-	for (int d = 0; d < MODEL_GPUS; d++)
+	for (int d = 0; d < MODEL_DEVICES; d++)
 		memory_device(r, out, d);
 }
 
@@ -192,7 +191,7 @@ static void sites(const struct report *r, struct stack_names *sn, size_t i, int 
 {
 	const struct image *im = &r->m->img[i];
 	const struct mem_image *mi = gpu < 0 ? &im->mem : &im->gpu[gpu];
-	char t[5][TEXTFMT_LEN], what[48];
+	char t[5][TEXTFMT_LEN], what[48], name[32];
 	size_t k, n, leaks, top = r->opt->top > 0 ? (size_t)r->opt->top : 20;
 	struct site_row *v = site_rows(sn, mi, &n);
 
@@ -201,7 +200,8 @@ static void sites(const struct report *r, struct stack_names *sn, size_t i, int 
 	if (gpu < 0)
 		snprintf(what, sizeof(what), "pid %" PRIu32, im->pid);
 	else
-		snprintf(what, sizeof(what), "gpu/%d, pid %" PRIu32, gpu, im->pid);
+		snprintf(what, sizeof(what), "%s, pid %" PRIu32,
+			 model_device_name(gpu, name, sizeof(name)), im->pid);
 	qsort(v, n, sizeof(*v), by_bytes);
 	fprintf(out, "\nAllocation sites, %s (by bytes; At peak: live when the "
 		"peak of %s was reached)\n%-60s %10s %14s %12s %12s\n", what,
@@ -254,13 +254,13 @@ static void memory_sites(const struct report *r, FILE *out)
 	int any = 0;
 
 	for (i = 0; i < r->m->nimg; i++)
-		for (int d = -1; d < MODEL_GPUS; d++)
+		for (int d = -1; d < MODEL_DEVICES; d++)
 			any |= (d < 0 ? &r->m->img[i].mem : &r->m->img[i].gpu[d])->nsites > 0;
 	if (!any)
 		return;
 	if (stack_names_init(&sn, r->m) == 0)
 		for (i = 0; i < r->m->nimg; i++)
-			for (int d = -1; d < MODEL_GPUS; d++)
+			for (int d = -1; d < MODEL_DEVICES; d++)
 				if ((d < 0 ? &r->m->img[i].mem : &r->m->img[i].gpu[d])->nsites)
 					sites(r, &sn, i, d, out);
 	stack_names_free(&sn);

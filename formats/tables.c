@@ -194,7 +194,7 @@ static void sections(struct report *r)
 	for (i = 0; i < r->m->nimg; i++) {
 		if (image_has_memory(r, i))
 			r->show_memory = 1;
-		for (size_t d = 0; d < MODEL_GPUS; d++)
+		for (size_t d = 0; d < MODEL_DEVICES; d++)
 			if (r->m->img[i].gpu[d].allocs || r->m->img[i].gpu[d].frees)
 				r->show_memory = 1;
 	}
@@ -220,7 +220,7 @@ static int analyze(struct model *m, struct stats *s)
 	for (i = 0; i < m->nimg; i++) {
 		if (memtrack_analyze(&m->img[i].mem, NULL, NULL))
 			return -1;
-		for (size_t d = 0; d < MODEL_GPUS; d++)
+		for (size_t d = 0; d < MODEL_DEVICES; d++)
 			if (m->img[i].gpu[d].nops && memtrack_analyze(&m->img[i].gpu[d], NULL, NULL))
 				return -1;
 	}

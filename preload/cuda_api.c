@@ -275,6 +275,7 @@ enum gpu_memory_op {
 	GPU_PITCH,   /* *a0 = pointer, *a1 = pitch, a3 = rows */
 	GPU_3D,      /* a0 = cudaPitchedPtr {ptr, pitch, ...}, stack: cudaExtent {w, h, d} */
 	GPU_CREATE,  /* cuMemCreate: *a0 = handle, a1 = bytes, a2 = CUmemAllocationProp */
+	GPU_PINNED,  /* page-locked host memory: *a0 = pointer, a1 = bytes */
 	GPU_RELEASE, /* a0 = the pointer or handle released */
 };
 
@@ -293,8 +294,12 @@ static enum gpu_memory_op gpu_memory_op(int f)
 		return GPU_3D;
 	case F_cuMemCreate:
 		return GPU_CREATE;
+	case F_cudaMallocHost: case F_cudaHostAlloc: case F_cuMemAllocHost_v2:
+	case F_cuMemHostAlloc:
+		return GPU_PINNED;
 	case F_cudaFree: case F_cudaFreeAsync: case F_cudaFreeAsync_ptsz: case F_cuMemFree_v2:
 	case F_cuMemFreeAsync: case F_cuMemFreeAsync_ptsz: case F_cuMemRelease:
+	case F_cudaFreeHost: case F_cuMemFreeHost:
 		return GPU_RELEASE;
 	default:
 		return GPU_NONE;
@@ -337,8 +342,8 @@ static int64_t vmm_device(uint64_t prop)
 }
 
 /* A gpu_memory event: allocation a = pointer (a VMM handle for cuMemCreate: handles and
- * device pointers never coincide in one process), b = bytes, c = device; release c =
- * pointer or handle. Recorded whoever records the API call itself (CUPTI or the
+ * device pointers never coincide in one process), b = bytes, c = device (PROF_GPU_PINNED:
+ * page-locked host memory); release c = pointer or handle. Recorded whoever records the API call itself (CUPTI or the
  * wrapper). */
 static void gpu_memory(struct prof_thread *t, int f, enum gpu_memory_op op, uint64_t a0,
 		       uint64_t a1, uint64_t a2, uint64_t a3, const uint64_t *stack,
@@ -350,6 +355,7 @@ static void gpu_memory(struct prof_thread *t, int f, enum gpu_memory_op op, uint
 	int64_t dev = 0;
 	switch (op) {
 	case GPU_ALLOC:
+	case GPU_PINNED:
 		ptr = a0 ? *(const uint64_t *)a0 : 0;
 		bytes = a1;
 		break;
@@ -386,7 +392,9 @@ static void gpu_memory(struct prof_thread *t, int f, enum gpu_memory_op op, uint
 		prof_emit(t, cat, PROF_EV_COMPLETE, PROF_EVF_FREES, state[f].name, t->depth, now,
 			  now, 0, 0, ptr);
 	} else {
-		uint64_t device = op == GPU_CREATE ? (uint64_t)dev : current_device();
+		uint64_t device = op == GPU_CREATE   ? (uint64_t)dev
+				  : op == GPU_PINNED ? PROF_GPU_PINNED
+						     : current_device();
 		/* where the program asked for device memory, as for its heap (alloc.c) */
 		if (unlikely(__atomic_load_n(&prof_stack_alloc_on, __ATOMIC_RELAXED))) {
 			uint32_t id = prof_stack_capture((uintptr_t)ip, (uintptr_t)cfa);

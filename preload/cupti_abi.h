@@ -50,7 +50,7 @@ enum {
 
 /* CUpti_ActivityMemoryOperationType, CUpti_ActivityMemoryKind (the kinds counted) */
 enum { CUPTI_MEMORY_ALLOCATION = 1, CUPTI_MEMORY_RELEASE = 2 };
-enum { CUPTI_MEMORY_KIND_DEVICE = 3, CUPTI_MEMORY_KIND_MANAGED = 5 };
+enum { CUPTI_MEMORY_KIND_PINNED = 2, CUPTI_MEMORY_KIND_DEVICE = 3, CUPTI_MEMORY_KIND_MANAGED = 5 };
 
 typedef struct cupti_subscriber *cupti_subscriber; /* CUpti_SubscriberHandle */
 typedef void *cupti_context;                       /* CUcontext */

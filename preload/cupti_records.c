@@ -5,7 +5,8 @@
  *   memcpy   "cuda_memcpy", "Memcpy HtoD" ...; b = bytes
  *   memset   "cuda_memset", "Memset"; b = bytes
  *            all three PROF_EVF_GPU: a = correlation id, c = device/context/stream
- *   memory   "gpu_memory", "GPU allocation" / "GPU release" (device and managed memory):
+ *   memory   "gpu_memory", "GPU allocation" / "GPU release" (device, managed and pinned
+ *            host memory, the last as PROF_GPU_PINNED):
  *            PROF_EVF_ALLOCS a = address, b = bytes, c = device; PROF_EVF_FREES c =
  *            address, as the wrappers' events (cuda_api.c), told apart by PROF_EVF_NS
  *   API      "cuda_api", the runtime or driver function; PROF_EVF_TID: c = the calling
@@ -180,9 +181,10 @@ static void memset_record(struct prof_thread *t, const struct cupti_memset4 *m)
 static void memory_record(struct prof_thread *t, const struct cupti_memory4 *m)
 {
 	static _Atomic uint32_t names[2]; /* string id + 1 */
+	int pinned = m->memory_kind == CUPTI_MEMORY_KIND_PINNED;
 	if (!m->timestamp || !m->address ||
 	    (m->memory_kind != CUPTI_MEMORY_KIND_DEVICE &&
-	     m->memory_kind != CUPTI_MEMORY_KIND_MANAGED))
+	     m->memory_kind != CUPTI_MEMORY_KIND_MANAGED && !pinned))
 		return;
 	int release = m->operation == CUPTI_MEMORY_RELEASE;
 	if ((!release && m->operation != CUPTI_MEMORY_ALLOCATION) ||
@@ -199,7 +201,7 @@ static void memory_record(struct prof_thread *t, const struct cupti_memory4 *m)
 	else
 		prof_emit(t, category(CAT_MEMORY), PROF_EV_COMPLETE, PROF_EVF_NS | PROF_EVF_ALLOCS,
 			  name - 1, DETACHED_DEPTH, m->timestamp, m->timestamp, m->address,
-			  m->bytes, m->device_id);
+			  m->bytes, pinned ? PROF_GPU_PINNED : m->device_id);
 }
 
 static void api(struct prof_thread *t, const struct cupti_api *r, int domain)

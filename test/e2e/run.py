@@ -2831,21 +2831,26 @@ def cuda_device_memory(c):
     proc = c.report_json(c.path("profile.prof"))["processes"][0]
     eq([(g["device"], g["allocations"], g["frees"], g["bytes_allocated"],
          g["peak_live_bytes"], g["live_bytes_at_end"]) for g in proc["gpu_memory"]],
-       [(0, 4, 4, dev0, dev0, 0), (1, 2, 1, 8 * mib, 8 * mib, 6 * mib)], "gpu memory")
+       [(0, 4, 4, dev0, dev0, 0), (1, 2, 1, 8 * mib, 8 * mib, 6 * mib),
+        (None, 2, 1, mib + mib // 4, mib + mib // 4, mib // 4)], "gpu memory")
+    eq([g["memory"] for g in proc["gpu_memory"]], ["gpu/0", "gpu/1", "cpu_pinned/0"],
+       "memory domains")
     text = c.text()
-    check("Memory: gpu/0, per process" in text and "Memory: gpu/1, per process" in text,
-          "no gpu/0 and gpu/1 memory tables")
+    check("Memory: gpu/0, per process" in text and "Memory: gpu/1, per process" in text and
+          "Memory: cpu_pinned/0, per process" in text, "no gpu/0, gpu/1 and pinned tables")
     pid = pid_of_trace(t)
     sizes0 = [10240, 30720, 4096, 5120]  # made in this order, freed in this order
     curve0 = [sum(sizes0[:i + 1]) for i in range(4)] + [sum(sizes0[i + 1:]) for i in range(4)]
     for dev, want in ((0, curve0),
-                      (1, [2 * mib, 8 * mib, 6 * mib])):
-        name = "GPU %d live bytes" % dev
+                      (1, [2 * mib, 8 * mib, 6 * mib]),
+                      ("pinned host", [mib, mib + mib // 4, mib // 4])):
+        name = ("GPU %d live bytes" if dev in (0, 1) else "%s live bytes") % dev
         got = [e["args"]["bytes"] for e in sorted(t.select("C", name, pid=pid),
                                                   key=lambda e: e["ts"])]
         eq(got, want, "%s counter" % name)
-        marks = t.select("i", "peak GPU %d memory" % dev, pid=pid)
-        eq([m["args"]["bytes"] for m in marks], [max(want)], "peak GPU %d marker" % dev)
+        marks = t.select("i", ("peak GPU %d memory" if dev in (0, 1) else "peak %s memory")
+                         % dev, pid=pid)
+        eq([m["args"]["bytes"] for m in marks], [max(want)], "peak %s marker" % dev)
     eq(t.select("C", "GPU 2 live bytes"), [], "a counter for a device never used")
     # the host heap's counter is still its own track
     check(t.select("C", "live heap bytes", pid=pid), "no live heap bytes counter")
@@ -2857,7 +2862,8 @@ def cuda_device_memory(c):
     rows = {(r["category"], r["name"]): r for r in doc["runs"][0]["rows"]}
     eq([(k[1], r["kind"], r["allocs"], r["bytes"], r["peak_bytes"])
         for k, r in sorted(rows.items()) if k[0] == "gpu_memory"],
-       [("gpu/0", "process", 4, dev0, dev0), ("gpu/1", "process", 2, 8 * mib, 8 * mib)],
+       [("cpu_pinned/0", "process", 2, mib + mib // 4, mib + mib // 4),
+        ("gpu/0", "process", 4, dev0, dev0), ("gpu/1", "process", 2, 8 * mib, 8 * mib)],
        "gpu rows of the summary")
     for r in doc["runs"][0]["rows"]:
         if r["category"] == "gpu_memory" and r["name"] == "gpu/1":
@@ -2874,14 +2880,16 @@ def cuda_device_memory(c):
     r, t = run_out(c, [p["rt"], "memory"], "stacks",
                    {"LD_LIBRARY_PATH": p["lib"], "PROFILER_STACK": "alloc"})
     proc = c.report_json(c.path("stacks.prof"))["processes"][0]
+    eq(len(proc["gpu_memory"]), 3, "memory domains with stacks")
     for g, (allocs, peak, leaked) in zip(proc["gpu_memory"], ((4, dev0, 0),
-                                                             (2, 8 * mib, 6 * mib))):
+                                                             (2, 8 * mib, 6 * mib),
+                                                             (2, mib + mib // 4, mib // 4))):
         sites = g.get("allocation_sites", [])
         check(sites and all("cuda_rt.c:" in x["site"] for x in sites),
-              "gpu/%d sites: %r" % (g["device"], sites))
+              "%s sites: %r" % (g["memory"], sites))
         eq((sum(x["allocations"] for x in sites), sum(x["bytes_at_peak"] for x in sites),
             sum(x["live_bytes_at_end"] for x in sites)), (allocs, peak, leaked),
-           "gpu/%d sites: allocations, bytes at the peak, leaked" % g["device"])
+           "%s sites: allocations, bytes at the peak, leaked" % g["memory"])
     text = c.text("stacks")
     check("Allocation sites, gpu/1, pid" in text and "Live at exit (leaks), gpu/1, pid" in text,
           "no GPU sites in the text tables")
@@ -3219,8 +3227,9 @@ def cupti_gpu_timeline(c):
 
 @case
 def cupti_device_memory(c):
-    # allocations only CUPTI sees (MEMORY2 records, device and pinned kinds) make the
-    # gpu/N tables, counters and JSON, marked as CUPTI's; when the wrapped CUDA calls saw
+    # allocations only CUPTI sees (MEMORY2 records: device memory, and pinned host memory
+    # as cpu_pinned/0) make the tables, counters and JSON, marked as CUPTI's; when the
+    # wrapped CUDA calls saw
     # allocations in the process, theirs are used and CUPTI's left out (never both)
     out, bins = build_cupti_programs()
     mib = 1 << 20
@@ -3231,7 +3240,8 @@ def cupti_device_memory(c):
          g["peak_live_bytes"], g["live_bytes_at_end"], g["source"])
         for g in proc["gpu_memory"]],
        [(0, 2, 1, 3 * mib, 3 * mib, 2 * mib, "cupti"),
-        (1, 1, 0, mib // 2, mib // 2, mib // 2, "cupti")], "gpu memory from CUPTI")
+        (1, 1, 0, mib // 2, mib // 2, mib // 2, "cupti"),
+        (None, 1, 0, 64 << 10, 64 << 10, 64 << 10, "cupti")], "gpu memory from CUPTI")
     text = c.text()
     check("Memory: gpu/0, per process" in text and "Memory: gpu/1, per process" in text,
           "no gpu/0 and gpu/1 tables")
@@ -3240,10 +3250,11 @@ def cupti_device_memory(c):
     got = [e["args"]["bytes"] for e in sorted(t.select("C", "GPU 0 live bytes", pid=pid),
                                               key=lambda e: e["ts"])]
     eq(got, [mib, 3 * mib, 2 * mib], "GPU 0 live bytes counter")
-    # each allocation lies inside the cudaMalloc API record that made it
-    api = sorted((e["ts"], e["ts"] + e["dur"]) for e in t.select("X", "cudaMalloc", pid=pid))
+    # each allocation lies inside the cudaMalloc / cudaMallocHost API record that made it
+    api = sorted((e["ts"], e["ts"] + e["dur"]) for e in t.select("X", pid=pid)
+                 if e["name"] in ("cudaMalloc", "cudaMallocHost"))
     allocs = sorted(e["ts"] for e in t.select("X", "GPU allocation", pid=pid))
-    eq(len(allocs), 3, "GPU allocation events (device and managed memory only)")
+    eq(len(allocs), 4, "GPU allocation events (device and pinned memory)")
     check(all(any(a <= x <= b for a, b in api) for x in allocs),
           "allocations outside their cudaMalloc: %r vs %r" % (allocs, api))
     # the wrappers saw one allocation: theirs count, CUPTI's do not

@@ -138,7 +138,9 @@ static void *driver_entry(const char *name, unsigned version)
 /* Device 0: pitched 1000 x 10 (rows of 1024 bytes), 3D 1000 x 10 x 3, async 4096, the
  * driver's pitched 1000 x 5; all freed. Device 1, through the driver's virtual memory
  * calls as PyTorch's expandable segments reach them: 2 MiB and 6 MiB made, the 2 MiB
- * released; 1 MiB made and released on the host (not device memory). */
+ * released; 1 MiB made and released on the host (not device memory). Page-locked host
+ * memory (cpu_pinned/0): 1 MiB through the runtime, freed; 256 KiB through the driver,
+ * kept. */
 static void memory(void)
 {
 	void *a = 0, *b = 0;
@@ -169,6 +171,13 @@ static void memory(void)
 	prop.location.id = 0;
 	expect("cuMemCreate(host)", create(&h3, 1 << 20, &prop, 0), 0);
 	expect("cuMemRelease(host)", release(h3), 0);
+	void *pinned = 0, *pinned2 = 0;
+	CUresult (*alloc_host)(void **, size_t) =
+		(CUresult(*)(void **, size_t))driver_entry("cuMemAllocHost", 3020);
+	expect("cudaMallocHost", cudaMallocHost(&pinned, 1 << 20), 0);
+	expect("cuMemAllocHost_v2", alloc_host ? alloc_host(&pinned2, 256 << 10) : FAKE_MISSING,
+	       0);
+	expect("cudaFreeHost", cudaFreeHost(pinned), 0);
 	expect("cudaFree", cudaFree(a), 0);
 	expect("cudaFree", cudaFree(pp.ptr), 0);
 	expect("cudaFreeAsync", cudaFreeAsync(b, FAKE_STREAM), 0);

@@ -22,6 +22,7 @@ static const char *const names[] = {
 	"cuLaunchKernel", "cuLaunchKernel_ptsz", "cuLaunchKernelEx", "cuLaunchKernelEx_ptsz",
 	"cuCtxSynchronize", "cuCtxSynchronize_v2", "cuStreamSynchronize", "cuDeviceGet",
 	"cuMemAllocPitch_v2", "cuMemAllocAsync", "cuMemFreeAsync", "cuMemCreate", "cuMemRelease",
+	"cuMemAllocHost_v2", "cuMemFreeHost",
 };
 #define NNAMES (sizeof names / sizeof *names)
 static int counts[NNAMES];
@@ -108,6 +109,20 @@ EXPORT CUresult cuMemAllocAsync(CUdeviceptr *p, size_t bytes, CUstream s)
 EXPORT CUresult cuMemFreeAsync(CUdeviceptr p, CUstream s)
 {
 	return check("cuMemFreeAsync", p != 0 && s == FAKE_STREAM);
+}
+
+/* Page-locked host memory: addresses of its own range, never touched. */
+static unsigned long long next_host = FAKE_HOSTPTR;
+
+EXPORT CUresult cuMemAllocHost_v2(void **p, size_t bytes)
+{
+	*p = (void *)__atomic_fetch_add(&next_host, 0x100000, __ATOMIC_RELAXED);
+	return check("cuMemAllocHost_v2", bytes > 0);
+}
+
+EXPORT CUresult cuMemFreeHost(void *p)
+{
+	return check("cuMemFreeHost", (unsigned long long)p >= FAKE_HOSTPTR);
 }
 
 /* Handles are small numbers here; a real driver's are opaque 64-bit values. */
@@ -220,6 +235,8 @@ static const struct entry {
 	{"cuMemAllocAsync", 11020, 0, (void *)cuMemAllocAsync},
 	{"cuMemFreeAsync", 11020, 0, (void *)cuMemFreeAsync},
 	{"cuMemCreate", 10020, 0, (void *)cuMemCreate},
+	{"cuMemAllocHost", 3020, 0, (void *)cuMemAllocHost_v2},
+	{"cuMemFreeHost", 2000, 0, (void *)cuMemFreeHost},
 	{"cuMemRelease", 10020, 0, (void *)cuMemRelease},
 	{"cuMemcpyHtoD", 3020, 0, (void *)cuMemcpyHtoD_v2},
 	{"cuMemcpyDtoH", 3020, 0, (void *)cuMemcpyDtoH_v2},

@@ -12,6 +12,7 @@
 #define FAKE_COPY 64
 #define FAKE_DEVPTR 0x7000000000ull
 #define FAKE_PITCH_ALIGN 512
+#define FAKE_HOSTPTR 0x6000000000ull
 /* the result a program records for a function it found no pointer to */
 #define FAKE_MISSING 999
 

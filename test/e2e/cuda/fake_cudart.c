@@ -29,6 +29,7 @@ static const char *const names[] = {
 	"__cudaLaunchKernel", "__cudaLaunchKernel_ptsz", "cudaDeviceSynchronize",
 	"cudaGetDeviceCount", "cudaGetDriverEntryPoint", "cudaGetDriverEntryPointByVersion",
 	"cudaMallocPitch", "cudaMalloc3D", "cudaMallocAsync", "cudaFreeAsync",
+	"cudaMallocHost", "cudaFreeHost",
 };
 #define NNAMES (sizeof names / sizeof *names)
 static int counts[NNAMES];
@@ -69,6 +70,8 @@ static struct {
 	CUresult (*alloc_pitch)(CUdeviceptr *, size_t *, size_t, size_t, unsigned);
 	CUresult (*alloc_async)(CUdeviceptr *, size_t, CUstream);
 	CUresult (*free_async)(CUdeviceptr, CUstream);
+	CUresult (*alloc_host)(void **, size_t);
+	CUresult (*free_host)(void *);
 } drv;
 
 static void *need(const char *base, int version, cuuint64_t flags)
@@ -117,6 +120,8 @@ static void init_once(void)
 	*(void **)&drv.alloc_pitch = need("cuMemAllocPitch", 3020, 0);
 	*(void **)&drv.alloc_async = need("cuMemAllocAsync", 11020, 0);
 	*(void **)&drv.free_async = need("cuMemFreeAsync", 11020, 0);
+	*(void **)&drv.alloc_host = need("cuMemAllocHost", 3020, 0);
+	*(void **)&drv.free_host = need("cuMemFreeHost", 2000, 0);
 }
 
 static void start(const char *name)
@@ -159,6 +164,18 @@ cudaError_t cudaMalloc3D(struct cudaPitchedPtr *p, struct cudaExtent e)
 	if (r == cudaSuccess)
 		*p = (struct cudaPitchedPtr){(void *)d, pitch, e.width, e.height};
 	return r;
+}
+
+cudaError_t cudaMallocHost(void **p, size_t n)
+{
+	start("cudaMallocHost");
+	return rt(drv.alloc_host(p, n));
+}
+
+cudaError_t cudaFreeHost(void *p)
+{
+	start("cudaFreeHost");
+	return rt(drv.free_host(p));
 }
 
 cudaError_t cudaMallocAsync(void **p, size_t n, cudaStream_t s)
