@@ -58,7 +58,7 @@ struct cap_writer {
 	struct frame *cur; /* being filled by the caller */
 	pthread_mutex_t lock;
 	pthread_cond_t work, room, written;
-	struct frame *todo, *todo_tail; /* handed over, not yet taken by a worker */
+	struct frame *pending, *pending_tail; /* handed over, not yet taken by a worker */
 	struct frame *done;             /* compressed, waiting for their turn */
 	struct frame *spare;
 	unsigned nspare;
@@ -269,14 +269,14 @@ static void *worker(void *p)
 	setpriority(PRIO_PROCESS, (id_t)syscall(SYS_gettid), WORKER_NICE);
 	pthread_mutex_lock(&w->lock);
 	for (;;) {
-		while (!w->todo && !w->stop)
+		while (!w->pending && !w->stop)
 			pthread_cond_wait(&w->work, &w->lock);
-		if (!w->todo)
+		if (!w->pending)
 			break;
-		struct frame *f = w->todo;
-		w->todo = f->next;
-		if (!w->todo)
-			w->todo_tail = NULL;
+		struct frame *f = w->pending;
+		w->pending = f->next;
+		if (!w->pending)
+			w->pending_tail = NULL;
 		pthread_mutex_unlock(&w->lock);
 		if (!atomic_load(&w->err))
 			compress_frame(w, k, f);
@@ -322,11 +322,11 @@ static int hand_over(struct cap_writer *w)
 	f->seq = w->next_seq++;
 	w->staged += f->raw_cap;
 	if (w->nworkers) {
-		if (w->todo_tail)
-			w->todo_tail->next = f;
+		if (w->pending_tail)
+			w->pending_tail->next = f;
 		else
-			w->todo = f;
-		w->todo_tail = f;
+			w->pending = f;
+		w->pending_tail = f;
 		pthread_cond_signal(&w->work);
 		pthread_mutex_unlock(&w->lock);
 	} else {

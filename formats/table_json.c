@@ -113,6 +113,26 @@ static void sites(struct jw *w, struct stack_names *sn, const struct mem_image *
 	site_rows_free(rows, n);
 }
 
+/* The figures of one memory domain, a process's heap or one of its devices. */
+static void mem_fields(struct jw *w, const struct mem_image *mi)
+{
+	jw_lit(w, ",\"allocations\":");
+	jw_u64(w, mi->allocs);
+	jw_lit(w, ",\"frees\":");
+	jw_u64(w, mi->frees);
+	jw_lit(w, ",\"bytes_allocated\":");
+	jw_u64(w, mi->bytes);
+	jw_lit(w, ",\"peak_live_bytes\":");
+	jw_u64(w, mi->peak);
+	jw_lit(w, ",\"peak_at_ns\":");
+	if (mi->peak)
+		jw_u64(w, mi->peak_t);
+	else
+		jw_lit(w, "null");
+	jw_lit(w, ",\"live_bytes_at_end\":");
+	jw_u64(w, mi->live_end);
+}
+
 static void process(struct jw *w, const struct report *r, struct stack_names *sn, size_t i)
 {
 	const struct image *im = &r->m->img[i];
@@ -131,21 +151,7 @@ static void process(struct jw *w, const struct report *r, struct stack_names *sn
 		jw_i64(w, im->status);
 	else
 		jw_lit(w, "null");
-	jw_lit(w, ",\"allocations\":");
-	jw_u64(w, mi->allocs);
-	jw_lit(w, ",\"frees\":");
-	jw_u64(w, mi->frees);
-	jw_lit(w, ",\"bytes_allocated\":");
-	jw_u64(w, mi->bytes);
-	jw_lit(w, ",\"peak_live_bytes\":");
-	jw_u64(w, mi->peak);
-	jw_lit(w, ",\"peak_at_ns\":");
-	if (mi->peak)
-		jw_u64(w, mi->peak_t);
-	else
-		jw_lit(w, "null");
-	jw_lit(w, ",\"live_bytes_at_end\":");
-	jw_u64(w, mi->live_end);
+	mem_fields(w, mi);
 	jw_lit(w, ",\"gpu_memory\":[");
 	for (size_t d = 0, n = 0; d < MODEL_DEVICES; d++) {
 		const struct mem_image *g = &im->gpu[d];
@@ -159,21 +165,7 @@ static void process(struct jw *w, const struct report *r, struct stack_names *sn
 			jw_lit(w, "null");
 		else
 			jw_u64(w, d);
-		jw_lit(w, ",\"allocations\":");
-		jw_u64(w, g->allocs);
-		jw_lit(w, ",\"frees\":");
-		jw_u64(w, g->frees);
-		jw_lit(w, ",\"bytes_allocated\":");
-		jw_u64(w, g->bytes);
-		jw_lit(w, ",\"peak_live_bytes\":");
-		jw_u64(w, g->peak);
-		jw_lit(w, ",\"peak_at_ns\":");
-		if (g->peak)
-			jw_u64(w, g->peak_t);
-		else
-			jw_lit(w, "null");
-		jw_lit(w, ",\"live_bytes_at_end\":");
-		jw_u64(w, g->live_end);
+		mem_fields(w, g);
 		jw_lit(w, ",\"source\":");
 		jw_cstr(w, im->gpu_from_cupti ? "cupti" : "cuda_api");
 		if (sn && g->nsites)

@@ -895,14 +895,11 @@ def collectors():
     return out
 
 
-@case
-def sigterm_to_everyone(c):
-    # a batch system stopping a job (Slurm's scancel, a cgroup-wide stop) sends SIGTERM to
-    # every process of it, the collector too: the collector stays until the program is
-    # gone and writes the outputs with everything captured
-    N, TH, size = 100, 30, 54001
+def start_ready(c, argv, env=None):
+    """Starts argv (which prints "ready" once it has started), waits for that line and
+    returns (popen, out, err, t0, the pid of the collector it started)."""
     before = set(collectors())
-    p, out, err, t0 = c.start([str(x) for x in (c.prog("basic"), N, size, "wait", TH)])
+    p, out, err, t0 = c.start([str(x) for x in argv], env)
     deadline = time.monotonic() + 10
     while time.monotonic() < deadline:
         out.seek(0)
@@ -911,8 +908,18 @@ def sigterm_to_everyone(c):
         time.sleep(0.02)
     new = [x for x in collectors() if x not in before]
     eq(len(new), 1, "one new collector")
+    return p, out, err, t0, new[0]
+
+
+@case
+def sigterm_to_everyone(c):
+    # a batch system stopping a job (Slurm's scancel, a cgroup-wide stop) sends SIGTERM to
+    # every process of it, the collector too: the collector stays until the program is
+    # gone and writes the outputs with everything captured
+    N, TH, size = 100, 30, 54001
+    p, out, err, t0, collector = start_ready(c, [c.prog("basic"), N, size, "wait", TH])
     time.sleep(0.05)  # the events drained (the collector polls every millisecond)
-    os.kill(new[0], signal.SIGTERM)
+    os.kill(collector, signal.SIGTERM)
     p.send_signal(signal.SIGTERM)
     r = c.finish([c.prog("basic")], p, out, err, t0, 30)
     eq(r.rc, -signal.SIGTERM, "the program's exit status")
@@ -931,19 +938,10 @@ def capture_file_too_large(c):
     # limit is put on the running collector: on the program it would refuse the ring
     # segment, which is a file in /dev/shm, and say so.)
     N, size, limit = 400000, 16, 256 << 10
-    before = set(collectors())
-    p, out, err, t0 = c.start([str(x) for x in (c.prog("basic"), N, size, "later")],
-                              env={"PROFILER_BLOCK": "1"})
-    deadline = time.monotonic() + 10
-    while time.monotonic() < deadline:
-        out.seek(0)
-        if "ready" in out.read():
-            break
-        time.sleep(0.02)
-    new = [x for x in collectors() if x not in before]
-    eq(len(new), 1, "one new collector")
+    p, out, err, t0, collector = start_ready(c, [c.prog("basic"), N, size, "later"],
+                                             env={"PROFILER_BLOCK": "1"})
     import resource
-    resource.prlimit(new[0], resource.RLIMIT_FSIZE, (limit, limit))
+    resource.prlimit(collector, resource.RLIMIT_FSIZE, (limit, limit))
     p.send_signal(signal.SIGUSR1)
     r = c.finish([c.prog("basic")], p, out, err, t0, 60)
     eq(r.rc, 0, "the program's exit status: %r" % r)
