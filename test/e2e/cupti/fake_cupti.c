@@ -251,49 +251,17 @@ uint32_t fake_cupti_memset(uint64_t bytes, uint32_t stream, uint64_t dur)
 	return corr;
 }
 
-/* cudaMalloc (memory kind DEVICE) or cudaMallocHost (PINNED) of bytes on a device, and
- * its MEMORY2 record, which shares the call's correlation id. Returns the address. */
-uint64_t fake_cupti_malloc(uint64_t bytes, uint32_t device, int pinned)
+/* The MEMORY2 record of an allocation or release, queued when the kind is on; its
+ * timestamp inside the API call that made it (ended at end). */
+static void memory_record(int operation, int pinned, uint32_t corr, uint64_t address,
+			  uint64_t bytes, uint32_t device, uint64_t end)
 {
-	static uint64_t next = 0x7f0000000000ull;
-	uint64_t end;
-	uint32_t corr = api_call(CUPTI_ACTIVITY_KIND_RUNTIME,
-				 pinned ? CUPTI_RUNTIME_TRACE_CBID_cudaMallocHost_v3020
-					: CUPTI_RUNTIME_TRACE_CBID_cudaMalloc_v3020,
-				 &end);
 	union record r;
 	memset(&r, 0, sizeof r);
 	r.memory.kind = CUPTI_ACTIVITY_KIND_MEMORY2;
-	r.memory.memoryOperationType = CUPTI_ACTIVITY_MEMORY_OPERATION_TYPE_ALLOCATION;
+	r.memory.memoryOperationType = operation;
 	r.memory.memoryKind = pinned ? CUPTI_ACTIVITY_MEMORY_KIND_PINNED
 				     : CUPTI_ACTIVITY_MEMORY_KIND_DEVICE;
-	r.memory.correlationId = corr;
-	pthread_mutex_lock(&lock);
-	r.memory.address = next;
-	next += (bytes + 0xfffff) & ~0xfffffull;
-	pthread_mutex_unlock(&lock);
-	r.memory.bytes = bytes;
-	r.memory.timestamp = end - 500;
-	r.memory.processId = (uint32_t)getpid();
-	r.memory.deviceId = device;
-	r.memory.contextId = 1;
-	r.memory.streamId = CUPTI_INVALID_STREAM_ID;
-	if (on(CUPTI_ACTIVITY_KIND_MEMORY2))
-		queue(&r);
-	return r.memory.address;
-}
-
-/* cudaFree of what fake_cupti_malloc returned (device memory). */
-void fake_cupti_free(uint64_t address, uint64_t bytes, uint32_t device)
-{
-	uint64_t end;
-	uint32_t corr = api_call(CUPTI_ACTIVITY_KIND_RUNTIME, CUPTI_RUNTIME_TRACE_CBID_cudaFree_v3020,
-				 &end);
-	union record r;
-	memset(&r, 0, sizeof r);
-	r.memory.kind = CUPTI_ACTIVITY_KIND_MEMORY2;
-	r.memory.memoryOperationType = CUPTI_ACTIVITY_MEMORY_OPERATION_TYPE_RELEASE;
-	r.memory.memoryKind = CUPTI_ACTIVITY_MEMORY_KIND_DEVICE;
 	r.memory.correlationId = corr;
 	r.memory.address = address;
 	r.memory.bytes = bytes;
@@ -304,6 +272,35 @@ void fake_cupti_free(uint64_t address, uint64_t bytes, uint32_t device)
 	r.memory.streamId = CUPTI_INVALID_STREAM_ID;
 	if (on(CUPTI_ACTIVITY_KIND_MEMORY2))
 		queue(&r);
+}
+
+/* cudaMalloc (memory kind DEVICE) or cudaMallocHost (PINNED) of bytes on a device, and
+ * its MEMORY2 record, which shares the call's correlation id. Returns the address. */
+uint64_t fake_cupti_malloc(uint64_t bytes, uint32_t device, int pinned)
+{
+	static uint64_t next = 0x7f0000000000ull;
+	uint64_t end;
+	uint32_t corr = api_call(CUPTI_ACTIVITY_KIND_RUNTIME,
+				 pinned ? CUPTI_RUNTIME_TRACE_CBID_cudaMallocHost_v3020
+					: CUPTI_RUNTIME_TRACE_CBID_cudaMalloc_v3020,
+				 &end);
+	pthread_mutex_lock(&lock);
+	uint64_t address = next;
+	next += (bytes + 0xfffff) & ~0xfffffull;
+	pthread_mutex_unlock(&lock);
+	memory_record(CUPTI_ACTIVITY_MEMORY_OPERATION_TYPE_ALLOCATION, pinned, corr, address,
+		      bytes, device, end);
+	return address;
+}
+
+/* cudaFree of what fake_cupti_malloc returned (device memory). */
+void fake_cupti_free(uint64_t address, uint64_t bytes, uint32_t device)
+{
+	uint64_t end;
+	uint32_t corr = api_call(CUPTI_ACTIVITY_KIND_RUNTIME, CUPTI_RUNTIME_TRACE_CBID_cudaFree_v3020,
+				 &end);
+	memory_record(CUPTI_ACTIVITY_MEMORY_OPERATION_TYPE_RELEASE, 0, corr, address, bytes,
+		      device, end);
 }
 
 /* cudaDeviceSynchronize: returns when the last queued GPU work has ended. */
