@@ -76,26 +76,18 @@ struct cap_writer {
 	char msg[256];
 };
 
-/* Under the lock, or before any worker runs. */
-static int fail_locked(struct cap_writer *w, int err, const char *what, const char *reason)
+static int fail(struct cap_writer *w, int err, const char *what, const char *reason)
 {
+	pthread_mutex_lock(&w->lock);
 	if (!atomic_load(&w->err)) {
 		snprintf(w->msg, sizeof(w->msg), "%s %s: %s", what, w->path,
 			 reason ? reason : strerror(err));
 		atomic_store(&w->err, err);
 	}
-	errno = atomic_load(&w->err);
-	return -1;
-}
-
-static int fail(struct cap_writer *w, int err, const char *what, const char *reason)
-{
-	pthread_mutex_lock(&w->lock);
-	int rc = fail_locked(w, err, what, reason);
-	int e = errno;
+	int e = atomic_load(&w->err);
 	pthread_mutex_unlock(&w->lock);
 	errno = e;
-	return rc;
+	return -1;
 }
 
 static int failed(struct cap_writer *w)

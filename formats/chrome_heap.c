@@ -79,24 +79,18 @@ static int curve_track(struct heap_track *h, struct mem_image *mi, uint32_t pid,
 	return rc;
 }
 
-/* Curve k of image im: its heap (k = 0), else device k - 1. */
-static struct mem_image *curve_of(struct image *im, size_t k)
-{
-	return k ? &im->gpu[k - 1] : &im->mem;
-}
-
 int heap_track_build(struct heap_track *h, struct model *m, uint64_t max_points)
 {
 	uint64_t ops = 0;
-	size_t i, k;
+	size_t i;
 
 	memset(h, 0, sizeof(*h));
 	for (i = 0; i < m->nimg; i++)
-		for (k = 0; k <= MODEL_DEVICES; k++)
-			ops += curve_of(&m->img[i], k)->nops;
+		for (int d = -1; d < MODEL_DEVICES; d++)
+			ops += MODEL_DOMAIN(&m->img[i], d)->nops;
 	for (i = 0; i < m->nimg; i++)
-		for (k = 0; k <= MODEL_DEVICES; k++) {
-			struct mem_image *mi = curve_of(&m->img[i], k);
+		for (int d = -1; d < MODEL_DEVICES; d++) {
+			struct mem_image *mi = MODEL_DOMAIN(&m->img[i], d);
 			uint64_t share = mi->nops;
 			if (!share)
 				continue;
@@ -107,7 +101,7 @@ int heap_track_build(struct heap_track *h, struct model *m, uint64_t max_points)
 				if (share < 2)
 					share = 2;
 			}
-			if (curve_track(h, mi, m->img[i].pid, (int32_t)k - 1, share))
+			if (curve_track(h, mi, m->img[i].pid, d, share))
 				return -1;
 		}
 	return 0;

@@ -21,6 +21,8 @@
  * host memory they allocate (cudaMallocHost, cudaHostAlloc: MXNet's cpu_pinned/0). */
 #define MODEL_PINNED MODEL_GPUS
 #define MODEL_DEVICES (MODEL_GPUS + 1)
+/* An image's memory domain d: its heap (d < 0), else device d (const or not). */
+#define MODEL_DOMAIN(im, d) ((d) < 0 ? &(im)->mem : &(im)->gpu[d])
 
 /* One allocation or release on the live-heap timeline; see memtrack.h. */
 struct mem_op {

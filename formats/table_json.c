@@ -200,7 +200,7 @@ static void processes(struct jw *w, const struct report *r)
 
 	for (i = 0; i < r->m->nimg && !named; i++)
 		for (int d = -1; d < MODEL_DEVICES && !named; d++)
-			named = (d < 0 ? &r->m->img[i].mem : &r->m->img[i].gpu[d])->nsites > 0;
+			named = MODEL_DOMAIN(&r->m->img[i], d)->nsites > 0;
 	if (named && stack_names_init(&sn, r->m)) {
 		stack_names_free(&sn);
 		named = 0;

@@ -134,7 +134,7 @@ static void memory_device(const struct report *r, FILE *out, int gpu)
 
 	for (i = 0; i < r->m->nimg; i++) {
 		const struct image *im = &r->m->img[i];
-		const struct mem_image *mi = gpu < 0 ? &im->mem : &im->gpu[gpu];
+		const struct mem_image *mi = MODEL_DOMAIN(im, gpu);
 		char at[TEXTFMT_LEN];
 
 		if (gpu < 0 ? !image_has_memory(r, i) : !(mi->allocs || mi->frees))
@@ -190,7 +190,7 @@ static int by_live(const void *a, const void *b)
 static void sites(const struct report *r, struct stack_names *sn, size_t i, int gpu, FILE *out)
 {
 	const struct image *im = &r->m->img[i];
-	const struct mem_image *mi = gpu < 0 ? &im->mem : &im->gpu[gpu];
+	const struct mem_image *mi = MODEL_DOMAIN(im, gpu);
 	char t[5][TEXTFMT_LEN], what[48], name[32];
 	size_t k, n, leaks, top = r->opt->top > 0 ? (size_t)r->opt->top : 20;
 	struct site_row *v = site_rows(sn, mi, &n);
@@ -255,13 +255,13 @@ static void memory_sites(const struct report *r, FILE *out)
 
 	for (i = 0; i < r->m->nimg; i++)
 		for (int d = -1; d < MODEL_DEVICES; d++)
-			any |= (d < 0 ? &r->m->img[i].mem : &r->m->img[i].gpu[d])->nsites > 0;
+			any |= MODEL_DOMAIN(&r->m->img[i], d)->nsites > 0;
 	if (!any)
 		return;
 	if (stack_names_init(&sn, r->m) == 0)
 		for (i = 0; i < r->m->nimg; i++)
 			for (int d = -1; d < MODEL_DEVICES; d++)
-				if ((d < 0 ? &r->m->img[i].mem : &r->m->img[i].gpu[d])->nsites)
+				if (MODEL_DOMAIN(&r->m->img[i], d)->nsites)
 					sites(r, &sn, i, d, out);
 	stack_names_free(&sn);
 }
