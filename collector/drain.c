@@ -468,10 +468,10 @@ static int live_processes(struct collector *c)
 	return n;
 }
 
-static void release_root_if_alone(struct collector *c)
+/* The root's processes still running, or -1 while the root itself runs (or was not
+ * seen yet). */
+static int left_by_root(struct collector *c)
 {
-	if (c->root_released || c->o->child)
-		return;
 	pid_t root = (pid_t)c->s->root_pid;
 	int root_seen = 0, root_running = 0, others = 0;
 	/* the root may have exec'd several times: only its newest image counts */
@@ -483,7 +483,21 @@ static void release_root_if_alone(struct collector *c)
 			others++;
 		}
 	}
-	if (!root_seen || root_running || !others)
+	return root_seen && !root_running ? others : -1;
+}
+
+static void release_root_if_alone(struct collector *c)
+{
+	if (c->root_released || c->o->child)
+		return;
+	int others = left_by_root(c);
+	if (others > 0) {
+		/* A child checked earlier in this pass may have been reaped by the root since,
+		 * just before it exited: look again now that the root is gone. */
+		check_liveness(c);
+		others = left_by_root(c);
+	}
+	if (others <= 0)
 		return;
 	if (!c->s->quiet)
 		fprintf(stderr, "libprof: the program exited; %d of its processes still run, the "

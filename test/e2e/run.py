@@ -912,6 +912,24 @@ def start_ready(c, argv, env=None):
 
 
 @case
+def child_outlives_program(c):
+    # a child still running when the program exits: one line says the outputs follow,
+    # the program's exit does not wait for the child, and the outputs have the child's
+    # mallocs made after the parent ended
+    N, ms = 20, 700
+    r = c.run([c.prog("leave_child"), N, ms])
+    eq(r.rc, 0, "exit status")
+    check(r.elapsed < ms / 1000.0, "the program waited for its child: %.2fs" % r.elapsed)
+    lines = [l for l in r.err.splitlines() if l.startswith("libprof:")]
+    eq(lines, ["libprof: the program exited; 1 of its processes still run, the outputs "
+               "follow when they end"], "stderr lines")
+    t, waited = c.outputs(wait=10)
+    child = int(r.kv("child")[0])
+    eq((t.count("malloc", 33001), t.count("malloc", 33002, child),
+        t.count("malloc", 33003, child)), (N, N, N), "mallocs of the parent and the child")
+
+
+@case
 def sigterm_to_everyone(c):
     # a batch system stopping a job (Slurm's scancel, a cgroup-wide stop) sends SIGTERM to
     # every process of it, the collector too: the collector stays until the program is
