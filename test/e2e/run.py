@@ -4472,6 +4472,26 @@ def perf_check_script(c):
 
 
 # ---------------------------------------------------------------------------------------
+# cases kept in files of their own: test/e2e/cases/*.py, run in this module's namespace
+# (its helpers and @case are theirs), after the cases above, in file-name order
+
+
+def load_case_files():
+    folder = os.path.join(HERE, "cases")
+    if not os.path.isdir(folder):
+        return
+    for name in sorted(os.listdir(folder)):
+        if name.endswith(".py"):
+            path = os.path.join(folder, name)
+            with open(path) as f:
+                code = compile(f.read(), path, "exec")
+            exec(code, globals())
+
+
+load_case_files()
+
+
+# ---------------------------------------------------------------------------------------
 # runner
 
 
