@@ -28,7 +28,8 @@
 #define LIVENESS_EVERY_NS 10000000ull /* 10 ms */
 #define SCAN_EVERY_NS 2000000ull      /* 2 ms */
 #define CLOCK_EVERY_NS 100000000ull   /* 100 ms */
-#define PENDING_FORK_GRACE_NS 2000000000ull
+#define PENDING_FORK_GRACE_NS 2000000000ull /* the longest wait for a child to join */
+#define UNNOTED_CHILD_GRACE_NS 50000000ull /* 50 ms */
 
 struct proc_entry {
 	struct proc_entry *next;
@@ -523,17 +524,67 @@ static uint64_t drain_all(struct collector *c)
 	return busy;
 }
 
+static int has_segment(struct collector *c, pid_t pid)
+{
+	for (struct proc_entry *p = c->procs; p; p = p->next)
+		if (p->pid == pid)
+			return 1;
+	return 0;
+}
+
+/* Counted children (fork, exec, spawn: their pids are noted in the session) that have no
+ * segment: how many are alive, i.e. could still join. give_up: name each one, which is
+ * then not waited for. */
+static int unjoined_children(struct collector *c, int give_up)
+{
+	struct prof_session_shm *s = c->s;
+	uint32_t n = atomic_load(&s->children_next);
+	int alive = 0;
+	for (uint32_t i = 0; i < n && i < PROF_CHILD_SLOTS; i++) {
+		pid_t pid = (pid_t)atomic_load(&s->children[i]);
+		if (pid <= 0 || has_segment(c, pid))
+			continue;
+		int running = prof_proc_start_ticks(pid) != 0;
+		alive += running;
+		if (!give_up || s->quiet)
+			continue;
+		char exe[PROF_PATH_MAX] = "", link[64];
+		snprintf(link, sizeof link, "/proc/%d/exe", (int)pid);
+		ssize_t len = running ? readlink(link, exe, sizeof exe - 1) : -1;
+		exe[len > 0 ? len : 0] = 0;
+		if (running)
+			fprintf(stderr, "libprof: process %d%s%s%s did not join the session within "
+					"%llu s; not profiled, not waited for\n", (int)pid,
+				*exe ? " (" : "", exe, *exe ? ")" : "",
+				PENDING_FORK_GRACE_NS / 1000000000ull);
+		else
+			fprintf(stderr, "libprof: process %d ended without joining the session; not "
+					"profiled\n", (int)pid);
+	}
+	return alive;
+}
+
 static int session_over(struct collector *c, uint64_t now)
 {
-	if (live_processes(c) || root_alive(c))
+	if (live_processes(c) || root_alive(c)) {
+		c->all_gone_since = 0;
 		return 0;
+	}
 	uint64_t started = atomic_load(&c->s->forks_started);
 	uint64_t registered = atomic_load(&c->s->forks_registered);
 	if (!c->all_gone_since)
 		c->all_gone_since = now;
-	/* a forked child that has not made its segment yet would be missed */
-	if (started > registered && now - c->all_gone_since < PENDING_FORK_GRACE_NS)
+	if (started <= registered)
+		return 1;
+	/* A child counted but not joined: wait only while one can still join (alive, no
+	 * segment yet), and for at most the grace; a gone one never will. A pid not noted
+	 * yet (its parent died between fork and noting it) gets a short grace too. */
+	uint64_t waited = now - c->all_gone_since;
+	int expired = waited >= PENDING_FORK_GRACE_NS;
+	int alive = unjoined_children(c, 0);
+	if (!expired && (alive || waited < UNNOTED_CHILD_GRACE_NS))
 		return 0;
+	unjoined_children(c, 1);
 	return 1;
 }
 
@@ -651,6 +702,8 @@ int collector_run(struct collector_options *o)
 			check_liveness(c);
 			release_root_if_alone(c);
 			c->last_live = now;
+			/* session_over keeps its own grace timer: resetting it here on
+			 * every pass made a child that never joins a hang */
 			if (session_over(c, now)) {
 				/* closed to newcomers, then one more look for segments made in
 				 * the last moment */
@@ -658,10 +711,10 @@ int collector_run(struct collector_options *o)
 				if (!scan_segments(c))
 					break;
 				atomic_store(&c->s->state, SESSION_RUNNING);
-			} else {
-				c->all_gone_since = 0;
 			}
 		}
+		/* writers blocked on a full ring tell a stopped or dead collector by this */
+		atomic_fetch_add_explicit(&c->s->heartbeat, 1, memory_order_relaxed);
 		answer_dump(c);
 		if (!busy)
 			sleep_ms(1);

@@ -322,6 +322,8 @@ int prof_session_configure(struct prof_session_shm *s, const struct prof_config 
 	else
 		s->clock_ns = prof_mono_ns(); /* the session's start either way */
 	s->root_pid = (uint32_t)root;
+	s->uid = (uint32_t)getuid();
+	s->euid = (uint32_t)geteuid();
 	s->ring_bytes = c->ring_bytes;
 	s->block = (uint32_t)c->block;
 	s->quiet = (uint32_t)c->quiet;

@@ -23,6 +23,7 @@
 #define PROF_CMDLINE_MAX 2048
 #define PROF_MAX_CATEGORIES 64
 #define PROF_CATEGORY_NAME_MAX 32
+#define PROF_CHILD_SLOTS 64
 
 enum prof_clock_kind { PROF_CLOCK_MONO = 1, PROF_CLOCK_TSC = 2 };
 
@@ -70,6 +71,14 @@ struct prof_session_shm {
 	uint32_t dump_kind;
 	char dump_path[PROF_PATH_MAX]; /* DUMP_TABLES writes here */
 	char command[PROF_CMDLINE_MAX];  /* the root's command line, spaces between args */
+	/* Liveness (issue 12: no hang at exit). The collector bumps heartbeat every drain
+	 * pass, so a blocked writer tells a stopped or dead collector from a busy one. */
+	_Atomic uint64_t heartbeat;
+	uint32_t uid, euid;          /* the session's user: segment names and owner */
+	/* Children counted in forks_started, by pid (the last PROF_CHILD_SLOTS): the
+	 * collector waits only for one that is alive and has no segment yet. */
+	_Atomic uint32_t children_next;
+	_Atomic uint32_t children[PROF_CHILD_SLOTS];
 };
 
 enum prof_proc_state {
