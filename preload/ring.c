@@ -60,13 +60,16 @@ struct prof_event *ring_reserve_slow(struct ring_writer *w, uint64_t now)
 			count_drop(w, now);
 			return 0;
 		}
-		for (unsigned long spins = 0; !ring_has_room(w, need); spins++) {
-			sched_yield();
-			if ((spins & 1023) == 1023 && w->stalled && w->stalled()) {
+		/* stalled() is asked before every yield: it is cheap (a heartbeat word and
+		 * the clock), and a dead collector must cost one call per event, not 1024
+		 * yields */
+		do {
+			if (w->stalled && w->stalled()) {
 				count_drop(w, now);
 				return 0;
 			}
-		}
+			sched_yield();
+		} while (!ring_has_room(w, need));
 	}
 	if (gap)
 		write_lost_event(w);

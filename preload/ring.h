@@ -16,7 +16,8 @@ struct ring_writer {
 	uint64_t head;        /* private copy of slot->head */
 	uint64_t cached_tail; /* last tail seen; reloaded only when the ring looks full */
 	int block;            /* wait for room instead of dropping */
-	/* Called while blocked; returns non-zero to give up and drop (collector gone). */
+	/* Called while blocked; returns non-zero to give up and drop (collector gone or
+	 * stopped). */
 	int (*stalled)(void);
 };
 

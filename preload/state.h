@@ -63,6 +63,18 @@ void prof_update_flags(void);
 int prof_collector_alive(void);
 void prof_after_fork_child(void);
 
+/* process.c */
+/* Keeps the PROFILER_* settings this process started with, for the images it spawns. */
+void prof_spawn_env_save(char **env);
+/* 1 while this process runs as the session's user (else the collector cannot see its
+ * children's segments). */
+int prof_session_user(void);
+
+/* collector_watch.c */
+int prof_pid_running(pid_t pid); /* zombies are not running */
+int prof_collector_stalled(void);
+void prof_report_undelivered(void);
+
 static inline void prof_emit(struct prof_thread *t, uint8_t cat, uint8_t type, uint8_t flags,
 			     uint32_t name, unsigned depth, uint64_t t0, uint64_t t1, uint64_t a,
 			     uint64_t b, uint64_t c)

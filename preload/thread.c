@@ -57,10 +57,6 @@ static void make_exit_key(void)
 	pthread_key_create(&exit_key, on_thread_exit);
 }
 
-static int stalled_writer(void)
-{
-	return !prof_collector_alive();
-}
 
 /* A free slot, or -1. *retired counts the slots the collector has yet to recycle. */
 static int take_free_slot(struct prof_proc_shm *p, unsigned *retired)
@@ -111,7 +107,7 @@ int prof_thread_claim(struct prof_thread *t)
 		s->tid = (uint32_t)syscall(SYS_gettid);
 		atomic_fetch_add_explicit(&s->gen, 1, memory_order_release);
 		ring_writer_init(&t->w, s, ring, p->ring_cap, prof_session ? prof_session->block : 0,
-				 stalled_writer);
+				 prof_collector_stalled);
 		/* Frees late in thread teardown come after the exit hook: their slot is left
 		 * for the collector to retire when the thread is gone. */
 		atomic_store_explicit(&s->orphan, t->exiting, memory_order_relaxed);
