@@ -45,8 +45,7 @@ void prof_update_flags(void)
 
 static int prof_collector_alive_in(struct prof_session_shm *s)
 {
-	pid_t pid = (pid_t)atomic_load(&s->collector_pid);
-	return pid > 0 && (kill(pid, 0) == 0 || errno == EPERM);
+	return prof_pid_running((pid_t)atomic_load(&s->collector_pid));
 }
 
 int prof_collector_alive(void)
@@ -167,14 +166,17 @@ static int prof_start_session(int may_create)
 		prof_session = create_session();
 	if (prof_session) {
 		prof_clock_use((enum prof_clock_kind)prof_session->clock_kind);
-		if (make_process_segment() == 0) {
+		/* an exec'd or spawned image the session counted as pending: settled even
+		 * when its segment cannot be made, or the session would wait for it */
+		int spawned = getenv("PROFILER_SPAWNED") != 0;
+		if (spawned)
+			unsetenv("PROFILER_SPAWNED");
+		int made = make_process_segment() == 0;
+		if (spawned)
+			atomic_fetch_add(&prof_session->forks_registered, 1);
+		if (made) {
 			prof_on = 1;
 			rc = 0;
-			/* an exec'd or spawned image the session counted as pending */
-			if (getenv("PROFILER_SPAWNED")) {
-				atomic_fetch_add(&prof_session->forks_registered, 1);
-				unsetenv("PROFILER_SPAWNED");
-			}
 			/* the driver's cuInit then hands CUPTI to libprof */
 			prof_cupti_setup();
 			prof_trace_configure(getenv("PROFILER_TRACE"), prof_cfg.framework,
@@ -202,18 +204,26 @@ void prof_after_fork_child(void)
 	t->w.slot = 0;
 	t->no_slot = 0;
 	char name[160];
-	prof_proc = prof_proc_create(prof_sid, prof_session->ring_bytes, PROF_DEFAULT_SLOTS, name,
-				     sizeof name);
+	/* after setuid() the collector could not open a segment made now (see process.c) */
+	int same_user = prof_session_user();
+	prof_proc = same_user ? prof_proc_create(prof_sid, prof_session->ring_bytes,
+						 PROF_DEFAULT_SLOTS, name, sizeof name) : 0;
 	if (prof_proc) {
 		prof_strings_inherit(parent, prof_proc);
 		prof_stack_inherit(parent, prof_proc);
-		if (t->counted_fork)
-			atomic_fetch_add(&prof_session->forks_registered, 1);
+	} else if (!same_user) {
+		if (!prof_session->quiet)
+			prof_warn("not profiling forked child %d: its user id is not the session's "
+				  "(setuid)", (int)getpid());
+		prof_on = 0;
 	} else {
 		prof_warn("cannot create the ring segment of forked child %d: %s; not profiling it",
 			  (int)getpid(), strerror(errno));
 		prof_on = 0;
 	}
+	/* settled either way: the session must not wait for a segment that will not come */
+	if (t->counted_fork)
+		atomic_fetch_add(&prof_session->forks_registered, 1);
 	t->counted_fork = 0;
 	munmap(parent, parent->segment_size);
 	prof_update_flags();
@@ -245,6 +255,7 @@ __attribute__((constructor(101))) static void prof_init(void)
 	prof_config_from_env(&prof_cfg, environ,
 			     getenv("PROFILER_SESSION") ? ignore_line : warn_line);
 	pthread_atfork(0, 0, prof_after_fork_child);
+	prof_spawn_env_save(environ);
 	prof_stack_setup();
 	t->busy--;
 	/* A child of a profiled process follows its session even without autostart, and
@@ -268,6 +279,7 @@ __attribute__((destructor(101))) static void prof_fini(void)
 	prof_on = 0;
 	prof_update_flags();
 	atomic_store_explicit(&prof_proc->state, PROC_EXITED, memory_order_release);
+	prof_report_undelivered();
 	if (prof_session && (pid_t)prof_session->root_pid == getpid()) {
 		/* the program's own output first, then the summary the collector prints */
 		fflush(0);

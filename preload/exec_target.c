@@ -1,0 +1,97 @@
+/* Whether an exec'd image can join the session. The loader preloads libprof only into a
+ * dynamically linked image of its own class, and ignores LD_PRELOAD (outside the
+ * trusted directories) in secure mode: setuid/setgid images that change the user. Such
+ * an image would never register, and the session would wait for it; knowing up front
+ * beats waiting. Only system calls here: the caller may be a vfork child. */
+#define _GNU_SOURCE
+#include "exec_target.h"
+
+#include <elf.h>
+#include <fcntl.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/statvfs.h>
+#include <unistd.h>
+
+#define MAX_PHDRS 128
+
+static const char *elf_refuses(int fd)
+{
+	Elf64_Ehdr eh;
+	if (pread(fd, &eh, sizeof eh, 0) != (ssize_t)sizeof eh ||
+	    memcmp(eh.e_ident, ELFMAG, SELFMAG))
+		return 0; /* a script, or unreadable: its interpreter decides */
+	if (eh.e_ident[EI_CLASS] != ELFCLASS64 || eh.e_machine != EM_X86_64)
+		return "built for another architecture (libprof.so cannot be preloaded)";
+	if (eh.e_phentsize != sizeof(Elf64_Phdr) || eh.e_phnum == 0 || eh.e_phnum > MAX_PHDRS)
+		return 0;
+	Elf64_Phdr ph[MAX_PHDRS];
+	size_t size = (size_t)eh.e_phnum * sizeof *ph;
+	if (pread(fd, ph, size, (off_t)eh.e_phoff) != (ssize_t)size)
+		return 0;
+	for (unsigned i = 0; i < eh.e_phnum; i++)
+		if (ph[i].p_type == PT_INTERP)
+			return 0;
+	return "statically linked (no loader to preload libprof.so)";
+}
+
+static const char *secure_refuses(int fd)
+{
+	struct stat st;
+	struct statvfs vfs;
+	if (fstat(fd, &st))
+		return 0;
+	if (getuid() != geteuid() || getgid() != getegid())
+		return "run with changed privileges (the loader ignores LD_PRELOAD)";
+	int setuid_bits = ((st.st_mode & S_ISUID) && st.st_uid != getuid()) ||
+			  ((st.st_mode & S_ISGID) && st.st_gid != getgid());
+	if (setuid_bits && fstatvfs(fd, &vfs) == 0 && !(vfs.f_flag & ST_NOSUID))
+		return "setuid/setgid (the loader ignores LD_PRELOAD)";
+	return 0;
+}
+
+const char *prof_exec_target_refuses(const char *path)
+{
+	int fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return 0; /* the exec itself will fail, or a kernel that knows better decides */
+	const char *why = secure_refuses(fd);
+	if (!why)
+		why = elf_refuses(fd);
+	close(fd);
+	return why;
+}
+
+int prof_exec_resolve(const char *file, char *out, size_t len)
+{
+	size_t flen = strlen(file);
+	if (!flen)
+		return -1;
+	if (strchr(file, '/')) {
+		if (flen >= len)
+			return -1;
+		memcpy(out, file, flen + 1);
+		return 0;
+	}
+	const char *path = getenv("PATH"); /* no heap: safe after vfork */
+	if (!path)
+		path = "/bin:/usr/bin";
+	for (const char *p = path;; p++) {
+		const char *end = strchrnul(p, ':');
+		size_t dlen = (size_t)(end - p);
+		if (dlen + 1 + flen < len) {
+			/* an empty entry is the current directory */
+			memcpy(out, dlen ? p : ".", dlen ? dlen : 1);
+			size_t n = dlen ? dlen : 1;
+			out[n] = '/';
+			memcpy(out + n + 1, file, flen + 1);
+			struct stat st;
+			if (stat(out, &st) == 0 && S_ISREG(st.st_mode) && access(out, X_OK) == 0)
+				return 0;
+		}
+		if (!*end)
+			return -1;
+		p = end;
+	}
+}
