@@ -34,13 +34,18 @@ static char proc_state(pid_t pid)
 	return p && p[1] == ' ' ? p[2] : 0;
 }
 
+/* st: proc_state(pid). A zombie answers kill(): an unreaped collector is gone too. */
+static int running(pid_t pid, char st)
+{
+	if (st)
+		return st != 'Z' && st != 'X';
+	/* unreadable (gone, or hidden: hidepid, no /proc): kill() decides */
+	return pid > 0 && (kill(pid, 0) == 0 || errno == EPERM);
+}
+
 int prof_pid_running(pid_t pid)
 {
-	if (pid <= 0 || (kill(pid, 0) && errno != EPERM))
-		return 0;
-	/* a zombie answers kill(): an unreaped collector is gone too (when /proc works) */
-	char st = proc_state(pid);
-	return st ? st != 'Z' && st != 'X' : access("/proc/self/stat", R_OK) != 0;
+	return pid > 0 && running(pid, proc_state(pid));
 }
 
 static void declare_gone(void)
@@ -75,11 +80,11 @@ int prof_collector_stalled(void)
 	/* silent: dead, stopped, or only busy (a busy one is waited for) */
 	checked_at = now;
 	pid_t pid = (pid_t)atomic_load(&prof_session->collector_pid);
-	if (!prof_pid_running(pid)) {
+	char st = pid > 0 ? proc_state(pid) : 0;
+	if (!running(pid, st)) {
 		declare_gone();
 		return 1;
 	}
-	char st = proc_state(pid);
 	if ((st == 'T' || st == 't') && now - seen_at >= STOPPED_GIVE_UP_NS) {
 		given_up_beat = beat;
 		if (!__atomic_exchange_n(&warned_stopped, 1, __ATOMIC_RELAXED))
