@@ -16,6 +16,19 @@
 
 #define MAX_PHDRS 128
 
+/* The dynamic section names a DT_SONAME: ld.so (run as a program, it loads one and
+ * honours LD_PRELOAD), where a static-pie program has none. */
+static int has_soname(int fd, const Elf64_Phdr *dyn)
+{
+	Elf64_Dyn d[64];
+	size_t size = dyn->p_filesz < sizeof d ? dyn->p_filesz : sizeof d;
+	ssize_t n = pread(fd, d, size, (off_t)dyn->p_offset);
+	for (ssize_t i = 0; n > 0 && i < n / (ssize_t)sizeof *d && d[i].d_tag != DT_NULL; i++)
+		if (d[i].d_tag == DT_SONAME)
+			return 1;
+	return 0;
+}
+
 static const char *elf_refuses(int fd)
 {
 	Elf64_Ehdr eh;
@@ -33,6 +46,9 @@ static const char *elf_refuses(int fd)
 	for (unsigned i = 0; i < eh.e_phnum; i++)
 		if (ph[i].p_type == PT_INTERP)
 			return 0;
+	for (unsigned i = 0; i < eh.e_phnum; i++)
+		if (ph[i].p_type == PT_DYNAMIC && has_soname(fd, &ph[i]))
+			return 0; /* a shared object run directly: the loader itself preloads */
 	return "statically linked (no loader to preload libprof.so)";
 }
 

@@ -119,7 +119,7 @@ static void count_spawn(int delta)
 }
 
 static char **session_env(char *const *env, char **out, char *preload, size_t plen, char *sid,
-			  size_t slen)
+			  size_t slen, int counted)
 {
 	const char *lib = library_path();
 	const char *old_preload = 0;
@@ -143,7 +143,10 @@ static char **session_env(char *const *env, char **out, char *preload, size_t pl
 			out[k++] = *v;
 	out[k++] = preload;
 	out[k++] = sid;
-	out[k++] = "PROFILER_SPAWNED=1";
+	/* only a counted image registers: one judged unable to join that joins after all
+	 * (a loader run directly looks static) must not settle another child's count */
+	if (counted)
+		out[k++] = "PROFILER_SPAWNED=1";
 	out[k] = 0;
 	return out;
 }
@@ -197,10 +200,10 @@ static int will_join(const char *file, int search, pid_t pid)
 			return call(env);                                                  \
 		char *fixed[env_count(env) + SAVED_VARS + 4];                              \
 		char preload_var[PATH_MAX * 2], sid_var[64];                               \
-		session_env(env, fixed, preload_var, sizeof preload_var, sid_var,          \
-			    sizeof sid_var);                                               \
-		int marked = mark_exec();                                                  \
 		int counted = will_join(file, search, getpid());                           \
+		session_env(env, fixed, preload_var, sizeof preload_var, sid_var,          \
+			    sizeof sid_var, counted);                                      \
+		int marked = mark_exec();                                                  \
 		if (counted) {                                                             \
 			count_spawn(1);                                                    \
 			note_child(getpid());                                              \
@@ -256,7 +259,7 @@ static int spawn_in_session(int (*spawn)(pid_t *, const char *,
 		count_spawn(1);
 	int rc = spawn(&child, file, fa, attr, argv,
 		       session_env(envp, fixed, preload_var, sizeof preload_var, sid_var,
-				   sizeof sid_var));
+				   sizeof sid_var, !why));
 	if (pid && !rc)
 		*pid = child;
 	if (rc && !why)
