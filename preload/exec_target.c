@@ -67,7 +67,27 @@ static const char *secure_refuses(int fd)
 	return 0;
 }
 
-const char *prof_exec_target_refuses(const char *path)
+static const char *file_refuses(const char *path, int depth);
+
+/* A script: its interpreter (absolute, as the kernel wants it) is what runs. */
+static const char *script_refuses(int fd, int depth)
+{
+	char line[256];
+	ssize_t n = pread(fd, line, sizeof line - 1, 0);
+	if (n < 3 || line[0] != '#' || line[1] != '!' || depth > 0)
+		return 0;
+	line[n] = 0;
+	char *p = line + 2;
+	while (*p == ' ' || *p == '\t')
+		p++;
+	char *end = p + strcspn(p, " \t\n");
+	if (*p != '/' || !*end)
+		return 0; /* not absolute, or cut off: leave it to the kernel */
+	*end = 0;
+	return file_refuses(p, depth + 1);
+}
+
+static const char *file_refuses(const char *path, int depth)
 {
 	int fd = open(path, O_RDONLY | O_CLOEXEC);
 	if (fd < 0)
@@ -75,8 +95,15 @@ const char *prof_exec_target_refuses(const char *path)
 	const char *why = secure_refuses(fd);
 	if (!why)
 		why = elf_refuses(fd);
+	if (!why)
+		why = script_refuses(fd, depth);
 	close(fd);
 	return why;
+}
+
+const char *prof_exec_target_refuses(const char *path)
+{
+	return file_refuses(path, 0);
 }
 
 int prof_exec_resolve(const char *file, char *out, size_t len)
