@@ -70,6 +70,8 @@ struct prof_session_shm {
 	uint32_t dump_kind;
 	char dump_path[PROF_PATH_MAX]; /* DUMP_TABLES writes here */
 	char command[PROF_CMDLINE_MAX];  /* the root's command line, spaces between args */
+	uint32_t overwrite;          /* PROFILER_OVERWRITE: outputs replace what is there */
+	uint32_t pad3;
 };
 
 enum prof_proc_state {
