@@ -72,12 +72,12 @@ static int put_in_place(const char *tmp, const char *prefix, const char *ext, in
 		snprintf(final, len, "%s%s", prefix, ext);
 		return outfile_place(tmp, final, 1) ? -1 : 0;
 	}
+	rc = 1;
 	if (is_owned(o)) {
 		snprintf(final, len, "%s", o->path);
-		if (!rename(tmp, final))
-			return 0;
+		rc = rename(tmp, final) ? 1 : 0;
 	}
-	for (unsigned n = 1; n <= 1000; n++) {
+	for (unsigned n = 1; rc > 0 && n <= 1000; n++) {
 		char claim[NAME_MAX_LEN];
 		if (outfile_suffixed(final, len, prefix, n, ext) ||
 		    outfile_suffixed(claim, sizeof claim, prefix, n, ".prof"))
@@ -85,19 +85,19 @@ static int put_in_place(const char *tmp, const char *prefix, const char *ext, in
 		if (n > 1 && !lstat(claim, &st))
 			continue;
 		rc = outfile_place(tmp, final, 0);
-		if (rc < 0)
-			return -1;
-		if (rc == 0) {
-			if (!lstat(final, &st)) {
-				o->dev = st.st_dev;
-				o->ino = st.st_ino;
-				snprintf(o->path, sizeof o->path, "%s", final);
-			}
-			return 0;
-		}
 	}
-	errno = EEXIST;
-	return -1;
+	if (rc) {
+		if (rc > 0)
+			errno = EEXIST;
+		return -1;
+	}
+	/* the file now at final is tmp's: the next dump or the end may replace it */
+	if (!lstat(final, &st)) {
+		o->dev = st.st_dev;
+		o->ino = st.st_ino;
+		snprintf(o->path, sizeof o->path, "%s", final);
+	}
+	return 0;
 }
 
 /* The tables into a new temporary file beside path; its name in tmp. 0 or -1. */
