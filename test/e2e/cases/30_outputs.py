@@ -216,3 +216,24 @@ def outputs_events_after_write_failure_counted(c):
     check(gone >= N - got, "%d mallocs missing from the capture, %d events counted lost"
           % (N - got, gone))
     eq(s[0], rep["events"], "the summary's events are the capture's")
+
+
+@case
+def outputs_file_made_meanwhile_kept(c):
+    # a mine.json another program makes while the session runs (after the collector
+    # claimed the prefix) is not replaced at the end: the trace takes the next name, and
+    # the summary line names it
+    p, out, err, t0, collector = start_ready(c, [c.prog("basic"), 10, 53501, "later"],
+                                             env={"PROFILER_OUTPUT": "mine"})
+    theirs = '{"someone": "else"}\n'
+    with open(c.path("mine.json"), "w") as f:
+        f.write(theirs)
+    p.send_signal(signal.SIGUSR1)
+    r = c.finish([c.prog("basic")], p, out, err, t0, 60)
+    eq(r.rc, 0, "exit status: %r" % r)
+    with open(c.path("mine.json")) as f:
+        eq(f.read(), theirs, "the mine.json made meanwhile")
+    eq([os.path.basename(n) for n in out30_summary_files(r)],
+       ["mine-2.json", "mine.txt", "mine.prof"], "outputs named")
+    t = Trace(load_json(c.path("mine-2.json")), c.path("mine-2.json"))
+    eq(t.count("malloc", 53501, pid_of(r)), 10, "marked mallocs in mine-2.json")
