@@ -200,16 +200,17 @@ int collector_make_outputs(const char *capture, const char *prefix,
 			rc = -1;
 		}
 	}
-	if (q->quiet || (!json_ok && !sum.processes))
-		return rc; /* nothing read from the capture: its error said it all */
-	if (sum.damaged)
-		fprintf(stderr, "libprof: %s\n", sum.damage);
+	/* said even when quiet: events lost without a word are what must never happen */
 	uint64_t gone = q->write_failed ? unwritten(capture, q->drained) : 0;
 	if (gone)
 		fprintf(stderr,
 			"libprof: %llu events drained after writing %s failed are not in it "
 			"(counted as lost)\n",
 			(unsigned long long)gone, base(capture));
+	if (q->quiet || (!json_ok && !sum.processes))
+		return rc; /* nothing read from the capture: its error said it all */
+	if (sum.damaged)
+		fprintf(stderr, "libprof: %s\n", sum.damage);
 	if (json_ok && sum.json_dropped)
 		fprintf(stderr,
 			"libprof: the trace keeps %llu of %llu events (the shortest are left out, "
