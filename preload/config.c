@@ -208,8 +208,8 @@ int prof_config_set(struct prof_config *c, const char *key, const char *value, c
 	snprintf(err, errlen,
 		 "unknown setting '%s' (known: profile_all, profile_memory, profile_api, "
 		 "aggregate_stats, filename, continuous_dump, dump_period, output, ring_size, "
-		 "block, quiet, overwrite, autostart, clock, trace_max_events, framework, follow, stack, "
-		 "stack_depth, stack_min_us, cupti, cuda)",
+		 "block, quiet, overwrite, autostart, clock, trace_max_events, framework, follow, "
+		 "stack, stack_depth, stack_min_us, cupti, cuda)",
 		 key);
 	return -1;
 }
