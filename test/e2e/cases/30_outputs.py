@@ -216,6 +216,8 @@ def outputs_events_after_write_failure_counted(c):
     check(gone >= N - got, "%d mallocs missing from the capture, %d events counted lost"
           % (N - got, gone))
     eq(s[0], rep["events"], "the summary's events are the capture's")
+    c.note("%d of %d mallocs in the capture; %d events drained after the failure counted "
+           "lost" % (got, N, gone))
 
 
 @case
