@@ -30,6 +30,8 @@ def clean_env(extra):
     """The environment without any libprof setting, plus extra."""
     env = {k: v for k, v in os.environ.items()
            if not k.startswith("PROFILER_") and k != "LD_PRELOAD"}
+    # repeated runs replace their outputs (a taken name would otherwise get -2, -3, ...)
+    env["PROFILER_OVERWRITE"] = "1"
     env.update(extra)
     return env
 
@@ -145,7 +147,7 @@ def torch_overhead():
 def throughput():
     n = 3000000
     env = {"LD_PRELOAD": LIB, "PROFILER_AUTOSTART": "1", "PROFILER_QUIET": "1",
-           "PROFILER_BLOCK": "1", "PROFILER_OUTPUT": "tp"}
+           "PROFILER_BLOCK": "1", "PROFILER_OUTPUT": "tp", "PROFILER_OVERWRITE": "1"}
     full = dict(os.environ, **env)
     t0 = time.monotonic()
     subprocess.run([LOOP, str(n)], env=full, cwd=WORK, capture_output=True, check=True)

@@ -7,6 +7,9 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
+
+#include "outfile.h"
 
 int arg_value(int argc, char **argv, int *i, const char *name, const char **value)
 {
@@ -77,17 +80,42 @@ int args_parse(const char *cmd, int argc, char **argv, void (*help)(void), arg_o
 	return 0;
 }
 
-int arg_save(const char *cmd, const char *path, const char *buf, size_t len)
+int arg_output_ok(const char *cmd, const char *path, int force)
 {
-	FILE *f = fopen(path, "w");
+	char why[4200];
+	int p = outfile_probe(path, why, sizeof why);
 
-	if (!f)
-		return arg_error(cmd, "%s: %m", path);
-	if (fwrite(buf, 1, len, f) != len) {
-		fclose(f);
-		return arg_error(cmd, "writing %s: %m", path);
-	}
-	if (fclose(f))
+	if (p < 0)
+		return arg_error(cmd, "%s; not writing there", why);
+	if (p > 0 && !force)
+		return arg_error(cmd, "%s exists; not replacing it (use --force-overwrite)", path);
+	return 0;
+}
+
+int arg_place(const char *cmd, const char *tmp, const char *path, int force)
+{
+	int rc = outfile_place(tmp, path, force);
+
+	if (rc == 0)
+		return 0;
+	unlink(tmp);
+	if (rc > 0)
+		return arg_error(cmd, "%s appeared meanwhile; not replacing it%s", path,
+				 force ? "" : " (use --force-overwrite)");
+	return arg_error(cmd, "writing %s: %m", path);
+}
+
+int arg_save(const char *cmd, const char *path, const char *buf, size_t len, int force)
+{
+	int rc = arg_output_ok(cmd, path, force);
+
+	if (rc)
+		return rc;
+	rc = outfile_save(path, buf, len, force);
+	if (rc > 0)
+		return arg_error(cmd, "%s appeared meanwhile; not replacing it%s", path,
+				 force ? "" : " (use --force-overwrite)");
+	if (rc < 0)
 		return arg_error(cmd, "writing %s: %m", path);
 	return 0;
 }

@@ -53,6 +53,7 @@ static void help(void)
 	       "                     were not measured together, interleaved on one host (a\n"
 	       "                     quiet, dedicated machine)\n"
 	       "  -o, --output OUT   write the report to OUT instead of standard output\n"
+	       "  --force-overwrite  replace OUT when it exists (else: an error, exit 2)\n"
 	       "  -h, --help         this text\n"
 	       "\n"
 	       "Warns when the sides ran on different hosts, CPUs, clocks or settings, lost\n"
@@ -61,6 +62,9 @@ static void help(void)
 	       "gone'. Exit status: 0 no regression; 1 regression; 2 bad arguments or an\n"
 	       "unusable input. docs/PERFCHECK.md explains the statistics.\n");
 }
+
+/* --force-overwrite: OUT may replace an existing file */
+static int force_overwrite;
 
 struct diff_args {
 	const char *side[2], *out, *config;
@@ -112,6 +116,8 @@ static int option(int argc, char **argv, int *i, struct diff_args *a)
 		if (!v || !*v)
 			return bad("-o needs a file name");
 		a->out = v;
+	} else if (!strcmp(argv[*i], "--force-overwrite")) {
+		force_overwrite = 1;
 	} else {
 		return bad("unknown option '%s' (see prof diff --help)", argv[*i]);
 	}
@@ -179,7 +185,7 @@ static int load(struct summary *s, const char *path)
 
 static int save(const char *path, const char *buf, size_t len)
 {
-	return arg_save("prof diff", path, buf, len);
+	return arg_save("prof diff", path, buf, len, force_overwrite);
 }
 
 int cmd_diff(int argc, char **argv)

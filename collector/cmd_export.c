@@ -1,14 +1,17 @@
 /* prof export: the Chrome trace again from a raw capture, or its call stacks folded for
  * flame graphs. */
 #define _GNU_SOURCE /* open_memstream */
+#include <errno.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "cmd_args.h"
 #include "commands.h"
 #include "folded.h"
+#include "outfile.h"
 #include "outputs.h"
 
 static void help(void)
@@ -32,6 +35,7 @@ static void help(void)
 	       "\n"
 	       "  -o, --output OUT    the output file (chrome: FILE with .prof replaced by .json\n"
 	       "                      by default; folded: standard output by default)\n"
+	       "  --force-overwrite   replace OUT when it exists (else: an error, exit 2)\n"
 	       "  --format FORMAT     chrome (default) or folded\n"
 	       "  --max-events N      chrome: keep at most N trace events (default %llu).\n"
 	       "                      Browsers fail on traces of 1-2 GB; beyond N, user ranges,\n"
@@ -68,6 +72,9 @@ struct export_args {
 	const char *folded_only; /* a folded option given, for the check after parsing */
 };
 
+/* --force-overwrite: OUT may replace an existing file */
+static int force_overwrite;
+
 static int choose(const char *v, const char *const *names, int n, int *out)
 {
 	for (int i = 0; v && i < n; i++) {
@@ -103,6 +110,8 @@ static int option(int argc, char **argv, int *i, struct export_args *a)
 			return bad("--weight needs time, bytes or count (got '%s')", v ? v : "");
 		a->folded.weight = (enum folded_weight)(k + 1);
 		a->folded_only = "--weight";
+	} else if (!strcmp(argv[*i], "--force-overwrite")) {
+		force_overwrite = 1;
 	} else if (!strcmp(argv[*i], "--threads")) {
 		a->folded.threads = 1;
 		a->folded_only = "--threads";
@@ -148,7 +157,37 @@ static char *default_out(const char *capture)
 
 static int save(const char *path, const char *buf, size_t len)
 {
-	return arg_save("prof export", path, buf, len);
+	return arg_save("prof export", path, buf, len, force_overwrite);
+}
+
+/* The trace goes to a new temporary file beside OUT, renamed into place once complete:
+ * nothing at OUT is ever opened (collector/outfile.h). */
+static int export_chrome(struct export_args *a, struct output_summary *sum, char *err,
+			 size_t errlen)
+{
+	char tmp[4352];
+	int rc = arg_output_ok("prof export", a->out, force_overwrite);
+	int fd = rc ? -1 : outfile_temp(a->out, tmp, sizeof(tmp));
+	FILE *f = fd >= 0 ? fdopen(fd, "w") : NULL;
+
+	if (rc)
+		return -2;
+	if (!f) {
+		snprintf(err, errlen, "%s: %s", a->out, strerror(errno));
+		if (fd >= 0) {
+			close(fd);
+			unlink(tmp);
+		}
+		return 2;
+	}
+	rc = chrome_export_to(a->capture, a->out, f, a->max_events, sum, err, errlen);
+	if (rc == 2) {
+		unlink(tmp);
+		return 2;
+	}
+	if (arg_place("prof export", tmp, a->out, force_overwrite))
+		return -2;
+	return rc;
 }
 
 /* Folded stacks go to memory first when OUT is a file, so an unusable capture (or one
@@ -201,7 +240,11 @@ int cmd_export(int argc, char **argv)
 		return export_folded(&a);
 	if (!a.out && !(a.out = made = default_out(a.capture)))
 		return bad("out of memory");
-	rc = chrome_export(a.capture, a.out, a.max_events, &sum, err, sizeof(err));
+	rc = export_chrome(&a, &sum, err, sizeof(err));
+	if (rc == -2) { /* the line is written */
+		free(made);
+		return 2;
+	}
 	if (rc == 2) {
 		free(made);
 		return bad("%s", err);

@@ -32,8 +32,11 @@ static void usage(FILE *f)
 		"Runs command with libprof preloaded and writes PREFIX.json (Chrome trace),\n"
 		"PREFIX.txt (tables) and PREFIX.prof (raw capture) when every process of it ended.\n"
 		"\n"
-		"  -o, --output PREFIX   output prefix (default: profile; %%p pid, %%h host,\n"
-		"                        %%t start time, %%r rank)\n"
+		"  -o, --output PREFIX   output prefix (default: libprof; %%p pid, %%h host,\n"
+		"                        %%t start time, %%r rank). When a file of PREFIX\n"
+		"                        exists, PREFIX-2, PREFIX-3, ... is used (the summary\n"
+		"                        line names the files)\n"
+		"  --force-overwrite     replace existing files at PREFIX's names instead\n"
 		"  --ring-size SIZE      per-thread ring (default 4M; e.g. 64K, 16M)\n"
 		"  --block               writers wait for room instead of dropping events\n"
 		"  --max-json-events N   cap on events in the Chrome trace (default 4000000)\n"
@@ -124,6 +127,8 @@ static int parse(int argc, char **argv, struct prof_config *c, int *cmd_at)
 		} else if (!strcmp(a, "--max-json-events") && next) {
 			if (set_option(c, "trace_max_events", argv[++i]))
 				return -1;
+		} else if (!strcmp(a, "--force-overwrite")) {
+			c->overwrite = 1;
 		} else if (!strcmp(a, "--block")) {
 			c->block = 1;
 		} else if (!strcmp(a, "--no-memory")) {

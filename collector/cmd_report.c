@@ -10,6 +10,9 @@
 #include "outputs.h"
 #include "table_stacks.h"
 
+/* --force-overwrite: OUT may replace an existing file */
+static int force_overwrite;
+
 struct report_args {
 	const char *capture, *out;
 	struct table_options opt;
@@ -50,6 +53,7 @@ static void help(void)
 	       "                     frames in a last column \"stack\" separated by ';', JSON\n"
 	       "                     rows a \"stack\" array\n"
 	       "  -o, --output OUT   write to OUT instead of standard output\n"
+	       "  --force-overwrite  replace OUT when it exists (else: an error, exit 2)\n"
 	       "  -h, --help         this text\n"
 	       "\n"
 	       "--sort, --top and --category apply to the rows in every format.\n"
@@ -121,6 +125,8 @@ static int option(int argc, char **argv, int *i, struct report_args *a)
 		if (!v || !*v)
 			return bad("-o needs a file name");
 		a->out = v;
+	} else if (!strcmp(argv[*i], "--force-overwrite")) {
+		force_overwrite = 1;
 	} else {
 		return bad("unknown option '%s' (see prof report --help)", argv[*i]);
 	}
@@ -140,7 +146,7 @@ static int parse(int argc, char **argv, struct report_args *a)
 
 static int save(const char *path, const char *buf, size_t len)
 {
-	return arg_save("prof report", path, buf, len);
+	return arg_save("prof report", path, buf, len, force_overwrite);
 }
 
 int cmd_report(int argc, char **argv)

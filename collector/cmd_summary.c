@@ -11,6 +11,9 @@
 
 #define bad(...) arg_error("prof summary", __VA_ARGS__)
 
+/* --force-overwrite: OUT may replace an existing file */
+static int force_overwrite;
+
 static void help(void)
 {
 	printf("usage: prof summary INPUT... [-o OUT]\n"
@@ -28,6 +31,7 @@ static void help(void)
 	       "relative accuracy); per run its duration, allocations and peak live bytes.\n"
 	       "\n"
 	       "  -o, --output OUT   write to OUT instead of standard output\n"
+	       "  --force-overwrite  replace OUT when it exists (else: an error, exit 2)\n"
 	       "  -h, --help         this text\n"
 	       "\n"
 	       "Exit status: 0 ok; 1 a capture is damaged (what came before the damage is\n"
@@ -37,7 +41,7 @@ static void help(void)
 
 static int save(const char *path, const char *buf, size_t len)
 {
-	return arg_save("prof summary", path, buf, len);
+	return arg_save("prof summary", path, buf, len, force_overwrite);
 }
 
 int cmd_summary(int argc, char **argv)
@@ -59,6 +63,8 @@ int cmd_summary(int argc, char **argv)
 			if (!v || !*v)
 				return bad("-o needs a file name");
 			out = v;
+		} else if (!strcmp(argv[i], "--force-overwrite")) {
+			force_overwrite = 1;
 		} else if (argv[i][0] == '-' && argv[i][1]) {
 			return bad("unknown option '%s' (see prof summary --help)", argv[i]);
 		} else {

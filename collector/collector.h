@@ -4,6 +4,7 @@
 #ifndef PROF_COLLECTOR_COLLECTOR_H
 #define PROF_COLLECTOR_COLLECTOR_H
 
+#include <stdint.h>
 #include <sys/types.h>
 
 #include "session.h"
@@ -19,12 +20,28 @@ struct collector_options {
  * or 1 when the outputs could not be written (the reason is on stderr). */
 int collector_run(struct collector_options *o);
 
-/* Writes <prefix>.json and (with tables) <prefix>.txt from the capture; prints the
- * one-line summary unless quiet. Returns 0 or -1. */
-int collector_make_outputs(const char *capture, const char *prefix, uint64_t max_json_events,
-			   int tables, int quiet);
+struct output_request {
+	uint64_t max_json_events;
+	int tables;    /* write <prefix>.txt too */
+	int quiet;     /* no summary line */
+	int write_failed; /* the capture lost its end: compare with drained */
+	uint64_t drained; /* events the collector handed to the capture */
+};
 
-/* Writes the tables of capture to path (atomically). Returns 0 or -1. */
+/* Maps the record of the outputs this session made, shared with the dump children, and
+ * sets whether outputs replace what is at their names (PROFILER_OVERWRITE): call before
+ * any dump. */
+void collector_outputs_init(int overwrite);
+
+/* Writes <prefix>.json and (with tables) <prefix>.txt from the capture, created safely
+ * (collector/outfile.h): a file this session did not make is never replaced (unless
+ * the session overwrites); the name then gets a suffix, -2, -3, ... Prints the one-line summary
+ * naming the files written unless quiet. Returns 0 or -1. */
+int collector_make_outputs(const char *capture, const char *prefix,
+			   const struct output_request *q);
+
+/* Writes the tables of capture to path (atomically, replacing a regular file there but
+ * nothing else). Returns 0 or -1. */
 int collector_write_tables(const char *capture, const char *path);
 
 #endif

@@ -16,6 +16,7 @@
 #include <unistd.h>
 
 #include "capture.h"
+#include "outfile.h"
 #include "outputs.h"
 #include "clock.h"
 #include "collector.h"
@@ -668,9 +669,16 @@ int collector_run(struct collector_options *o)
 	c->o = o;
 	c->s = o->session;
 	prof_proc_shm_prefix(c->shm_prefix, sizeof c->shm_prefix, o->sid);
+	/* Claimed before the program is told the collector is ready, and written back: every
+	 * later write (dumps, the end) uses the claimed prefix. */
+	char err[PROF_PATH_MAX + 512];
+	int fd = outfile_claim(c->s->output_prefix, sizeof c->s->output_prefix,
+			       (int)c->s->overwrite, err, sizeof err);
 	snprintf(c->capture_path, sizeof c->capture_path, "%s.prof", c->s->output_prefix);
-	char err[512];
-	c->w = cap_writer_open(c->capture_path, err, sizeof err);
+	collector_outputs_init((int)c->s->overwrite);
+	c->w = fd < 0 ? NULL
+		      : cap_writer_fdopen(fd, c->capture_path, cap_writer_workers(), err,
+					  sizeof err);
 	if (!c->w) {
 		fprintf(stderr, "libprof: %s; not profiling\n", err);
 		atomic_store(&c->s->state, SESSION_FAILED);
@@ -740,10 +748,14 @@ int collector_run(struct collector_options *o)
 		unlink(c->capture_path);
 		if (!c->s->quiet)
 			fprintf(stderr, "libprof: no process was profiled; no outputs written\n");
-	} else if (collector_make_outputs(c->capture_path, c->s->output_prefix,
-					  c->s->max_json_events, (int)c->s->aggregate_stats,
-					  (int)c->s->quiet)) {
-		rc = 1;
+	} else {
+		struct output_request q = {.max_json_events = c->s->max_json_events,
+					   .tables = (int)c->s->aggregate_stats,
+					   .quiet = (int)c->s->quiet,
+					   .write_failed = c->write_failed,
+					   .drained = c->events};
+		if (collector_make_outputs(c->capture_path, c->s->output_prefix, &q))
+			rc = 1;
 	}
 	for (struct proc_entry *p = c->procs, *next; p; p = next) {
 		next = p->next;

@@ -14,14 +14,17 @@
 
 #include "collector.h"
 #include "dump.h"
+#include "outfile.h"
 #include "outputs.h"
 
-static int copy_prefix(const char *from, const char *to)
+/* The snapshot is made under a new unpredictable name beside the capture (outfile.h). */
+static int copy_prefix(const char *from, char *to, size_t tolen)
 {
+	to[0] = 0;
 	int in = open(from, O_RDONLY | O_CLOEXEC);
 	if (in < 0)
 		return -1;
-	int out = open(to, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
+	int out = outfile_temp(from, to, tolen);
 	struct stat st;
 	int rc = out < 0 || fstat(in, &st) ? -1 : 0;
 	for (off_t left = st.st_size; rc == 0 && left > 0;) {
@@ -43,11 +46,11 @@ int dump_start(struct dump_job *job, const char *capture, const struct dump_requ
 {
 	if (job->pid)
 		return -1;
-	snprintf(job->snapshot, sizeof job->snapshot, "%s.snapshot", capture);
-	if (copy_prefix(capture, job->snapshot)) {
+	if (copy_prefix(capture, job->snapshot, sizeof job->snapshot)) {
 		fprintf(stderr, "libprof: cannot snapshot %s for a dump: %s\n", capture,
 			strerror(errno));
-		unlink(job->snapshot);
+		if (job->snapshot[0])
+			unlink(job->snapshot);
 		return -1;
 	}
 	pid_t pid = fork();
@@ -56,9 +59,10 @@ int dump_start(struct dump_job *job, const char *capture, const struct dump_requ
 		return -1;
 	}
 	if (pid == 0) {
+		struct output_request q = {.max_json_events = r->max_json_events,
+					   .tables = r->tables, .quiet = 1};
 		int rc = r->tables_path ? collector_write_tables(job->snapshot, r->tables_path)
-					: collector_make_outputs(job->snapshot, r->prefix,
-								 r->max_json_events, r->tables, 1);
+					: collector_make_outputs(job->snapshot, r->prefix, &q);
 		unlink(job->snapshot);
 		_exit(rc ? 1 : 0);
 	}

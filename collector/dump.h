@@ -9,7 +9,7 @@
 struct dump_job {
 	pid_t pid;         /* the child making outputs, 0 when none */
 	uint32_t request;  /* the prof_dump request it answers, 0 for a continuous dump */
-	char snapshot[PATH_MAX + 16];
+	char snapshot[PATH_MAX + 64];
 };
 
 struct dump_request {

@@ -1,7 +1,7 @@
 /* The raw capture (profile.prof): the source of truth every output is made from.
  *
  * File:  "LIBPROF\0" (8 bytes) | u32 version | u32 reserved | frames...
- * Frame: u32 magic 'LPF1' | u32 compressed length | u32 raw length | u32 reserved |
+ * Frame: u32 magic 'LPF1' | u32 compressed length | u32 raw length | u32 sequence |
  *        one zstd frame (with content checksum) holding raw-length bytes of records.
  * Record: struct cap_rec_hdr then payload, payload padded to a multiple of 8 bytes.
  * All integers little-endian (the machines this runs on). */
@@ -115,6 +115,12 @@ struct cap_writer *cap_writer_open(const char *path, char *err, size_t errlen);
  * by the calling thread). cap_writer_open picks a quarter of the CPUs, 1 to 4. */
 struct cap_writer *cap_writer_open_workers(const char *path, unsigned n, char *err,
 					   size_t errlen);
+/* The same on fd, a new empty file opened for writing (the writer owns it from here,
+ * even on failure); path names it in messages. */
+struct cap_writer *cap_writer_fdopen(int fd, const char *path, unsigned n, char *err,
+				     size_t errlen);
+/* The compressing threads cap_writer_open would start. */
+unsigned cap_writer_workers(void);
 /* Appends one record to the current frame; a full frame is handed to be compressed and
  * written (in order; a failure shows on a later call at the latest on cap_flush).
  * Returns 0, or -1 with errno set (the reason is kept for cap_writer_error). */

@@ -21,7 +21,7 @@ struct cap_frame_header {
 	uint32_t magic; /* CAP_FRAME_MAGIC */
 	uint32_t clen;  /* compressed bytes that follow */
 	uint32_t rawlen;
-	uint32_t reserved;
+	uint32_t seq;   /* 1 for the file's first frame, +1 each; 0 in older captures */
 };
 
 _Static_assert(sizeof(struct cap_file_header) == 16, "capture file header");

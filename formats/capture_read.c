@@ -21,6 +21,7 @@ struct reader {
 	uint64_t size;  /* file size when opened */
 	uint64_t pos;   /* offset of the current frame */
 	uint64_t frame; /* 1-based number of the current frame */
+	int numbered;   /* the first frame had a sequence number: every frame must */
 	ZSTD_DCtx *dctx;
 	unsigned char *cbuf, *raw;
 	size_t ccap, rawcap;
@@ -158,6 +159,14 @@ static int load_frame(struct reader *r, size_t *rawlen, uint64_t *next)
 	    fh.clen > ZSTD_compressBound(fh.rawlen) + 64)
 		return damaged(r, "has impossible lengths (%u compressed, %u raw bytes)", fh.clen,
 			       fh.rawlen);
+	/* A frame repeated or moved (a copy gone wrong, two writers on one file) has good
+	 * checksums: only its number tells. Captures from before numbering have 0s. */
+	if (r->frame == 1)
+		r->numbered = fh.seq != 0;
+	if (r->numbered && fh.seq != r->frame)
+		return damaged(r, "is out of sequence (numbered %u)", fh.seq);
+	if (!r->numbered && fh.seq)
+		return damaged(r, "is numbered %u in a capture without frame numbers", fh.seq);
 	if (fh.clen > remain)
 		return damaged(r, "is truncated (header says %u bytes, %llu remain)", fh.clen,
 			       (unsigned long long)remain);

@@ -155,7 +155,8 @@ static void compress_frame(struct cap_writer *w, unsigned k, struct frame *f)
 	fh.magic = CAP_FRAME_MAGIC;
 	fh.clen = (uint32_t)clen;
 	fh.rawlen = (uint32_t)f->raw_len;
-	fh.reserved = 0;
+	/* 1-based, so the reader refuses a frame repeated or moved (0: older writers) */
+	fh.seq = (uint32_t)(f->seq + 1);
 	memcpy(w->scratch[k], &fh, sizeof(fh));
 	/* kept at its compressed size until its turn: a seventh of the raw bytes */
 	f->out = malloc(sizeof(fh) + clen);
@@ -336,7 +337,7 @@ static int hand_over(struct cap_writer *w)
 	return failed(w) ? -1 : 0;
 }
 
-static unsigned workers_wanted(void)
+unsigned cap_writer_workers(void)
 {
 	long cpus = sysconf(_SC_NPROCESSORS_ONLN);
 	/* a quarter of the machine at most: the program being profiled comes first */
@@ -405,11 +406,24 @@ static void start_workers(struct cap_writer *w, unsigned n)
 
 struct cap_writer *cap_writer_open(const char *path, char *err, size_t errlen)
 {
-	return cap_writer_open_workers(path, workers_wanted(), err, errlen);
+	return cap_writer_open_workers(path, cap_writer_workers(), err, errlen);
 }
 
 struct cap_writer *cap_writer_open_workers(const char *path, unsigned n, char *err,
 					   size_t errlen)
+{
+	/* O_NOFOLLOW: never write through a link planted at the name */
+	int fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_NOFOLLOW | O_CLOEXEC, 0644);
+
+	if (fd < 0) {
+		snprintf(err, errlen, "%s: %s", path, strerror(errno));
+		return NULL;
+	}
+	return cap_writer_fdopen(fd, path, n, err, errlen);
+}
+
+struct cap_writer *cap_writer_fdopen(int fd, const char *path, unsigned n, char *err,
+				     size_t errlen)
 {
 	struct cap_file_header h;
 	struct cap_writer *w = calloc(1, sizeof(*w));
@@ -417,6 +431,7 @@ struct cap_writer *cap_writer_open_workers(const char *path, unsigned n, char *e
 	if (!w || !(w->path = strdup(path))) {
 		snprintf(err, errlen, "%s: %s", path, strerror(ENOMEM));
 		free(w);
+		close(fd);
 		return NULL;
 	}
 	w->fd = -1;
@@ -426,12 +441,12 @@ struct cap_writer *cap_writer_open_workers(const char *path, unsigned n, char *e
 	pthread_cond_init(&w->written, NULL);
 	if (n > MAX_WORKERS)
 		n = MAX_WORKERS;
+	w->fd = fd;
 	if (writer_setup(w, n ? n : 1)) {
 		snprintf(err, errlen, "%s: cannot set up zstd compression", path);
 		writer_free(w);
 		return NULL;
 	}
-	w->fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
 	memset(&h, 0, sizeof(h));
 	memcpy(h.magic, CAP_FILE_MAGIC, sizeof(h.magic));
 	h.version = CAP_VERSION;

@@ -125,11 +125,12 @@ static void chrome_free(struct chrome *c)
 }
 
 static int write_trace(struct chrome *c, const char *capture_path, const char *json_path,
-		       char *err, size_t errlen)
+		       FILE *f, char *err, size_t errlen)
 {
-	FILE *f = fopen(json_path, "w");
 	int rc;
 
+	if (!f)
+		f = fopen(json_path, "w");
 	if (!f) {
 		snprintf(err, errlen, "%s: %s", json_path, strerror(errno));
 		return 2;
@@ -148,6 +149,12 @@ static int write_trace(struct chrome *c, const char *capture_path, const char *j
 int chrome_export(const char *capture_path, const char *json_path, uint64_t max_events,
 		  struct output_summary *sum, char *err, size_t errlen)
 {
+	return chrome_export_to(capture_path, json_path, NULL, max_events, sum, err, errlen);
+}
+
+int chrome_export_to(const char *capture_path, const char *json_path, FILE *out,
+		     uint64_t max_events, struct output_summary *sum, char *err, size_t errlen)
+{
 	struct chrome *c = calloc(1, sizeof(*c));
 	char damage[512];
 	int rc;
@@ -157,6 +164,8 @@ int chrome_export(const char *capture_path, const char *json_path, uint64_t max_
 	if (sum)
 		memset(sum, 0, sizeof(*sum));
 	if (!c) {
+		if (out)
+			fclose(out);
 		snprintf(err, errlen, "%s: out of memory", capture_path);
 		return 2;
 	}
@@ -169,10 +178,12 @@ int chrome_export(const char *capture_path, const char *json_path, uint64_t max_
 	if (rc != CAP_READ_OK && rc != CAP_READ_DAMAGED) {
 		snprintf(err, errlen, "%s", damage);
 		chrome_free(c);
+		if (out)
+			fclose(out);
 		return 2;
 	}
 	c->damage = rc == CAP_READ_DAMAGED ? damage : NULL;
-	rc = write_trace(c, capture_path, json_path, err, errlen);
+	rc = write_trace(c, capture_path, json_path, out, err, errlen);
 	if (!rc && c->damage) {
 		snprintf(err, errlen, "%s", damage);
 		rc = 1;

@@ -40,5 +40,9 @@ int tables_write(const char *capture_path, FILE *out, const struct table_options
  * events (0: CHROME_DEFAULT_MAX_EVENTS). Same return values as tables_write. */
 int chrome_export(const char *capture_path, const char *json_path, uint64_t max_events,
 		  struct output_summary *sum, char *err, size_t errlen);
+/* The same into out (closed here, whatever happens; NULL: json_path is opened), which
+ * messages call json_path: the caller creates the file safely (collector/outfile.c). */
+int chrome_export_to(const char *capture_path, const char *json_path, FILE *out,
+		     uint64_t max_events, struct output_summary *sum, char *err, size_t errlen);
 
 #endif

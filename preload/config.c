@@ -16,7 +16,7 @@ void prof_config_defaults(struct prof_config *c)
 	c->ring_bytes = PROF_DEFAULT_RING_BYTES;
 	c->stack_depth = PROF_DEFAULT_STACK_DEPTH;
 	c->cupti = 1;
-	strcpy(c->output, "profile");
+	strcpy(c->output, "libprof");
 }
 
 static int parse_bool(const char *s, int *out)
@@ -118,6 +118,8 @@ int prof_config_set(struct prof_config *c, const char *key, const char *value, c
 		return set_bool(&c->continuous_dump, key, value, err, errlen);
 	if (!strcmp(key, "autostart"))
 		return set_bool(&c->autostart, key, value, err, errlen);
+	if (!strcmp(key, "overwrite"))
+		return set_bool(&c->overwrite, key, value, err, errlen);
 	if (!strcmp(key, "quiet"))
 		return set_bool(&c->quiet, key, value, err, errlen);
 	if (!strcmp(key, "block"))
@@ -206,8 +208,8 @@ int prof_config_set(struct prof_config *c, const char *key, const char *value, c
 	snprintf(err, errlen,
 		 "unknown setting '%s' (known: profile_all, profile_memory, profile_api, "
 		 "aggregate_stats, filename, continuous_dump, dump_period, output, ring_size, "
-		 "block, quiet, autostart, clock, trace_max_events, framework, follow, stack, "
-		 "stack_depth, stack_min_us, cupti, cuda)",
+		 "block, quiet, overwrite, autostart, clock, trace_max_events, framework, follow, "
+		 "stack, stack_depth, stack_min_us, cupti, cuda)",
 		 key);
 	return -1;
 }

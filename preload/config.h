@@ -23,6 +23,7 @@ struct prof_config {
 	int profile_api;
 	int aggregate_stats;
 	int continuous_dump;
+	int overwrite;            /* outputs replace files at their names (else: -2, -3...) */
 	uint32_t dump_period_ms;
 	uint64_t ring_bytes;
 	uint64_t max_json_events; /* 0: the exporter's default */

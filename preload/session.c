@@ -332,6 +332,7 @@ int prof_session_configure(struct prof_session_shm *s, const struct prof_config 
 	s->dump_period_ms = c->dump_period_ms;
 	s->aggregate_stats = (uint32_t)c->aggregate_stats;
 	s->stacks = c->stack_mode != PROF_STACK_OFF;
+	s->overwrite = (uint32_t)c->overwrite;
 	command_line(s->command, sizeof s->command);
 	return absolute_prefix(c->output, root, s->output_prefix, sizeof s->output_prefix, err,
 			       errlen);

@@ -79,6 +79,8 @@ struct prof_session_shm {
 	 * collector waits only for one that is alive and has no segment yet. */
 	_Atomic uint32_t children_next;
 	_Atomic uint32_t children[PROF_CHILD_SLOTS];
+	uint32_t overwrite;          /* PROFILER_OVERWRITE: outputs replace what is there */
+	uint32_t pad3;
 };
 
 enum prof_proc_state {

@@ -170,7 +170,7 @@ def probe_asan_preload(asan):
             return False, "a preloaded program exits with %d (%s)" % (
                 r.returncode, (r.stderr.strip().splitlines() or ["no message"])[-1])
         try:
-            t = Trace(load_json(os.path.join(d, "profile.json")))
+            t = Trace(load_json(os.path.join(d, "libprof.json")))
         except (OSError, ValueError, Fail) as e:
             return False, "no trace: %s" % e
         n = t.count("malloc", 52999)
@@ -500,7 +500,7 @@ class Case:
         except ValueError as e:
             raise Fail("prof report --format json: not JSON (%s): %r" % (e, r))
 
-    def outputs(self, prefix="profile", wait=0.0):
+    def outputs(self, prefix="libprof", wait=0.0):
         """The parsed trace of prefix.json after checking the three outputs exist. With
         wait, polls for up to that many seconds (the program died: the collector writes
         them after noticing). Returns (trace, seconds waited)."""
@@ -522,7 +522,7 @@ class Case:
                               sorted(os.listdir(self.dir))))
             time.sleep(0.02)
 
-    def text(self, prefix="profile"):
+    def text(self, prefix="libprof"):
         with open(self.path(prefix + ".txt"), encoding="utf-8", errors="replace") as f:
             return f.read()
 
@@ -673,7 +673,7 @@ def alloc_family_exact_counts(c):
         check("old_ptr" in e["args"], "realloc without old_ptr: %r" % e)
     eq(matched_frees(t, pid, FAMILY_SIZES), 9 * T * K, "trace: frees of the marked blocks")
 
-    rep = c.report_json(c.path("profile.prof"))
+    rep = c.report_json(c.path("libprof.prof"))
     for k in ("events", "lost_events", "processes", "rows"):
         check(k in rep, "report JSON has no %s" % k)
     eq(rep["lost_events"], 0, "report lost_events")
@@ -682,7 +682,7 @@ def alloc_family_exact_counts(c):
         row = report_row(rep, "memory", fn)
         check(row is not None, "no memory/%s row in the report" % fn)
         eq(row["count"], T * K, "report JSON %s count" % fn)
-        eq(text.get(("memory", fn)), T * K, "profile.txt %s count" % fn)
+        eq(text.get(("memory", fn)), T * K, "libprof.txt %s count" % fn)
     # the common functions are also called by libc and the loader: the report must agree
     # with the trace exactly
     for fn in ("malloc", "calloc", "realloc", "free"):
@@ -691,7 +691,7 @@ def alloc_family_exact_counts(c):
         check(row is not None, "no memory/%s row in the report" % fn)
         eq(row["count"], n, "report JSON %s count vs the trace's %s events" % (fn, fn))
         check(row["count"] >= T * K, "report %s count below the marked calls" % fn)
-        eq(text.get(("memory", fn)), n, "profile.txt %s count" % fn)
+        eq(text.get(("memory", fn)), n, "libprof.txt %s count" % fn)
     proc = report_process(rep, pid)[0]
     marked_bytes = T * K * sum(FAMILY_SIZES.values())
     check(proc["allocations"] >= 9 * T * K, "process allocations %r < %d"
@@ -710,7 +710,7 @@ def peak_live_bytes(c):
     eq(t.count("malloc", S, pid), K + K // 2, "marked mallocs")
     eq(matched_frees(t, pid, {"malloc": S}), K + K // 2, "marked frees")
     slack = 256 << 10  # whatever else the process holds at its peak (stdio, loader)
-    rep = c.report_json(c.path("profile.prof"))
+    rep = c.report_json(c.path("libprof.prof"))
     proc = report_process(rep, pid)[0]
     peak = proc["peak_live_bytes"]
     check(K * S <= peak <= K * S + slack,
@@ -730,7 +730,7 @@ def peak_live_bytes(c):
           "the peak marker at %r is not where the counter peaks" % marks[0]["ts"])
     check(vals[-1] < S, "live heap at the end %d: the blocks were all freed" % vals[-1])
     tr = text_rows(c.text())
-    check(("memory", "malloc") in tr, "profile.txt has no memory/malloc row")
+    check(("memory", "malloc") in tr, "libprof.txt has no memory/malloc row")
 
 
 # ---------------------------------------------------------------------------------------
@@ -774,7 +774,7 @@ def fresh_names(c):
     bad = sorted(marks - want_marks)
     check(not bad, "%d mark names are not the program's: %s" % (len(bad), bad[:5]))
     eq(marks, want_marks, "mark names in the trace")
-    rep = c.report_json(c.path("profile.prof"))
+    rep = c.report_json(c.path("libprof.prof"))
     rows = {x["name"]: x["count"] for x in rep["rows"] if x["category"] == "user"}
     bad = sorted(n for n in rows if n not in want_ranges)
     check(not bad, "%d user rows of the report are not the program's names: %s"
@@ -808,7 +808,7 @@ def fork_workers(c):
         eq(matched_frees(t, w, {"malloc": 31003}), N, "worker %d's frees" % w)
     check(parent in names, "no process_name metadata for the parent")
     eq(t.count("malloc", 31003), W * N, "worker mallocs in all")
-    rep = c.report_json(c.path("profile.prof"))
+    rep = c.report_json(c.path("libprof.prof"))
     for w in workers:
         eq(report_process(rep, w)[0].get("ppid"), parent, "worker %d's ppid" % w)
     eq(len(set(workers) | {parent}), W + 1, "distinct pids")
@@ -839,8 +839,8 @@ def exec_chain(c):
     for stage in range(3):
         eq(t.count("malloc", 41000 + stage, pid), 5 + stage, "image %d's marked mallocs" % stage)
     # every image is in the one output, and no second session was made
-    eq(sorted(f for f in os.listdir(c.dir) if f.startswith("profile")),
-       ["profile.json", "profile.prof", "profile.txt"], "outputs")
+    eq(sorted(f for f in os.listdir(c.dir) if f.startswith("libprof")),
+       ["libprof.json", "libprof.prof", "libprof.txt"], "outputs")
     check(pid in t.process_names(), "no process_name for pid %d" % pid)
     t.wellformed()
     eq(t.other.get("lost_events"), 0, "lost events")
@@ -861,7 +861,7 @@ def death(c, mode, sig):
     eq(t.count("malloc", size, pid), N, "main thread's mallocs before the death")
     eq(t.count("malloc", size + 1, pid), TH, "live thread's mallocs before the death")
     t.wellformed()
-    rep = c.report_json(c.path("profile.prof"))
+    rep = c.report_json(c.path("libprof.prof"))
     eq(report_row(rep, "memory", "malloc")["count"], len(t.select("X", "malloc", "memory")),
        "report malloc count vs trace")
 
@@ -964,16 +964,16 @@ def capture_file_too_large(c):
     r = c.finish([c.prog("basic")], p, out, err, t0, 60)
     eq(r.rc, 0, "the program's exit status: %r" % r)
     lines = [l for l in r.err.splitlines() if l.startswith("libprof:")]
-    check(any("profile.prof: File too large; the capture keeps what was written before" in l
+    check(any("libprof.prof: File too large; the capture keeps what was written before" in l
               for l in lines), "no line about the capture: %r" % lines)
-    check(any("profile.json.tmp: File too large" in l for l in lines),
+    check(any("libprof.json: File too large" in l for l in lines),
           "no line about the trace: %r" % lines)
     check(lines and re.match(r"libprof: \d+ events \(\d+ lost\) from 1 process -> "
-                             r".*profile\.txt, profile\.prof$", lines[-1]),
+                             r".*libprof\.txt, libprof\.prof$", lines[-1]),
           "the summary line names the outputs made: %r" % lines)
-    check(not os.path.exists(c.path("profile.json")), "a trace was written")
-    check(os.path.getsize(c.path("profile.prof")) <= limit, "capture over the limit")
-    rep = c.report_json(c.path("profile.prof"))
+    check(not os.path.exists(c.path("libprof.json")), "a trace was written")
+    check(os.path.getsize(c.path("libprof.prof")) <= limit, "capture over the limit")
+    rep = c.report_json(c.path("libprof.prof"))
     got = report_row(rep, "memory", "malloc")["count"]
     check(0 < got < N, "mallocs in the kept capture: %d" % got)
     check("Memory: cpu/0" in c.text(), "the tables were not made")
@@ -1031,11 +1031,11 @@ def python_module(c):
     check(outer[0]["ts"] <= inner[0]["ts"] and
           inner[0]["ts"] + inner[0]["dur"] <= outer[0]["ts"] + outer[0]["dur"] + 0.001,
           "inner range not inside the outer one")
-    rep = c.report_json(c.path("profile.prof"))
+    rep = c.report_json(c.path("libprof.prof"))
     for name in ("LABEL1: linear pass", "LABEL2: outer", "LABEL3: inner"):
         row = report_row(rep, "user", name)
         check(row and row["count"] == 1, "report user row %r: %r" % (name, row))
-    check("LABEL1: linear pass" in c.text(), "profile.txt lacks the range label")
+    check("LABEL1: linear pass" in c.text(), "libprof.txt lacks the range label")
     t.wellformed()
 
 
@@ -1064,7 +1064,7 @@ def overload(c, block):
     pid, tid = pid_of(r), int(r.kv("tid")[0])
     s = parse_summary(r.err)
     check(s is not None, "no summary line: %r" % r)
-    rep = c.report_json(c.path("profile.prof"))
+    rep = c.report_json(c.path("libprof.prof"))
     mine = [e for e in t.select(pid=pid, tid=tid) if e.get("ph") in ("X", "i", "C")
             and e.get("cat") != "lost"]
     others = [e for e in mine if not (e.get("cat") == "memory" and (
@@ -1160,7 +1160,7 @@ def record_exit_status(c):
         os.makedirs(c.path(mode))
         r = c.prof("record", "-q", "--", c.prog("basic"), 5, 52104, mode, cwd=c.path(mode))
         eq(r.rc, 128 + sig, "prof record status for a command killed by %d: %r" % (sig, r))
-        t = Trace(load_json(c.path(mode, "profile.json")))
+        t = Trace(load_json(c.path(mode, "libprof.json")))
         eq(t.count("malloc", 52104), 5, "marked mallocs before the %s" % mode)
     r = c.prof("record", "-q", "--", "/nonexistent/program")
     check(r.rc != 0, "running a missing program succeeded: %r" % r)
@@ -1187,7 +1187,7 @@ def range_pushed_while_paused(c):
     inner, sib = t.select("X", "inner", "user"), t.select("X", "sibling", "user")
     eq((len(inner), len(sib)), (1, 1), "recorded ranges")
     eq(t.select("X", "unrecorded outer", "user"), [], "the range pushed while paused")
-    rep = c.report_json(c.path("profile.prof"))
+    rep = c.report_json(c.path("libprof.prof"))
     row = report_row(rep, "user", "sibling")
     eq(row["self_ns"], row["total_ns"], "the sibling's self time (nothing nested in it)")
     row = report_row(rep, "user", "inner")
@@ -1196,7 +1196,7 @@ def range_pushed_while_paused(c):
 
 def ranges_capture(c, threads=2, reps=20, shorts=50):
     r, t = profile(c, [c.prog("ranges"), threads, reps, shorts])
-    return r, t, c.path("profile.prof")
+    return r, t, c.path("libprof.prof")
 
 
 ROW_KEYS = ("category", "name", "count", "total_ns", "self_ns", "min_ns", "max_ns", "avg_ns",
@@ -1260,7 +1260,7 @@ def report_rows_and_sorts(c):
     tr = text_rows(rt.out)
     for name, n in want.items():
         eq(tr.get(("user", name)), n, "text row user/%s" % name)
-    eq(tr, text_rows(c.text()), "prof report text rows vs profile.txt")
+    eq(tr, text_rows(c.text()), "prof report text rows vs libprof.txt")
     rt = c.prof("report", cap, "--top", "2", "--sort", "count")
     eq(rt.rc, 0, "prof report --top 2: %r" % rt)
     user = [n for (cat, n) in text_rows(rt.out) if cat == "user"]
@@ -1289,7 +1289,7 @@ def report_nested_self_total(c):
     # its outer range (TAIL): the table must still pair every range with its own children
     T, R, ITER, TAIL = 2, 20, 20, 2000000
     r, t = profile(c, [c.prog("ranges"), T, R, 0, ITER, TAIL])
-    cap = c.path("profile.prof")
+    cap = c.path("libprof.prof")
     rep = c.report_json(cap)
     outer, inner = report_row(rep, "user", "outer"), report_row(rep, "user", "inner")
     sib = report_row(rep, "user", "sibling")
@@ -1336,7 +1336,7 @@ def export_again(c):
                 k = (e["ph"], e.get("cat"), e.get("name"), e.get("pid"), e.get("tid"))
                 out[k] = out.get(k, 0) + 1
         return out
-    eq(key(a), key(t), "events of the export vs profile.json")
+    eq(key(a), key(t), "events of the export vs libprof.json")
     eq(a.other.get("events"), t.other.get("events"), "otherData events")
     full_mem = t.select("X", cat="memory")
     full_user = t.select("X", cat="user")
@@ -1410,7 +1410,7 @@ def report_bad_files(c):
 def report_truncated_capture(c):
     # enough events for several frames of the capture (about 1 MiB of records each)
     r, t = profile(c, [c.prog("overload"), 60000, 71003], env={"PROFILER_BLOCK": "1"})
-    cap = c.path("profile.prof")
+    cap = c.path("libprof.prof")
     full = c.report_json(cap)
     whole = report_row(full, "memory", "malloc")["count"]
     with open(cap, "rb") as f:
@@ -1504,8 +1504,8 @@ def bad_settings(c):
         eq(r.kv("pid") != [], True, "%s: program output" % what)
         files = sorted(os.listdir(d))
         if profiled:
-            eq(files, ["profile.json", "profile.prof", "profile.txt"], "%s: outputs" % what)
-            t = Trace(load_json(os.path.join(d, "profile.json")))
+            eq(files, ["libprof.json", "libprof.prof", "libprof.txt"], "%s: outputs" % what)
+            t = Trace(load_json(os.path.join(d, "libprof.json")))
             eq(t.count("malloc", 52201), 6, "%s: marked mallocs" % what)
         else:
             eq(files, [], "%s: files" % what)
@@ -1594,7 +1594,7 @@ def set_state_round(c, d, tag):
        "the call (otherData %r)" % dumped.other)
     eq(len(dumped.select("X", "started work", "user")), 1,
        tag + "trace written by prof_dump(): the range")
-    t = Trace(load_json(os.path.join(d, "profile.json")))
+    t = Trace(load_json(os.path.join(d, "libprof.json")))
     eq(t.count("malloc", 81001), 0, tag + "final: mallocs before PROF_RUN")
     eq(t.count("malloc", 81002), N, tag + "final: mallocs before prof_dump()")
     eq(t.count("malloc", 81003), N, tag + "final: mallocs after prof_dump()")
@@ -1661,7 +1661,7 @@ def signal_handler_reentrancy(c):
            and e.get("name") not in allowed[e["ph"]]]
     check(not bad, "%d events with unexpected names: %r" % (len(bad), bad[:5]))
     eq({e.get("pid") for e in t.events if e.get("ph") in allowed}, {pid}, "pids of events")
-    rep = c.report_json(c.path("profile.prof"))
+    rep = c.report_json(c.path("libprof.prof"))
     bad = [x for x in rep["rows"] if x["category"] != "memory" or x["name"] not in ALLOC_FAMILY]
     check(not bad, "report rows with unexpected names: %r" % bad[:5])
     eq(rep.get("marks"), [{"name": "tick", "count": len(ticks)}], "report marks")
@@ -1691,7 +1691,7 @@ def clock_on_session_timeline(c):
         r = c.run([c.prog("clock_marks"), N, 20000], env=env, cwd=d)
         hi = time.monotonic_ns()
         eq(r.rc, 0, "exit status: %r" % r)
-        t = Trace(load_json(os.path.join(d, "profile.json")))
+        t = Trace(load_json(os.path.join(d, "libprof.json")))
         t.wellformed()
         used = t.other.get("clock")
         if clock is None and not str(used).startswith("mono"):
@@ -1702,7 +1702,7 @@ def clock_on_session_timeline(c):
         eq(len(pairs), N, tag + "pairs printed")
         start = t.other.get("start_ns")
         check(isinstance(start, int) and start > 0, tag + "otherData.start_ns %r" % start)
-        rep = c.report_json(os.path.join(d, "profile.prof"))
+        rep = c.report_json(os.path.join(d, "libprof.prof"))
         eq(rep.get("start_ns"), start, tag + "report start_ns vs otherData.start_ns")
 
         def ns(us):
@@ -1747,7 +1747,7 @@ def read_text(path):
 
 @case
 def continuous_dump(c):
-    # phase 1 (>= 0.75 s of ranges "phase1" around 57001-byte pairs, until profile.txt
+    # phase 1 (>= 0.75 s of ranges "phase1" around 57001-byte pairs, until libprof.txt
     # exists), then the program waits for "go" while the runner reads the dumps; phase 2
     # (0.75 s, "phase2", 57002) after it. A moderate event rate (a 1 ms sleep every 10
     # ranges): the collector does not drain while it writes a dump.
@@ -1764,17 +1764,17 @@ def continuous_dump(c):
             check(time.monotonic() < deadline, "phase 1 not over after 60 s")
             time.sleep(0.01)
         k1, seen = int(m.group(1)), m.group(2)
-        eq(seen, "1", "profile.txt written by a dump while the program worked (waited up "
+        eq(seen, "1", "libprof.txt written by a dump while the program worked (waited up "
            "to 20 s)")
         # within a generous wait a dump has every event of phase 1
         deadline = time.monotonic() + 10
         torn = reads = 0
         while True:
-            text = read_text(c.path("profile.txt")) or ""
+            text = read_text(c.path("libprof.txt")) or ""
             rows = text_rows(text)
             try:
                 reads += 1
-                mid = Trace(load_json(c.path("profile.json")))
+                mid = Trace(load_json(c.path("libprof.json")))
             except (OSError, ValueError, Fail):
                 torn += 1
                 mid = None
@@ -1782,19 +1782,19 @@ def continuous_dump(c):
                     and len(mid.select("X", "phase1", "user")) == k1):
                 break
             check(time.monotonic() < deadline,
-                  "10 s after phase 1: profile.txt user/phase1 %r, profile.json phase1 %s, "
+                  "10 s after phase 1: libprof.txt user/phase1 %r, libprof.json phase1 %s, "
                   "want %d" % (rows.get(("user", "phase1")),
                                len(mid.select("X", "phase1", "user")) if mid else "unreadable",
                                k1))
             time.sleep(0.05)
-        c.note("phase 1: %d ranges; %d of %d reads of profile.json while dumps ran were not "
+        c.note("phase 1: %d ranges; %d of %d reads of libprof.json while dumps ran were not "
                "a whole trace" % (k1, torn, reads))
         mid.wellformed()
         eq(mid.count("malloc", 57001), k1, "mid-run trace: phase 1 mallocs")
         eq(len(mid.select("X", "phase2", "user")), 0, "mid-run trace: phase 2 ranges")
-        check(("memory", "malloc") in rows, "mid-run profile.txt has no memory/malloc row")
-        check(("user", "phase2") not in rows, "mid-run profile.txt has phase 2 rows")
-        shutil.copy(c.path("profile.prof"), c.path("mid.prof"))
+        check(("memory", "malloc") in rows, "mid-run libprof.txt has no memory/malloc row")
+        check(("user", "phase2") not in rows, "mid-run libprof.txt has phase 2 rows")
+        shutil.copy(c.path("libprof.prof"), c.path("mid.prof"))
         rep = c.report_json(c.path("mid.prof"))
         eq(report_row(rep, "user", "phase1")["count"], k1, "mid-run capture: phase1 row")
         check(report_row(rep, "user", "phase2") is None, "mid-run capture has phase 2 rows")
@@ -1817,8 +1817,8 @@ def continuous_dump(c):
         eq(t.count("malloc", size), k, "final trace: %d-byte mallocs" % size)
     tr = text_rows(c.text())
     eq((tr.get(("user", "phase1")), tr.get(("user", "phase2"))), (k1, k2),
-       "final profile.txt user rows")
-    rep = c.report_json(c.path("profile.prof"))
+       "final libprof.txt user rows")
+    rep = c.report_json(c.path("libprof.prof"))
     eq(rep.get("session_end"), "present", "final capture session end")
     eq(report_row(rep, "user", "phase2")["count"], k2, "final capture: phase2 row")
 
@@ -1843,7 +1843,7 @@ def python_subprocess_and_multiprocessing(c):
     eq(len({me, vc, sc} | set(workers)), 5, "distinct pids")
     eq(t.other.get("lost_events"), 0, "lost events")
     names = t.process_names()
-    rep = c.report_json(c.path("profile.prof"))
+    rep = c.report_json(c.path("libprof.prof"))
     for pid, what in [(vc, "subprocess child (vfork path)"), (sc, "subprocess child "
                       "(posix_spawn path)")] + [(w, "pool worker") for w in workers]:
         check(pid in names, "no process_name for %s %d" % (what, pid))
@@ -1875,7 +1875,7 @@ def vfork_and_posix_spawn(c):
         r = c.run([c.prog("spawn_vfork"), N], cwd=d)
         eq(r.rc, 0, tag + "exit status: %r" % r)
         # complete when the parent returns
-        t = Trace(load_json(os.path.join(d, "profile.json")))
+        t = Trace(load_json(os.path.join(d, "libprof.json")))
         t.wellformed()
         parent = pid_of(r, "parent")
         v, s = int(r.kv("vforked")[0]), int(r.kv("spawned")[0])
@@ -1884,7 +1884,7 @@ def vfork_and_posix_spawn(c):
         eq(kids, {v: (58001, "yes"), s: (58002, "yes")}, tag + "children (LD_PRELOAD put back)")
         eq(t.other.get("lost_events"), 0, tag + "lost events")
         names = t.process_names()
-        rep = c.report_json(os.path.join(d, "profile.prof"))
+        rep = c.report_json(os.path.join(d, "libprof.prof"))
         for pid, size, what in ((v, 58001, "vfork+execve child"), (s, 58002, "posix_spawn child")):
             eq(t.count("malloc", size, pid), N, tag + "%s's marked mallocs" % what)
             eq(matched_frees(t, pid, {"malloc": size}), N, tag + "%s's marked frees" % what)
@@ -2023,7 +2023,7 @@ def trace_by_name(c):
     eq(len(t1), 1, "tl_tail1 calls inside tl_tail2")
     check(any(inside(t1[0], e) and e["tid"] == chain["tid"]
               for e in t.select("X", "tl_add", "trace")), "no tl_add inside tl_tail1")
-    rep = c.report_json(c.path("profile.prof"))
+    rep = c.report_json(c.path("libprof.prof"))
     eq(report_row(rep, "trace", "tl_fact")["count"], 10, "report count of tl_fact")
     outer = report_row(rep, "trace", "tl_fact")
     check(outer["self_ns"] < outer["total_ns"], "tl_fact self %d not below total %d"
@@ -2123,7 +2123,7 @@ def mxnet_trace_example_follow(c):
     eq(ours.get("MXImperativeInvokeEx"), 2, "MXImperativeInvokeEx (diag, sum)")
     # follow: nothing from before set_state('run') (import mxnet makes thousands of calls)
     check(sum(ours.values()) < 40, "calls outside the profiled region: %r" % ours)
-    rep = c.report_json(c.path("profile.prof"), "--category", "MXNET_C_API")
+    rep = c.report_json(c.path("libprof.prof"), "--category", "MXNET_C_API")
     eq(report_row(rep, "MXNET_C_API", "MXImperativeInvokeEx")["count"], 2, "report row")
     # operators, where the engine runs them (not on the Python thread that queued them)
     ops = trace_counts(t, "operator")
@@ -2207,8 +2207,8 @@ def main_thread_pthread_exit(c):
         # ended the session if it took the process for gone
         time.sleep(1.5)
         check(p.poll() is None, "the process ended while its worker waited for go")
-        # (the raw capture, profile.prof, is written from the start)
-        early = sorted(f for f in os.listdir(c.dir) if f in ("profile.json", "profile.txt"))
+        # (the raw capture, libprof.prof, is written from the start)
+        early = sorted(f for f in os.listdir(c.dir) if f in ("libprof.json", "libprof.txt"))
     finally:
         open(go, "w").close()
         r = c.finish(argv, p, out, err, t0, 120)
@@ -2313,7 +2313,7 @@ def frees_in_thread_key_destructors(c):
         eq(r.rc, 0, tag + "exit status: %r" % r)
         eq((r.kv("go1"), r.kv("flooded"), r.kv("joined")), (["1"], [str(FLOOD)], [str(T)]),
            tag + "the program's words")
-        t = Trace(load_json(os.path.join(d, "profile.json")))
+        t = Trace(load_json(os.path.join(d, "libprof.json")))
         eq(t.other.get("lost_events"), 0, tag + "lost events")
         eq(t.other.get("json_dropped", 0), 0, tag + "events left out of the trace")
         evs = t.allocs("malloc", SIZE, pid)
@@ -2341,7 +2341,7 @@ def dump_lock_holder_killed(c):
     t, _ = c.outputs()
     pid = pid_of(r)
     child = int(r.kv("child")[0])
-    rep = c.report_json(c.path("profile.prof"))
+    rep = c.report_json(c.path("libprof.prof"))
     report_process(rep, pid)
     report_process(rep, child)
     check(report_row(rep, "memory", "malloc")["count"] >= N, "report malloc count below %d"
@@ -2411,11 +2411,11 @@ def sigchld_ignored_bare(c, wrapper):
         check("cannot start the collector" not in r.err, tag + "stderr: %r" % r.err)
         eq(warnings(r.err), [], tag + "stderr besides the summary")
         check(parse_summary(r.err), tag + "no summary line: %r" % r)
-        t = Trace(load_json(os.path.join(d, "profile.json")))
+        t = Trace(load_json(os.path.join(d, "libprof.json")))
         pid = pid_of(r)
         eq(t.count("malloc", 64002, pid), 9, tag + "marked mallocs")
-        eq(sorted(f for f in os.listdir(d) if f.startswith("profile")),
-           ["profile.json", "profile.prof", "profile.txt"], tag + "outputs")
+        eq(sorted(f for f in os.listdir(d) if f.startswith("libprof")),
+           ["libprof.json", "libprof.prof", "libprof.txt"], tag + "outputs")
         eq(t.other.get("processes"), 1, tag + "processes")
 
 
@@ -2492,7 +2492,7 @@ def many_processes_shm_released(c):
     eq(len(set(pids)), N, "distinct programs run")
     t, _ = c.outputs()
     eq(t.other.get("lost_events"), 0, "lost events")
-    rep = c.report_json(c.path("profile.prof"))
+    rep = c.report_json(c.path("libprof.prof"))
     for pid in pids:
         report_process(rep, pid)
         eq(t.count("malloc", SIZE, pid), K, "marked mallocs of pid %d" % pid)
@@ -2593,7 +2593,7 @@ def torch_memory_columns_match_profile_memory(c):
         if line.startswith("TORCHMEM "):
             k, mem, self_mem = line[9:].rsplit(" ", 2)
             theirs[k] = (int(mem), int(self_mem))
-    rep = c.report_json(c.path("profile.prof"))
+    rep = c.report_json(c.path("libprof.prof"))
     ours = {x["name"]: (x["cpu_mem_bytes"], x["self_cpu_mem_bytes"])
             for x in rep["rows"] if x["category"] == "operator"}
     # The forward ops whose outputs are the big tensors. Self columns are not compared:
@@ -2613,12 +2613,12 @@ def torch_memory_columns_match_profile_memory(c):
           "aten::clamp_min's self memory: libprof %r, torch %r"
           % (ours["aten::clamp_min"], theirs["aten::clamp_min"]))
     for key, field in (("cpu_mem", "cpu_mem_bytes"), ("self_cpu_mem", "self_cpu_mem_bytes")):
-        got = [x[field] for x in c.report_json(c.path("profile.prof"), "--sort", key,
+        got = [x[field] for x in c.report_json(c.path("libprof.prof"), "--sort", key,
                                                "--category", "operator")["rows"]]
         eq(got, sorted(got, reverse=True), "rows by --sort %s" % key)
     c.note("conv2d: CPU Mem %d vs torch %d bytes" % (ours["aten::conv2d"][0],
                                                      theirs["aten::conv2d"][0]))
-    check("Self CPU Mem" in c.text(), "profile.txt has no memory columns")
+    check("Self CPU Mem" in c.text(), "libprof.txt has no memory columns")
 
 
 # ---------------------------------------------------------------------------------------
@@ -2728,7 +2728,7 @@ def read_capture(path):
     return out
 
 
-def cuda_calls(c, capture="profile.prof"):
+def cuda_calls(c, capture="libprof.prof"):
     """The interposed calls of a capture (cuda_api complete events without flags; CUPTI's
     API records have theirs), in start order per thread."""
     evs = [e for e in read_capture(c.path(capture))
@@ -2761,7 +2761,7 @@ def cuda_check_counts(c, r, how, wrapped):
     functions libprof wraps; the others (cuDriverGetVersion, cuDeviceGet, the 32-bit
     cuMemAlloc) have no row. The program saw every result it expected."""
     eq(r.kv("bad"), ["0"], "%s: calls that returned something unexpected" % how)
-    rep = c.report_json(c.path("profile.prof"), "--category", "cuda_api")
+    rep = c.report_json(c.path("libprof.prof"), "--category", "cuda_api")
     got = {x["name"]: x["count"] for x in rep["rows"] if x.get("category") == "cuda_api"}
     counts = cuda_fake_counts(r)
     want = {k: v for k, v in counts.items() if v and k in wrapped}
@@ -2797,7 +2797,8 @@ def cuda_runtime_over_fake_driver(c):
                "cuInit": {"cudaMalloc"}, "cuGetProcAddress_v2": {"cudaMalloc"}}
     for lib in ("lib", "lib_symbolic"):
         how = "cuda_rt over %s" % os.path.basename(p[lib])
-        r, t = profile(c, [p["rt"], "basic", rounds], env={"LD_LIBRARY_PATH": p[lib]})
+        r, t = profile(c, [p["rt"], "basic", rounds],
+                       env={"LD_LIBRARY_PATH": p[lib], "PROFILER_OVERWRITE": "1"})
         t.wellformed()
         counts = cuda_check_counts(c, r, how, wrapped)
         eq(counts["cudaLaunchKernel"], rounds, "%s: launches made" % how)
@@ -2821,7 +2822,7 @@ def cuda_runtime_over_fake_driver(c):
               % (how, ids))
         eq(ids, sorted(ids), "%s: correlation ids in call order" % how)
         # device memory: each cudaMalloc once (not again for the cuMemAlloc_v2 inside it)
-        proc = c.report_json(c.path("profile.prof"))["processes"][0]
+        proc = c.report_json(c.path("libprof.prof"))["processes"][0]
         eq([(g["device"], g["allocations"], g["frees"], g["bytes_allocated"],
              g["peak_live_bytes"], g["live_bytes_at_end"]) for g in proc["gpu_memory"]],
            [(0, rounds, rounds, rounds * 4096, 4096, 0)], "%s: gpu/0 memory" % how)
@@ -2844,7 +2845,7 @@ def cuda_device_memory(c):
        {"cuMemCreate": 3, "cuMemRelease": 2, "cuMemAllocPitch_v2": 3}, "driver calls made")
     dev0 = 1024 * 10 + 1024 * 10 * 3 + 4096 + 1024 * 5
     mib = 1 << 20
-    proc = c.report_json(c.path("profile.prof"))["processes"][0]
+    proc = c.report_json(c.path("libprof.prof"))["processes"][0]
     eq([(g["device"], g["allocations"], g["frees"], g["bytes_allocated"],
          g["peak_live_bytes"], g["live_bytes_at_end"]) for g in proc["gpu_memory"]],
        [(0, 4, 4, dev0, dev0, 0), (1, 2, 1, 8 * mib, 8 * mib, 6 * mib),
@@ -2873,7 +2874,7 @@ def cuda_device_memory(c):
     # prof summary: a gpu/N row per device (and no timeless gpu_memory call rows), so
     # prof diff judges device memory: a peak twice as high is a regression on that row
     base = c.path("base.json")
-    eq(c.prof("summary", c.path("profile.prof"), "-o", base).rc, 0, "prof summary")
+    eq(c.prof("summary", c.path("libprof.prof"), "-o", base).rc, 0, "prof summary")
     doc = load_json(base)
     rows = {(r["category"], r["name"]): r for r in doc["runs"][0]["rows"]}
     eq([(k[1], r["kind"], r["allocs"], r["bytes"], r["peak_bytes"])
@@ -2921,7 +2922,8 @@ def cuda_driver_entry_points(c):
     wrapped = cuda_exports()
     for lib in ("lib", "lib_symbolic"):
         how = "cuda_rt entry over %s" % os.path.basename(p[lib])
-        r, t = profile(c, [p["rt"], "entry"], env={"LD_LIBRARY_PATH": p[lib]})
+        r, t = profile(c, [p["rt"], "entry"],
+                       env={"LD_LIBRARY_PATH": p[lib], "PROFILER_OVERWRITE": "1"})
         counts = cuda_check_counts(c, r, how, wrapped)
         eq((counts["cuMemAlloc"], counts["cuDeviceGet"]), (1, 1),
            "%s: calls of unwrapped pointers (made, not recorded)" % how)
@@ -2939,7 +2941,7 @@ def cuda_driver_linked_and_dlopened(c):
     p = build_cuda_programs()
     wrapped = cuda_exports()
     for lib in ("lib", "lib_symbolic"):
-        env = {"LD_LIBRARY_PATH": p[lib]}
+        env = {"LD_LIBRARY_PATH": p[lib], "PROFILER_OVERWRITE": "1"}
         how = "cuda_drv (linked) over %s" % os.path.basename(p[lib])
         r, t = profile(c, [p["drv"]], env=env)
         cuda_check_counts(c, r, how, wrapped)
@@ -2968,7 +2970,7 @@ def cuda_real_runtime(c):
     wrapped = cuda_exports()
     for lib in (None, p["lib"]):
         # a real driver would start CUPTI, whose API records then stand for these calls
-        env = {"LD_LIBRARY_PATH": lib, "PROFILER_CUPTI": "0"}
+        env = {"LD_LIBRARY_PATH": lib, "PROFILER_CUPTI": "0", "PROFILER_OVERWRITE": "1"}
         how = "real libcudart over %s" % (lib and "the fake driver" or "this machine's driver")
         bare = c.run([p["real"]], env=env, preload=False, autostart=False)
         r, t = profile(c, [p["real"]], env=env)
@@ -3025,7 +3027,7 @@ def cuda_static_runtime(c):
     eq(r.kv("driver_loaded"), ["1"], "the static runtime loaded the (fake) driver")
     fake = int(r.kv("fake_cuGetProcAddress_v2")[0])
     check(fake >= 100, "the static runtime made only %d lookups" % fake)
-    rep = c.report_json(c.path("profile.prof"), "--category", "cuda_api")
+    rep = c.report_json(c.path("libprof.prof"), "--category", "cuda_api")
     got = {x["name"]: x["count"] for x in rep["rows"] if x.get("category") == "cuda_api"}
     eq((got.get("cuInit"), got.get("cuGetProcAddress_v2")),
        (int(r.kv("fake_cuInit")[0]), fake), "driver calls recorded vs made")
@@ -3178,7 +3180,7 @@ def check_gpu_timeline(c, r, t, kernels):
         eq((e["args"]["grid"], e["args"]["block"]), (8, 128), "grid and block of %r" % e)
     # the launches: CUPTI's API records, on the threads that made them
     api = {e["args"]["correlation"]: e for e in t.select("X", cat="cuda_api", pid=pid)}
-    rep = c.report_json(c.path("profile.prof"))
+    rep = c.report_json(c.path("libprof.prof"))
     end_us = rep["duration_ns"] / 1000.0
     for e in gpu:
         corr = e["args"]["correlation"]
@@ -3232,7 +3234,7 @@ def cupti_gpu_timeline(c):
     check(abs(h["bandwidth_gbps"] - (3 << 20) / 300000.0) < 0.01, "HtoD bandwidth %r" % h)
     eq(copies["Memset"]["category"], "cuda_memset", "memset row category")
     text = c.text()
-    check("GPU copies and sets" in text, "profile.txt has no copies table")
+    check("GPU copies and sets" in text, "libprof.txt has no copies table")
     rows = text_rows(text)
     eq(rows.get(("cuda_memcpy", "Memcpy HtoD")), 3, "text row cuda_memcpy/Memcpy HtoD")
     # libprof found CUPTI itself (search path), with the program not linking it
@@ -3251,7 +3253,7 @@ def cupti_device_memory(c):
     mib = 1 << 20
     r, t = profile(c, [bins["gpu_app"], "memory", 3])
     eq(cupti_lines(r.err), [], "CUDA/CUPTI lines on stderr")
-    proc = c.report_json(c.path("profile.prof"))["processes"][0]
+    proc = c.report_json(c.path("libprof.prof"))["processes"][0]
     eq([(g["device"], g["allocations"], g["frees"], g["bytes_allocated"],
          g["peak_live_bytes"], g["live_bytes_at_end"], g["source"])
         for g in proc["gpu_memory"]],
@@ -3352,7 +3354,7 @@ def cupti_dropped_and_flush(c):
     eq(r.kv("undelivered_after_destroy"), ["0"], "records left in CUPTI when the context went")
     eq(t.other.get("lost_events"), 7, "lost events (CUPTI's dropped records)")
     eq(sum(t.lost_by_thread().values()), 7, "'lost' instants")
-    check(re.search(r"^WARNING: 7 events lost", c.text(), re.M), "no loss warning in profile.txt")
+    check(re.search(r"^WARNING: 7 events lost", c.text(), re.M), "no loss warning in libprof.txt")
     counts = trace_counts(t, "cuda_kernel")
     eq((counts.get(VECADD), counts.get(GEMM)), (10, 10), "kernels")
     # the exit flush alone: records still in CUPTI's buffers when main returns
@@ -3377,7 +3379,7 @@ def gpu_check_without_a_gpu(c):
              "ev = json.load(open(%r))['traceEvents']\n"
              "g.check_timeline(ev); g.check_api(ev, '')\n"
              "sys.exit(0 if all(ok for _, ok, _ in g.results) else 1)"
-             % (os.path.join(ROOT, "scripts"), c.path("profile.json")))
+             % (os.path.join(ROOT, "scripts"), c.path("libprof.json")))
     p = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True)
     eq(p.returncode, 0, "gpu_check's timeline and API checks on the fake GPU: %r" % p)
     check("6 kernels" in p.stdout, "kernels counted: %r" % p.stdout)
@@ -3392,7 +3394,7 @@ def cupti_no_cuda(c):
     eq(cupti_lines(r.err), [], "lines about CUDA")
     cats = {e.get("cat") for e in t.events if e.get("ph") == "X"}
     eq(sorted(x for x in cats if "cuda" in x), [], "CUDA categories in the trace")
-    check("GPU" not in c.text(), "profile.txt mentions a GPU")
+    check("GPU" not in c.text(), "libprof.txt mentions a GPU")
     eq(gpu_rows(t, pid_of_trace(t)), {}, "GPU rows")
 
 
@@ -3535,7 +3537,7 @@ def stacks_work_capture(c, a=30, b=10, size=1000, sleeps=0, us=0, env=None):
     e.update(env or {})
     r, t = profile(c, [c.prog("stacks_work"), a, b, size, sleeps, us], env=e)
     check("stacks_work: done" in r.out, "the program did not finish: %r" % r)
-    return r, c.path("profile.prof")
+    return r, c.path("libprof.prof")
 
 
 @case
@@ -3609,7 +3611,8 @@ def stack_threshold_on_traced_calls(c):
     for min_us, with_stack in ((1000, sleeps), (200000, 0)):
         r, cap = stacks_work_capture(c, 1, 1, 100, sleeps, us,
                                      env={"PROFILER_STACK": "all", "PROFILER_TRACE": "usleep",
-                                          "PROFILER_STACK_MIN_US": str(min_us)})
+                                          "PROFILER_STACK_MIN_US": str(min_us),
+                                          "PROFILER_OVERWRITE": "1"})
         rep = c.report_json(cap, "--group-by", "stack:2", "--category", "trace")
         got = sum(x["count"] for x in rep["rows"] if x["name"] == "usleep" and x["stack"])
         eq(got, with_stack, "usleep calls with a stack, PROFILER_STACK_MIN_US=%d" % min_us)
@@ -3713,7 +3716,7 @@ def allocation_sites_by_stack(c):
     r, t = profile(c, [c.prog("alloc_sites"), K, S, T], env={"PROFILER_STACK": "alloc"})
     check("alloc_sites: done" in r.out, "the program did not finish: %r" % r)
     t.wellformed()
-    rep = c.report_json(c.path("profile.prof"))
+    rep = c.report_json(c.path("libprof.prof"))
     proc = report_process(rep, pid_of(r))[0]
     sites = proc.get("allocation_sites")
     check(sites, "no allocation_sites in the report JSON: %r" % sorted(proc))
@@ -3747,9 +3750,9 @@ def allocation_sites_by_stack(c):
     eq(sum(h["allocations"] for h in hist.values()), proc["allocations"],
        "size histogram total")
     text = c.text()
-    check("Allocation sizes" in text, "profile.txt lacks the size histogram")
+    check("Allocation sizes" in text, "libprof.txt lacks the size histogram")
     check("Allocation sites" in text and "Live at exit (leaks)" in text and
-          "site_keep (alloc_sites.c:" in text, "profile.txt lacks the site tables")
+          "site_keep (alloc_sites.c:" in text, "libprof.txt lacks the site tables")
     # the names are the collector's, from the binary that ran: a report made after the
     # program was rebuilt (here: replaced by another program) still names its sites
     mine = c.path("alloc_sites_copy")
@@ -3763,8 +3766,8 @@ def allocation_sites_by_stack(c):
     check(any(n.startswith("site_keep (alloc_sites.c:") for n in names),
           "sites after the binary changed: %r" % names)
     # without PROFILER_STACK there are no sites, and no stack events
-    r, t = profile(c, [c.prog("alloc_sites"), 4, 1000, 1])
-    rep = c.report_json(c.path("profile.prof"))
+    r, t = profile(c, [c.prog("alloc_sites"), 4, 1000, 1], env={"PROFILER_OVERWRITE": "1"})
+    rep = c.report_json(c.path("libprof.prof"))
     check("allocation_sites" not in report_process(rep, pid_of(r))[0],
           "allocation_sites without PROFILER_STACK")
 
@@ -3784,7 +3787,7 @@ def python_allocation_line(c):
                 "x = make(5)\n"
                 "print('pid=%d' % os.getpid())\n")
     r, t = profile(c, ["/usr/bin/python3", script], env={"PROFILER_STACK": "alloc"})
-    rep = c.report_json(c.path("profile.prof"))
+    rep = c.report_json(c.path("libprof.prof"))
     sites = report_process(rep, pid_of(r))[0].get("allocation_sites") or []
     want = "make (%s:5)" % script
     mine = [s for s in sites if s["site"] == want]
@@ -3794,7 +3797,7 @@ def python_allocation_line(c):
     six = [s for s in sites if s["site"] == "make (%s:6)" % script]
     check(six and six[0]["allocations"] == 5 and 200000 * 5 <= six[0]["bytes"] <= 200100 * 5,
           "line 6's allocations: %r" % six)
-    check(("make (%s:5)" % script) in c.text(), "profile.txt lacks the Python line")
+    check(("make (%s:5)" % script) in c.text(), "libprof.txt lacks the Python line")
 
 
 @case
@@ -3805,7 +3808,7 @@ def stacks_safe_in_handlers_threads_fork(c):
     eq(r.rc, 0, "exit status")
     eq(r.kv("child_ok"), ["1"], "the forked child's exit")
     check(int(r.kv("handler_allocs")[0]) > 0, "the signal handler never ran: %r" % r.out)
-    rep = c.report_json(c.path("profile.prof"))
+    rep = c.report_json(c.path("libprof.prof"))
     for pid in (pid_of(r), int(r.kv("child")[0])):
         proc = report_process(rep, pid)[0]
         sites = proc.get("allocation_sites") or []
@@ -3827,7 +3830,8 @@ def stacks_safe_in_handlers_threads_fork(c):
 def stack_settings_rejected(c):
     for var, val in (("PROFILER_STACK", "sometimes"), ("PROFILER_STACK_DEPTH", "0"),
                      ("PROFILER_STACK_DEPTH", "500"), ("PROFILER_STACK_MIN_US", "x")):
-        r, _ = profile(c, [c.prog("alloc_sites"), 2, 100, 1], env={var: val})
+        r, _ = profile(c, [c.prog("alloc_sites"), 2, 100, 1],
+                       env={var: val, "PROFILER_OVERWRITE": "1"})
         check(("%s=%s" % (var, val)) in r.err and "ignored" in r.err,
               "no one-line complaint about %s=%s: %r" % (var, val, r.err))
 
@@ -3991,7 +3995,7 @@ def nvtx_ranges_marks_domains(c):
     eq(nvtx_counts(t, cpid), {X + ("child_range",): 1}, "the child's NVTX events")
     # the report: rows, self time (allocations and libprof ranges inside NVTX ranges are
     # one level down), marks, the text table
-    cap = c.path("profile.prof")
+    cap = c.path("libprof.prof")
     rep = c.report_json(cap)
     for cat in ("nvtx", "nvtx_startend"):
         got = {x["name"]: x["count"] for x in rep["rows"] if x["category"] == cat}
@@ -4011,7 +4015,7 @@ def nvtx_ranges_marks_domains(c):
     for (ph, ct, n), k in want.items():
         if ph == "i":
             eq(marks.get(n), k, "report mark %s" % n)
-    eq(text_rows(c.text()).get(("nvtx", "with_alloc")), R, "profile.txt row nvtx/with_alloc")
+    eq(text_rows(c.text()).get(("nvtx", "with_alloc")), R, "libprof.txt row nvtx/with_alloc")
     only = c.report_json(cap, "--category", "nvtx")
     eq({x["category"] for x in only["rows"]}, {"nvtx"}, "--category nvtx")
 
@@ -4037,8 +4041,8 @@ def nvtx_left_alone(c):
     r = c.run([main, 3], preload=False, autostart=False)
     eq((r.rc, r.kv("done"), r.kv("nvtx_env")), (0, ["1"], ["(unset)"]), "no libprof: %r" % r)
     eq(r.kv("levels"), ["-2,-2,-2,-2"], "levels without libprof")
-    eq(sorted(f for f in os.listdir(c.dir) if f.startswith(("profile", "idle"))),
-       ["profile.json", "profile.prof", "profile.txt"], "outputs")
+    eq(sorted(f for f in os.listdir(c.dir) if f.startswith(("libprof", "idle"))),
+       ["libprof.json", "libprof.prof", "libprof.txt"], "outputs")
 
 
 @case
@@ -4049,7 +4053,7 @@ def nvtx_many_pairs(c):
     r, t = profile(c, [bench, B, P], env={"PROFILER_BLOCK": "1"})
     eq(r.kv("pairs"), [str(B * P + 1)], "pairs: %r" % r)
     eq(t.other.get("lost_events"), 0, "lost events")
-    rep = c.report_json(c.path("profile.prof"))
+    rep = c.report_json(c.path("libprof.prof"))
     eq({x["name"]: x["count"] for x in rep["rows"] if x["category"] == "nvtx"},
        {"bench": B * P, "warm-up": 1}, "report rows of category nvtx")
 
@@ -4100,7 +4104,7 @@ def tensorflow_eager_ops(c):
     # the same script with the patterns by hand, no preset: all TFE_* in one category
     r, t = profile(c, [py, os.path.join(FRAMEWORKS, "tf_eager.py"), steps],
                    env={"PROFILER_TRACE": "TFE=TFE_*", "TF_CPP_MIN_LOG_LEVEL": "2",
-                        "PROFILER_PROFILE_MEMORY": "0"})
+                        "PROFILER_PROFILE_MEMORY": "0", "PROFILER_OVERWRITE": "1"})
     got = trace_counts(t, "TFE")
     check(got.get("TFE_Execute", 0) >= 5 * steps, "TFE_Execute calls: %r" % got.get("TFE_Execute"))
 

@@ -467,6 +467,76 @@ static void test_writer_threads_keep_order(void **state)
 	}
 }
 
+/* A copy of the file with frame k written twice (k then k again) or frames k and k+1
+ * swapped: every frame keeps its good checksum, only its number tells. */
+static size_t splice(char *out, const char *buf, size_t len, const struct frame_info *fi,
+		     size_t nf, size_t k, int swap)
+{
+	size_t o = 0, i;
+
+	memcpy(out, buf, 16);
+	o = 16;
+	for (i = 0; i < nf; i++) {
+		size_t j = swap && i == k ? k + 1 : swap && i == k + 1 ? k : i;
+		memcpy(out + o, buf + fi[j].off, fi[j].end - fi[j].off);
+		o += fi[j].end - fi[j].off;
+		if (!swap && i == k) { /* the duplicate */
+			memcpy(out + o, buf + fi[k].off, fi[k].end - fi[k].off);
+			o += fi[k].end - fi[k].off;
+		}
+	}
+	(void)len;
+	return o;
+}
+
+static void test_duplicated_and_moved_frames(void **state)
+{
+	struct fx f;
+	struct frame_info fi[64];
+	char *buf, *copy, path[80], err[256], want[96];
+	size_t len = 0, nf, n;
+	struct seen s = { 0 };
+
+	(void)state;
+	write_sample(&f);
+	buf = fx_slurp(f.path, &len);
+	nf = frames_of(buf, len, fi, 64);
+	assert_true(nf >= 4);
+	copy = malloc(2 * len);
+	snprintf(path, sizeof(path), "%s.dup", f.path);
+	/* frame 2 written twice: the copy (frame 3 of the file) is refused, its events are
+	 * counted once */
+	n = splice(copy, buf, len, fi, nf, 1, 0);
+	write_file(path, copy, n);
+	assert_int_equal(cap_read(path, visit, &s, err, sizeof(err)), CAP_READ_DAMAGED);
+	assert_int_equal(s.bad, 0); /* events in order, none twice */
+	assert_int_equal(s.records, records_before(fi, 2));
+	snprintf(want, sizeof(want), "frame 3 at byte %llu is out of sequence (numbered 2); 2 "
+		 "complete frames read", (unsigned long long)fi[2].off);
+	assert_non_null(strstr(err, want));
+	/* frames 3 and 4 swapped: stops before the moved one */
+	memset(&s, 0, sizeof(s));
+	n = splice(copy, buf, len, fi, nf, 2, 1);
+	write_file(path, copy, n);
+	assert_int_equal(cap_read(path, visit, &s, err, sizeof(err)), CAP_READ_DAMAGED);
+	assert_int_equal(s.bad, 0);
+	assert_int_equal(s.records, records_before(fi, 2));
+	assert_non_null(strstr(err, "is out of sequence (numbered 4)"));
+	/* a capture from before numbering (0 in every frame) is read whole, as before */
+	memcpy(copy, buf, len);
+	for (n = 0; n < nf; n++)
+		memset(copy + fi[n].off + 12, 0, 4);
+	write_file(path, copy, len);
+	memset(&s, 0, sizeof(s));
+	assert_int_equal(cap_read(path, visit, &s, err, sizeof(err)), CAP_READ_OK);
+	assert_int_equal(s.bad, 0);
+	assert_int_equal(s.records, NREC + NREC / 10);
+	unlink(path);
+	unlink(f.path);
+	free(copy);
+	free(buf);
+}
+
 static void test_writer_open_error(void **state)
 {
 	char err[256];
@@ -508,6 +578,7 @@ int main(void)
 		cmocka_unit_test(test_writer_threads_keep_order),
 		cmocka_unit_test(test_visitor_stops),
 		cmocka_unit_test(test_truncation),
+		cmocka_unit_test(test_duplicated_and_moved_frames),
 		cmocka_unit_test(test_flipped_byte),
 		cmocka_unit_test(test_bad_record_lengths),
 		cmocka_unit_test(test_not_a_capture),

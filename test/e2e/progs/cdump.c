@@ -1,6 +1,6 @@
 /* For continuous dumps. Phase 1: ranges "phase1" each around one malloc/free pair of
  * 57001, with a sleep of SLEEP us every EVERY of them, for at least MS1 ms and until
- * profile.txt exists (a dump was written while the program worked; at most 20 s). Prints
+ * libprof.txt exists (a dump was written while the program worked; at most 20 s). Prints
  * "phase1=K txt_seen=0|1" and waits (at most 60 s) for a file "go" in the working
  * directory, made by whoever checks the dumps. Phase 2: ranges "phase2" around pairs of
  * 57002, for MS2 milliseconds. Prints "phase2=K waited_go=0|1 pid=" at the end.
@@ -28,7 +28,7 @@ static long work(const char *range, size_t size, double ms, int until_txt, int *
 		if (el >= ms) {
 			if (!until_txt)
 				break;
-			if (stat("profile.txt", &st) == 0) {
+			if (stat("libprof.txt", &st) == 0) {
 				*seen = 1;
 				break;
 			}

@@ -35,10 +35,10 @@ int main(int argc, char **argv)
 	prof_range_pop();
 	int rc = prof_dump();
 	struct stat st;
-	int have = stat("profile.json", &st) == 0 && stat("profile.txt", &st) == 0 &&
-		   stat("profile.prof", &st) == 0;
+	int have = stat("libprof.json", &st) == 0 && stat("libprof.txt", &st) == 0 &&
+		   stat("libprof.prof", &st) == 0;
 	printf("dump=%d outputs_after_dump=%d copy=%d\n", rc, have,
-	       have ? copy("profile.json", "dumped.json") : -1);
+	       have ? copy("libprof.json", "dumped.json") : -1);
 	const char *text = prof_dumps();
 	printf("dumps_null=%d\n", text == 0);
 	printf("----dumps----\n%s\n----end----\n", text ? text : "");
