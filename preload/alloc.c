@@ -11,6 +11,8 @@
 #include <string.h>
 
 #include "alloc.h"
+#include "early.h"
+#include "internal_blocks.h"
 #include "stack.h"
 #include "state.h"
 
@@ -84,6 +86,10 @@ static inline int ready(void)
 /* Every wrapper: pass through unless recording and not already inside libprof. */
 #define TRACED(t) (likely(__atomic_load_n(&prof_memory_on, __ATOMIC_RELAXED)) && !(t)->busy)
 
+/* Not traced, and inside libprof (its block is noted: its release is no event) or
+ * before the session is set up (the early buffer): the rare case, out of line. */
+#define SPECIAL(t) unlikely((t)->busy | __atomic_load_n(&prof_early_open, __ATOMIC_RELAXED))
+
 /* The caller's return address and stack pointer (CFA): where its stack begins. */
 #define CALLER __builtin_return_address(0), __builtin_dwarf_cfa()
 
@@ -103,13 +109,77 @@ static inline void record(struct prof_thread *t, enum prof_name name, uint64_t t
 		  (uint64_t)(uintptr_t)ret, bytes, (uint64_t)(uintptr_t)released);
 }
 
+/* An untraced call that is SPECIAL: ret from the real call timed t0..t1. */
+static void *special(struct prof_thread *t, enum prof_name name, uint64_t t0, void *ret,
+		     size_t bytes, void *released)
+{
+	if (t->busy) {
+		if (ret)
+			prof_internal_note(ret);
+	} else if (__atomic_load_n(&prof_early_open, __ATOMIC_ACQUIRE)) {
+		prof_early_record(name, t0, prof_mono_ns(), ret, bytes, released);
+	}
+	return ret;
+}
+
+/* The early buffer wants the call's start time; inside libprof none is read. */
+static inline uint64_t special_t0(struct prof_thread *t)
+{
+	return t->busy ? 0 : prof_mono_ns();
+}
+
+__attribute__((noinline)) static void *malloc_special(struct prof_thread *t, size_t n)
+{
+	uint64_t t0 = special_t0(t);
+	return special(t, NAME_MALLOC, t0, real_malloc(n), n, 0);
+}
+
+__attribute__((noinline)) static void free_special(struct prof_thread *t, void *p)
+{
+	uint64_t t0 = special_t0(t);
+	real_free(p);
+	if (!t->busy && p)
+		special(t, NAME_FREE, t0, 0, 0, p);
+}
+
+__attribute__((noinline)) static void *calloc_special(struct prof_thread *t, size_t n,
+						      size_t size)
+{
+	uint64_t t0 = special_t0(t);
+	size_t total = 0;
+	__builtin_mul_overflow(n, size, &total);
+	return special(t, NAME_CALLOC, t0, real_calloc(n, size), total, 0);
+}
+
+__attribute__((noinline)) static void *realloc_special(struct prof_thread *t,
+						       enum prof_name name, void *old, size_t n,
+						       int old_internal)
+{
+	uint64_t t0 = special_t0(t);
+	void *p = real_realloc(old, n);
+	if (old_internal && !p && n)
+		prof_internal_note(old); /* still there */
+	void *released = (p || n == 0) && !old_internal ? old : 0;
+	return special(t, name, t0, p, n, released);
+}
+
+__attribute__((noinline)) static void *aligned_special(struct prof_thread *t,
+						       enum prof_name name, uint64_t t0,
+						       void *p, size_t n)
+{
+	return special(t, name, t0, p, n, 0);
+}
+
 EXPORT void *malloc(size_t n)
 {
 	if (unlikely(!ready()))
 		return arena_alloc(n, 16);
 	struct prof_thread *t = &prof_thr;
-	if (!TRACED(t))
+	if (!TRACED(t)) {
+		if (SPECIAL(t))
+			return malloc_special(t, n);
 		return real_malloc(n);
+	}
 	t->busy = 1;
 	uint64_t t0 = prof_now();
 	void *p = real_malloc(n);
@@ -125,9 +195,16 @@ EXPORT void free(void *p)
 		return;
 	if (unlikely(!ready()))
 		return;
+	if (prof_internal_release(p)) {
+		real_free(p);
+		return;
+	}
 	struct prof_thread *t = &prof_thr;
 	if (!TRACED(t)) {
-		real_free(p);
+		if (SPECIAL(t))
+			free_special(t, p);
+		else
+			real_free(p);
 		return;
 	}
 	t->busy = 1;
@@ -147,8 +224,11 @@ EXPORT void *calloc(size_t n, size_t size)
 		return arena_alloc(total, 16);
 	}
 	struct prof_thread *t = &prof_thr;
-	if (!TRACED(t))
+	if (!TRACED(t)) {
+		if (SPECIAL(t))
+			return calloc_special(t, n, size);
 		return real_calloc(n, size);
+	}
 	t->busy = 1;
 	uint64_t t0 = prof_now();
 	void *p = real_calloc(n, size);
@@ -181,15 +261,22 @@ EXPORT void *realloc(void *old, size_t n)
 	}
 	if (unlikely(in_arena(old)))
 		return realloc_from_arena(old, n);
+	/* libprof's own block (the environment it set) resized by the program */
+	int old_internal = prof_internal_release(old);
 	struct prof_thread *t = &prof_thr;
-	if (!TRACED(t))
+	if (!TRACED(t)) {
+		if (SPECIAL(t) || old_internal)
+			return realloc_special(t, NAME_REALLOC, old, n, old_internal);
 		return real_realloc(old, n);
+	}
 	t->busy = 1;
 	uint64_t t0 = prof_now();
 	void *p = real_realloc(old, n);
 	uint64_t t1 = prof_now();
+	if (old_internal && !p && n)
+		prof_internal_note(old);
 	/* the old block is gone when a new one came back, or when n == 0 freed it */
-	void *released = (p || n == 0) ? old : 0;
+	void *released = (p || n == 0) && !old_internal ? old : 0;
 	record(t, NAME_REALLOC, t0, t1, p, n, released, CALLER);
 	t->busy = 0;
 	return p;
@@ -205,16 +292,25 @@ EXPORT void *reallocarray(void *old, size_t n, size_t size)
 		}
 		return realloc(old, total);
 	}
+	int old_internal = prof_internal_release(old);
 	struct prof_thread *t = &prof_thr;
-	if (!TRACED(t))
+	if (!TRACED(t) && !SPECIAL(t) && !old_internal)
 		return real_reallocarray(old, n, size);
+	if (__builtin_mul_overflow(n, size, &total)) {
+		if (old_internal)
+			prof_internal_note(old);
+		errno = ENOMEM;
+		return 0;
+	}
+	if (!TRACED(t))
+		return realloc_special(t, NAME_REALLOCARRAY, old, total, old_internal);
 	t->busy = 1;
 	uint64_t t0 = prof_now();
 	void *p = real_reallocarray(old, n, size);
 	uint64_t t1 = prof_now();
-	total = 0;
-	__builtin_mul_overflow(n, size, &total);
-	void *released = (p || total == 0) ? old : 0;
+	if (old_internal && !p && total)
+		prof_internal_note(old);
+	void *released = (p || total == 0) && !old_internal ? old : 0;
 	record(t, NAME_REALLOCARRAY, t0, t1, p, total, released, CALLER);
 	t->busy = 0;
 	return p;
@@ -230,8 +326,15 @@ EXPORT int posix_memalign(void **out, size_t align, size_t n)
 		return 0;
 	}
 	struct prof_thread *t = &prof_thr;
-	if (!TRACED(t))
+	if (!TRACED(t)) {
+		if (SPECIAL(t)) {
+			uint64_t t0 = special_t0(t);
+			int rc = real_posix_memalign(out, align, n);
+			aligned_special(t, NAME_POSIX_MEMALIGN, t0, rc == 0 ? *out : 0, n);
+			return rc;
+		}
 		return real_posix_memalign(out, align, n);
+	}
 	t->busy = 1;
 	uint64_t t0 = prof_now();
 	int rc = real_posix_memalign(out, align, n);
@@ -248,8 +351,14 @@ EXPORT int posix_memalign(void **out, size_t align, size_t n)
 		if (unlikely(!ready()))                                                      \
 			return arena_alloc(size_expr, boot_align);                           \
 		struct prof_thread *t = &prof_thr;                                           \
-		if (!TRACED(t))                                                              \
+		if (!TRACED(t)) {                                                            \
+			if (SPECIAL(t)) {                                                    \
+				uint64_t t0 = special_t0(t);                                 \
+				return aligned_special(t, NAME, t0, real_##fn args,         \
+						       size_expr);                          \
+			}                                                                    \
 			return real_##fn args;                                               \
+		}                                                                            \
 		t->busy = 1;                                                                 \
 		uint64_t t0 = prof_now();                                                    \
 		void *p = real_##fn args;                                                    \

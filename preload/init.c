@@ -12,6 +12,7 @@
 
 #include "alloc.h"
 #include "cupti.h"
+#include "early.h"
 #include "launch.h"
 #include "nvtx.h"
 #include "stack.h"
@@ -254,6 +255,8 @@ __attribute__((constructor(101))) static void prof_init(void)
 		prof_start_session(0);
 	else if (prof_cfg.autostart)
 		prof_start_session(1);
+	/* what other libraries' constructors allocated before this one ran */
+	prof_early_flush(t, prof_memory_on);
 	/* every NVTX instance in the process then finds libprof */
 	if (prof_proc)
 		prof_nvtx_setup();
