@@ -83,6 +83,10 @@ static inline int ready(void)
 	return real_malloc != 0;
 }
 
+/* busy while a wrapper runs the real function: allocator calls the real one makes (glibc's
+ * reallocarray calls realloc) are part of that call, not libprof's own blocks. */
+#define BUSY_REAL 0x100
+
 /* Every wrapper: pass through unless recording and not already inside libprof. */
 #define TRACED(t) (likely(__atomic_load_n(&prof_memory_on, __ATOMIC_RELAXED)) && !(t)->busy)
 
@@ -99,7 +103,9 @@ static inline void record(struct prof_thread *t, enum prof_name name, uint64_t t
 {
 	uint8_t flags = (ret ? PROF_EVF_ALLOCS : 0) | (released ? PROF_EVF_FREES : 0);
 	if (unlikely(__atomic_load_n(&prof_stack_alloc_on, __ATOMIC_RELAXED)) && ret) {
-		/* where the block was asked for; releases need none (matched by pointer) */
+		/* where the block was asked for; releases need none (matched by pointer).
+		 * What the unwinder allocates is libprof's. */
+		t->busy = 1;
 		uint32_t id = prof_stack_capture((uintptr_t)caller_ip, (uintptr_t)caller_sp);
 		if (id)
 			prof_emit(t, PROF_CAT_MEMORY, PROF_EV_STACK, 0, 0, t->depth, t0, t0, id, 0,
@@ -114,7 +120,7 @@ static void *special(struct prof_thread *t, enum prof_name name, uint64_t t0, vo
 		     size_t bytes, void *released)
 {
 	if (t->busy) {
-		if (ret)
+		if (ret && t->busy != BUSY_REAL)
 			prof_internal_note(ret);
 	} else if (__atomic_load_n(&prof_early_open, __ATOMIC_ACQUIRE)) {
 		prof_early_record(name, t0, prof_mono_ns(), ret, bytes, released);
@@ -180,7 +186,7 @@ EXPORT void *malloc(size_t n)
 			return malloc_special(t, n);
 		return real_malloc(n);
 	}
-	t->busy = 1;
+	t->busy = BUSY_REAL;
 	uint64_t t0 = prof_now();
 	void *p = real_malloc(n);
 	uint64_t t1 = prof_now();
@@ -207,7 +213,7 @@ EXPORT void free(void *p)
 			real_free(p);
 		return;
 	}
-	t->busy = 1;
+	t->busy = BUSY_REAL;
 	uint64_t t0 = prof_now();
 	real_free(p);
 	uint64_t t1 = prof_now();
@@ -229,7 +235,7 @@ EXPORT void *calloc(size_t n, size_t size)
 			return calloc_special(t, n, size);
 		return real_calloc(n, size);
 	}
-	t->busy = 1;
+	t->busy = BUSY_REAL;
 	uint64_t t0 = prof_now();
 	void *p = real_calloc(n, size);
 	uint64_t t1 = prof_now();
@@ -269,7 +275,7 @@ EXPORT void *realloc(void *old, size_t n)
 			return realloc_special(t, NAME_REALLOC, old, n, old_internal);
 		return real_realloc(old, n);
 	}
-	t->busy = 1;
+	t->busy = BUSY_REAL;
 	uint64_t t0 = prof_now();
 	void *p = real_realloc(old, n);
 	uint64_t t1 = prof_now();
@@ -304,7 +310,7 @@ EXPORT void *reallocarray(void *old, size_t n, size_t size)
 	}
 	if (!TRACED(t))
 		return realloc_special(t, NAME_REALLOCARRAY, old, total, old_internal);
-	t->busy = 1;
+	t->busy = BUSY_REAL;
 	uint64_t t0 = prof_now();
 	void *p = real_reallocarray(old, n, size);
 	uint64_t t1 = prof_now();
@@ -335,7 +341,7 @@ EXPORT int posix_memalign(void **out, size_t align, size_t n)
 		}
 		return real_posix_memalign(out, align, n);
 	}
-	t->busy = 1;
+	t->busy = BUSY_REAL;
 	uint64_t t0 = prof_now();
 	int rc = real_posix_memalign(out, align, n);
 	uint64_t t1 = prof_now();
@@ -359,7 +365,7 @@ EXPORT int posix_memalign(void **out, size_t align, size_t n)
 			}                                                                    \
 			return real_##fn args;                                               \
 		}                                                                            \
-		t->busy = 1;                                                                 \
+		t->busy = BUSY_REAL;                                                                 \
 		uint64_t t0 = prof_now();                                                    \
 		void *p = real_##fn args;                                                    \
 		uint64_t t1 = prof_now();                                                    \
