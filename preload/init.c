@@ -202,6 +202,7 @@ void prof_after_fork_child(void)
 	/* the forking thread is the only one here; its ring belongs to the parent */
 	t->w.slot = 0;
 	t->no_slot = 0;
+	t->lost_entry = 0;
 	char name[160];
 	prof_proc = prof_proc_create(prof_sid, prof_session->ring_bytes, PROF_DEFAULT_SLOTS, name,
 				     sizeof name);

@@ -97,3 +97,43 @@ def data_stacks_many_threads_balance(c):
     proc = report_process(c.report_json(c.path("profile.prof")), pid)[0]
     eq(proc["frees"], proc["allocations"] - len(live),
        "report frees vs allocations less the blocks live at the end")
+
+
+@case
+def data_threads_beyond_rings_named(c):
+    # 2000 threads alive at once, 256 rings: every thread that got none is in the trace
+    # by its tid and name with its own losses, and for every worker the events kept and
+    # lost add up to what it made (the workers make nothing else: they never exit).
+    total, per, size = 2000, 100, 5311
+    r, t = profile(c, [c.prog("threads_beyond"), total, per, size],
+                   env={"PROFILER_RING_SIZE": "256K"}, timeout=300)
+    pid = pid_of(r)
+    made = int(r.kv("made")[0])
+    eq(made, total * per * 2, "events the program says it made")
+    workers = {}
+    for v in r.kv("worker"):
+        i, tid = v.split(":")
+        workers[int(tid)] = "b" + i
+    eq(len(workers), total, "distinct worker tids printed")
+    kept = {}
+    for e in t.select("X", cat="memory", pid=pid):
+        kept[e["tid"]] = kept.get(e["tid"], 0) + 1
+    lost = {tid: n for (p, tid), n in t.lost_by_thread().items() if p == pid}
+    names = {e["tid"]: (e.get("args") or {}).get("name")
+             for e in t.select("M", "thread_name", pid=pid)}
+    ringless = [tid for tid in workers if tid in lost and not kept.get(tid)]
+    check(len(ringless) >= total - 256, "only %d workers lost everything by tid (want at "
+          "least %d): losses by thread %r" % (len(ringless), total - 256,
+                                              sorted(lost.items())[:5]))
+    wrong = {tid: (kept.get(tid, 0), lost.get(tid, 0)) for tid in workers
+             if kept.get(tid, 0) + lost.get(tid, 0) != 2 * per}
+    check(not wrong, "%d workers whose kept + lost != %d, e.g. %r"
+          % (len(wrong), 2 * per, sorted(wrong.items())[:5]))
+    eq(sum(kept.get(tid, 0) for tid in workers) + sum(lost.get(tid, 0) for tid in workers),
+       made, "the workers' events kept + lost vs made")
+    misnamed = {tid: names.get(tid) for tid in ringless if names.get(tid) != workers[tid]}
+    check(not misnamed, "threads without a ring not named as the program named them: %r"
+          % sorted(misnamed.items())[:5])
+    eq(sum(lost.values()), t.other.get("lost_events"), "per-thread losses vs lost_events")
+    check("no ring for a new thread" in r.err, "no warning about threads without a ring: %r"
+          % r)
