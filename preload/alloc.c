@@ -380,3 +380,28 @@ ALIGNED_WRAPPER(memalign, NAME_MEMALIGN, (size_t align, size_t n), (align, n), n
 		align < 16 ? 16 : align)
 ALIGNED_WRAPPER(valloc, NAME_VALLOC, (size_t n), (n), n, 4096)
 ALIGNED_WRAPPER(pvalloc, NAME_PVALLOC, (size_t n), (n), n, 4096)
+
+int prof_alloc_targets(const char *name, void **ours, void **real)
+{
+#define TARGET(fn)                                                                           \
+	if (!strcmp(name, #fn)) {                                                            \
+		*ours = (void *)fn;                                                          \
+		*real = (void *)real_##fn;                                                   \
+		return 0;                                                                    \
+	}
+	if (name[0] == 'm' || name[0] == 'f' || name[0] == 'c' || name[0] == 'r' ||
+	    name[0] == 'p' || name[0] == 'a' || name[0] == 'v') {
+		TARGET(malloc)
+		TARGET(free)
+		TARGET(calloc)
+		TARGET(realloc)
+		TARGET(reallocarray)
+		TARGET(posix_memalign)
+		TARGET(aligned_alloc)
+		TARGET(memalign)
+		TARGET(valloc)
+		TARGET(pvalloc)
+	}
+#undef TARGET
+	return -1;
+}

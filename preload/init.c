@@ -11,6 +11,7 @@
 #include <unistd.h>
 
 #include "alloc.h"
+#include "alloc_got.h"
 #include "cupti.h"
 #include "early.h"
 #include "launch.h"
@@ -258,6 +259,7 @@ __attribute__((constructor(101))) static void prof_init(void)
 		prof_start_session(1);
 	/* what other libraries' constructors allocated before this one ran */
 	prof_early_flush(t, prof_memory_on);
+	prof_alloc_got_refresh();
 	/* every NVTX instance in the process then finds libprof */
 	if (prof_proc)
 		prof_nvtx_setup();

@@ -137,3 +137,29 @@ def data_threads_beyond_rings_named(c):
     eq(sum(lost.values()), t.other.get("lost_events"), "per-thread losses vs lost_events")
     check("no ring for a new thread" in r.err, "no warning about threads without a ring: %r"
           % r)
+
+
+@case
+def data_deepbind_plugin_allocations(c):
+    # A plugin loaded with RTLD_DEEPBIND calls libc's allocator directly (its own scope
+    # first): its blocks must still be recorded, and the copy libc's strdup made for it
+    # (seen: strdup allocates through the global scope) and the plugin freed must not be
+    # reported live at the end. Lazily bound and bound at load.
+    lib = data_build("deep_lib.so", ["cc", "-O1", "-g", "-shared", "-fPIC"], "deep_lib.c")
+    k, size, dup = 10, 7777, 555
+    for mode in ("lazy", "now"):
+        r = c.run([c.prog("deepbind"), lib, mode, k, size, dup],
+                  env={"PROFILER_OUTPUT": c.path(mode)})
+        eq(r.rc, 0, "%s: exit status: %r" % (mode, r))
+        pid = pid_of(r)
+        t, _ = c.outputs(mode)
+        t.wellformed()
+        eq(t.count("malloc", size, pid), k, "%s: the plugin's marked mallocs" % mode)
+        eq(matched_frees(t, pid, {"malloc": size}), k, "%s: the plugin's marked frees" % mode)
+        unmatched, live = unmatched_frees(t, pid)
+        eq(unmatched, [], "%s: releases of blocks never seen allocated" % mode)
+        dup_blocks = [e for e in t.select("X", cat="memory", pid=pid)
+                      if (e.get("args") or {}).get("bytes") in (dup + 1,)
+                      and ptr(e["args"]["ptr"]) in live]
+        eq(dup_blocks, [], "%s: the plugin's freed strings still live at the end" % mode)
+        eq(t.count("malloc", dup + 1, pid), 2, "%s: the string and its strdup copy" % mode)
