@@ -10,8 +10,9 @@
  * else (an allocator the object or its dependencies bring: jemalloc, a sanitizer's) is
  * left alone, as is an object that defines the function itself. Objects are checked
  * when the session starts and on each dlsym after a load (as got.c patches traced
- * functions): a DEEPBIND library's allocations made by its own constructors, before
- * any dlsym, are not seen. */
+ * functions); a lazy entry is resolved only through the handle the program passes to
+ * dlsym. A DEEPBIND library's allocations made by its own constructors, before any
+ * dlsym, are not seen. */
 #define _GNU_SOURCE
 #include <dlfcn.h>
 #include <elf.h>
@@ -120,30 +121,31 @@ static void write_entry(void **slot, void *value, const struct object_dyn *d)
 		mprotect(at, page, PROT_READ);
 }
 
-static void check_entry(const struct dl_phdr_info *info, const struct object_dyn *d,
-			const ElfW(Rela) *r)
+/* 1 when the entry is settled; 0 when it is lazy and no handle to resolve it was given. */
+static int check_entry(const struct dl_phdr_info *info, const struct object_dyn *d,
+		       const ElfW(Rela) *r, void *handle)
 {
 	const ElfW(Sym) *sym = &d->symtab[ELF64_R_SYM(r->r_info)];
 	if (sym->st_shndx != SHN_UNDEF)
-		return; /* the object's own definition */
+		return 1; /* the object's own definition */
 	void *ours, *real;
 	if (prof_alloc_targets(d->strtab + sym->st_name, &ours, &real))
-		return;
+		return 1;
 	void **slot = (void **)(info->dlpi_addr + r->r_offset);
 	void *cur = __atomic_load_n(slot, __ATOMIC_ACQUIRE);
 	if (cur == ours || !real)
-		return;
+		return 1;
 	if ((uintptr_t)cur >= d->lo && (uintptr_t)cur < d->hi) {
-		/* lazy, not bound yet: what the object's scope would give (glibc's handle is
-		 * the link map; no reference taken, so nothing can be unloaded here) */
-		struct link_map *lm = 0;
-		Dl_info di;
-		if (!dladdr1((void *)slot, &di, (void **)&lm, RTLD_DL_LINKMAP) || !lm)
-			return;
-		cur = prof_real_dlsym(lm, d->strtab + sym->st_name);
+		/* lazy, not bound yet: what the object's own scope gives, looked up through
+		 * the program's handle (a handle libprof opened itself could, once closed,
+		 * unload an object whose constructor is running) */
+		if (!handle)
+			return 0;
+		cur = prof_real_dlsym(handle, d->strtab + sym->st_name);
 	}
 	if (cur == real)
 		write_entry(slot, ours, d);
+	return 1;
 }
 
 static int skip(const struct dl_phdr_info *info)
@@ -159,46 +161,70 @@ static int skip(const struct dl_phdr_info *info)
 	       info->dlpi_addr == self;
 }
 
-static void check_object(const struct dl_phdr_info *info)
+/* 1 when every allocator entry of the object is settled. */
+static int check_object(const struct dl_phdr_info *info, void *handle)
 {
 	struct object_dyn d;
+	int settled = 1;
 	if (skip(info) || read_object(info, &d))
-		return;
+		return 1;
 	for (size_t i = 0; d.jmprel && i < d.jmprel_size / sizeof(ElfW(Rela)); i++)
 		if (ELF64_R_TYPE(d.jmprel[i].r_info) == R_X86_64_JUMP_SLOT)
-			check_entry(info, &d, &d.jmprel[i]);
+			settled &= check_entry(info, &d, &d.jmprel[i], handle);
 	for (size_t i = 0; d.rela && i < d.rela_size / sizeof(ElfW(Rela)); i++)
 		if (ELF64_R_TYPE(d.rela[i].r_info) == R_X86_64_GLOB_DAT)
-			check_entry(info, &d, &d.rela[i]);
+			settled &= check_entry(info, &d, &d.rela[i], handle);
+	return settled;
 }
 
-void prof_alloc_got_refresh(void)
+static int is_done(uintptr_t base)
+{
+	for (unsigned j = 0; j < ndone; j++)
+		if (done[j] == base)
+			return 1;
+	return 0;
+}
+
+/* Checks the objects not settled yet; the one at handle_base with handle (its lazy
+ * entries too). */
+static void check_all(void *handle, uintptr_t handle_base)
+{
+	nobjects = 0;
+	dl_iterate_phdr(list, 0);
+	for (unsigned i = 0; i < nobjects; i++) {
+		uintptr_t base = objects[i].dlpi_addr;
+		if (is_done(base))
+			continue;
+		void *h = handle && base == handle_base ? handle : 0;
+		if (check_object(&objects[i], h) && ndone < MAX_OBJECTS)
+			done[ndone++] = base;
+	}
+}
+
+void prof_alloc_got_refresh(void *handle)
 {
 	struct prof_thread *t = &prof_thr;
 	if (!prof_proc || t->busy)
 		return;
+	if (handle == RTLD_DEFAULT || handle == RTLD_NEXT)
+		handle = 0;
 	unsigned long long c[2] = {0, 0};
 	dl_iterate_phdr(counts, c);
-	if (c[0] == __atomic_load_n(&seen_adds, __ATOMIC_ACQUIRE))
+	int loaded = c[0] != __atomic_load_n(&seen_adds, __ATOMIC_ACQUIRE);
+	if (!loaded && !handle)
 		return;
 	t->busy++;
 	pthread_mutex_lock(&lock);
-	if (c[1] != seen_subs)
-		ndone = 0; /* an object unloaded: another may now sit at its address */
-	seen_subs = c[1];
-	nobjects = 0;
-	dl_iterate_phdr(list, 0);
-	for (unsigned i = 0; i < nobjects; i++) {
-		unsigned j = 0;
-		while (j < ndone && done[j] != objects[i].dlpi_addr)
-			j++;
-		if (j < ndone)
-			continue;
-		check_object(&objects[i]);
-		if (ndone < MAX_OBJECTS)
-			done[ndone++] = objects[i].dlpi_addr;
+	struct link_map *lm = 0;
+	if (handle && (dlinfo(handle, RTLD_DI_LINKMAP, &lm) || !lm || is_done(lm->l_addr)))
+		handle = 0;
+	if (loaded || handle) {
+		if (c[1] != seen_subs)
+			ndone = 0; /* an object unloaded: another may now sit at its address */
+		seen_subs = c[1];
+		check_all(handle, handle ? lm->l_addr : 0);
+		__atomic_store_n(&seen_adds, c[0], __ATOMIC_RELEASE);
 	}
-	__atomic_store_n(&seen_adds, c[0], __ATOMIC_RELEASE);
 	pthread_mutex_unlock(&lock);
 	t->busy--;
 }

@@ -68,7 +68,7 @@ EXPORT __attribute__((optimize("optimize-sibling-calls"))) void *dlsym(void *han
 {
 	if (!real_dlsym)
 		resolve();
-	prof_alloc_got_refresh(); /* a RTLD_DEEPBIND library loaded since */
+	prof_alloc_got_refresh(handle); /* a RTLD_DEEPBIND library loaded since */
 	if (unlikely(prof_cuda_maybe(name)) && handle != RTLD_NEXT && prof_cuda_wraps(name))
 		return cuda_lookup(handle, name, __builtin_return_address(0));
 	if (!tracing(handle))

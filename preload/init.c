@@ -259,7 +259,7 @@ __attribute__((constructor(101))) static void prof_init(void)
 		prof_start_session(1);
 	/* what other libraries' constructors allocated before this one ran */
 	prof_early_flush(t, prof_memory_on);
-	prof_alloc_got_refresh();
+	prof_alloc_got_refresh(0);
 	/* every NVTX instance in the process then finds libprof */
 	if (prof_proc)
 		prof_nvtx_setup();
