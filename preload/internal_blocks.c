@@ -12,7 +12,19 @@
 #define TOMB ((uintptr_t)1)
 
 int prof_internal_live;
+uint8_t prof_internal_filter[PROF_INTERNAL_FILTER];
 static uintptr_t set[SIZE];
+
+/* +1 or -1 on p's filter byte; at 255 it stays there (the set then decides). */
+static void filter_add(uintptr_t p, int d)
+{
+	uint8_t *f = &prof_internal_filter[prof_internal_bucket((void *)p)];
+	uint8_t cur = __atomic_load_n(f, __ATOMIC_RELAXED);
+	while (cur != 255 && !(d < 0 && cur == 0) &&
+	       !__atomic_compare_exchange_n(f, &cur, (uint8_t)(cur + d), 0, __ATOMIC_RELAXED,
+					    __ATOMIC_RELAXED))
+		;
+}
 
 static inline unsigned home(uintptr_t p)
 {
@@ -30,6 +42,7 @@ void prof_internal_note(void *ptr)
 		uintptr_t cur = __atomic_load_n(e, __ATOMIC_RELAXED);
 		if ((cur == 0 || cur == TOMB) &&
 		    __atomic_compare_exchange_n(e, &cur, p, 0, __ATOMIC_RELAXED, __ATOMIC_RELAXED)) {
+			filter_add(p, 1);
 			__atomic_add_fetch(&prof_internal_live, 1, __ATOMIC_RELAXED);
 			return;
 		}
@@ -39,6 +52,8 @@ void prof_internal_note(void *ptr)
 int prof_internal_forget(void *ptr)
 {
 	uintptr_t p = (uintptr_t)ptr;
+	if (p <= TOMB)
+		return 0;
 	unsigned h = home(p);
 	for (unsigned i = 0; i < PROBES; i++) {
 		uintptr_t *e = &set[(h + i) & (SIZE - 1)];
@@ -47,6 +62,7 @@ int prof_internal_forget(void *ptr)
 			return 0;
 		if (cur == p &&
 		    __atomic_compare_exchange_n(e, &cur, TOMB, 0, __ATOMIC_RELAXED, __ATOMIC_RELAXED)) {
+			filter_add(p, -1);
 			__atomic_sub_fetch(&prof_internal_live, 1, __ATOMIC_RELAXED);
 			return 1;
 		}
