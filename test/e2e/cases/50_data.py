@@ -72,6 +72,7 @@ def data_cxx_peak_from_first_alloc(c):
     rep = c.report_json(c.path("cxx.prof"))
     eq(report_process(rep, pid)[0]["peak_live_bytes"], true_peak,
        "libprof's peak_live_bytes vs the counting allocator's true peak")
+    eq(report_process(rep, pid)[0].get("frees_unmatched"), 0, "report frees_unmatched")
     eq(t.count("malloc", 72704, pid), 1, "libstdc++'s pool (72,704 bytes) in the trace")
     unmatched, _ = unmatched_frees(t, pid)
     eq(unmatched, [], "releases of blocks never seen allocated")
@@ -97,6 +98,7 @@ def data_stacks_many_threads_balance(c):
     proc = report_process(c.report_json(c.path("profile.prof")), pid)[0]
     eq(proc["frees"], proc["allocations"] - len(live),
        "report frees vs allocations less the blocks live at the end")
+    eq(proc.get("frees_unmatched"), 0, "report frees_unmatched")
 
 
 @case
@@ -163,3 +165,25 @@ def data_deepbind_plugin_allocations(c):
                       and ptr(e["args"]["ptr"]) in live]
         eq(dup_blocks, [], "%s: the plugin's freed strings still live at the end" % mode)
         eq(t.count("malloc", dup + 1, pid), 2, "%s: the string and its strdup copy" % mode)
+
+
+@case
+def data_unseen_frees_said_apart(c):
+    # Blocks allocated while paused and freed while recording: their releases are not
+    # matched frees. The report's frees are the matched ones (the K recorded pairs and
+    # whatever libc matched), the others are counted apart and said under the table.
+    k, size = 20, 3217
+    r, t = profile(c, [c.prog("free_unseen"), k, size])
+    pid = pid_of(r)
+    eq(t.count("malloc", size, pid), k, "marked mallocs recorded (the paused ones are not)")
+    unmatched, live = unmatched_frees(t, pid)
+    check(len(unmatched) >= k, "the trace has %d unmatched releases, want >= %d"
+          % (len(unmatched), k))
+    rep = c.report_json(c.path("profile.prof"))
+    proc = report_process(rep, pid)[0]
+    eq(proc.get("frees_unmatched"), len(unmatched), "report frees_unmatched vs the trace")
+    eq(proc["frees"] + len(live), proc["allocations"],
+       "report frees (matched) + blocks live at the end vs allocations")
+    check(re.search(r"\(%d more releases of blocks never seen allocated" % len(unmatched),
+                    c.text()), "profile.txt does not say the unmatched releases:\n%s"
+          % c.text()[-3000:])
