@@ -117,13 +117,13 @@ static inline void record(struct prof_thread *t, enum prof_name name, uint64_t t
 
 /* An untraced call that is SPECIAL: ret from the real call timed t0..t1. */
 static void *special(struct prof_thread *t, enum prof_name name, uint64_t t0, void *ret,
-		     size_t bytes, void *released)
+		     size_t bytes, void *released, void *ip)
 {
 	if (t->busy) {
 		if (ret && t->busy != BUSY_REAL)
 			prof_internal_note(ret);
 	} else if (__atomic_load_n(&prof_early_open, __ATOMIC_ACQUIRE)) {
-		prof_early_record(name, t0, prof_mono_ns(), ret, bytes, released);
+		prof_early_record(name, t0, prof_mono_ns(), ret, bytes, released, ip);
 	}
 	return ret;
 }
@@ -134,10 +134,11 @@ static inline uint64_t special_t0(struct prof_thread *t)
 	return t->busy ? 0 : prof_mono_ns();
 }
 
-__attribute__((noinline)) static void *malloc_special(struct prof_thread *t, size_t n)
+__attribute__((noinline)) static void *malloc_special(struct prof_thread *t, size_t n,
+							void *ip)
 {
 	uint64_t t0 = special_t0(t);
-	return special(t, NAME_MALLOC, t0, real_malloc(n), n, 0);
+	return special(t, NAME_MALLOC, t0, real_malloc(n), n, 0, ip);
 }
 
 __attribute__((noinline)) static void free_special(struct prof_thread *t, void *p)
@@ -145,35 +146,35 @@ __attribute__((noinline)) static void free_special(struct prof_thread *t, void *
 	uint64_t t0 = special_t0(t);
 	real_free(p);
 	if (!t->busy && p)
-		special(t, NAME_FREE, t0, 0, 0, p);
+		special(t, NAME_FREE, t0, 0, 0, p, 0);
 }
 
 __attribute__((noinline)) static void *calloc_special(struct prof_thread *t, size_t n,
-						      size_t size)
+						      size_t size, void *ip)
 {
 	uint64_t t0 = special_t0(t);
 	size_t total = 0;
 	__builtin_mul_overflow(n, size, &total);
-	return special(t, NAME_CALLOC, t0, real_calloc(n, size), total, 0);
+	return special(t, NAME_CALLOC, t0, real_calloc(n, size), total, 0, ip);
 }
 
 __attribute__((noinline)) static void *realloc_special(struct prof_thread *t,
 						       enum prof_name name, void *old, size_t n,
-						       int old_internal)
+						       int old_internal, void *ip)
 {
 	uint64_t t0 = special_t0(t);
 	void *p = real_realloc(old, n);
 	if (old_internal && !p && n)
 		prof_internal_note(old); /* still there */
 	void *released = (p || n == 0) && !old_internal ? old : 0;
-	return special(t, name, t0, p, n, released);
+	return special(t, name, t0, p, n, released, ip);
 }
 
 __attribute__((noinline)) static void *aligned_special(struct prof_thread *t,
 						       enum prof_name name, uint64_t t0,
-						       void *p, size_t n)
+						       void *p, size_t n, void *ip)
 {
-	return special(t, name, t0, p, n, 0);
+	return special(t, name, t0, p, n, 0, ip);
 }
 
 EXPORT void *malloc(size_t n)
@@ -183,7 +184,7 @@ EXPORT void *malloc(size_t n)
 	struct prof_thread *t = &prof_thr;
 	if (!TRACED(t)) {
 		if (SPECIAL(t))
-			return malloc_special(t, n);
+			return malloc_special(t, n, __builtin_return_address(0));
 		return real_malloc(n);
 	}
 	t->busy = BUSY_REAL;
@@ -232,7 +233,7 @@ EXPORT void *calloc(size_t n, size_t size)
 	struct prof_thread *t = &prof_thr;
 	if (!TRACED(t)) {
 		if (SPECIAL(t))
-			return calloc_special(t, n, size);
+			return calloc_special(t, n, size, __builtin_return_address(0));
 		return real_calloc(n, size);
 	}
 	t->busy = BUSY_REAL;
@@ -272,7 +273,8 @@ EXPORT void *realloc(void *old, size_t n)
 	struct prof_thread *t = &prof_thr;
 	if (!TRACED(t)) {
 		if (SPECIAL(t) || old_internal)
-			return realloc_special(t, NAME_REALLOC, old, n, old_internal);
+			return realloc_special(t, NAME_REALLOC, old, n, old_internal,
+					       __builtin_return_address(0));
 		return real_realloc(old, n);
 	}
 	t->busy = BUSY_REAL;
@@ -309,7 +311,8 @@ EXPORT void *reallocarray(void *old, size_t n, size_t size)
 		return 0;
 	}
 	if (!TRACED(t))
-		return realloc_special(t, NAME_REALLOCARRAY, old, total, old_internal);
+		return realloc_special(t, NAME_REALLOCARRAY, old, total, old_internal,
+				       __builtin_return_address(0));
 	t->busy = BUSY_REAL;
 	uint64_t t0 = prof_now();
 	void *p = real_reallocarray(old, n, size);
@@ -336,7 +339,8 @@ EXPORT int posix_memalign(void **out, size_t align, size_t n)
 		if (SPECIAL(t)) {
 			uint64_t t0 = special_t0(t);
 			int rc = real_posix_memalign(out, align, n);
-			aligned_special(t, NAME_POSIX_MEMALIGN, t0, rc == 0 ? *out : 0, n);
+			aligned_special(t, NAME_POSIX_MEMALIGN, t0, rc == 0 ? *out : 0, n,
+					__builtin_return_address(0));
 			return rc;
 		}
 		return real_posix_memalign(out, align, n);
@@ -361,7 +365,7 @@ EXPORT int posix_memalign(void **out, size_t align, size_t n)
 			if (SPECIAL(t)) {                                                    \
 				uint64_t t0 = special_t0(t);                                 \
 				return aligned_special(t, NAME, t0, real_##fn args,         \
-						       size_expr);                          \
+						       size_expr, __builtin_return_address(0)); \
 			}                                                                    \
 			return real_##fn args;                                               \
 		}                                                                            \

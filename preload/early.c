@@ -2,11 +2,12 @@
  * a flag stored last, so a thread that started before the constructor cannot hand the
  * flush a half-written entry. */
 #include "early.h"
+#include "stack.h"
 
 #define EARLY_MAX 8192 /* 384 KiB of .bss, touched only as far as used */
 
 struct early_event {
-	uint64_t t0, t1, ret, bytes, released;
+	uint64_t t0, t1, ret, bytes, released, ip;
 	uint8_t name;
 	uint8_t ready;
 };
@@ -17,7 +18,7 @@ static uint32_t early_used;
 static uint64_t early_lost, early_lost_first, early_lost_last;
 
 void prof_early_record(enum prof_name name, uint64_t t0, uint64_t t1, void *ret, size_t bytes,
-		       void *released)
+		       void *released, void *caller_ip)
 {
 	uint32_t i = __atomic_fetch_add(&early_used, 1, __ATOMIC_RELAXED);
 	if (i >= EARLY_MAX) {
@@ -32,6 +33,7 @@ void prof_early_record(enum prof_name name, uint64_t t0, uint64_t t1, void *ret,
 	e->ret = (uint64_t)(uintptr_t)ret;
 	e->bytes = bytes;
 	e->released = (uint64_t)(uintptr_t)released;
+	e->ip = (uint64_t)(uintptr_t)caller_ip;
 	e->name = (uint8_t)name;
 	__atomic_store_n(&e->ready, 1, __ATOMIC_RELEASE);
 }
@@ -51,6 +53,13 @@ void prof_early_flush(struct prof_thread *t, int keep)
 			lost++; /* still being written by another thread: counted, not guessed */
 			continue;
 		}
+		uint32_t stack = e->ret && e->ip &&
+					 __atomic_load_n(&prof_stack_alloc_on, __ATOMIC_RELAXED)
+				 ? prof_stack_of(&e->ip, 1)
+				 : 0;
+		if (stack)
+			prof_emit(t, PROF_CAT_MEMORY, PROF_EV_STACK, PROF_EVF_NS, 0, 0, e->t0, e->t0,
+				  stack, 0, 0);
 		uint8_t flags = PROF_EVF_NS | (e->ret ? PROF_EVF_ALLOCS : 0) |
 				(e->released ? PROF_EVF_FREES : 0);
 		prof_emit(t, PROF_CAT_MEMORY, PROF_EV_COMPLETE, flags, prof_names[e->name], 0, e->t0,

@@ -6,17 +6,26 @@ DATA_SRC = os.path.join(HERE, "cases", "50_data")
 DATA_BIN = os.path.join(BIN, "data")
 
 
-def data_build(name, cmd_tail, src):
+def data_build(name, cmd_tail, src, after=(), deps=()):
     """Builds DATA_SRC/src into DATA_BIN/name with cmd_tail (a list: compiler and flags)
-    when missing or older than its source. Returns the path."""
+    and after (flags after the source: libraries) when missing or older than its source
+    or deps (paths it links). Returns the path."""
     os.makedirs(DATA_BIN, exist_ok=True)
     out = os.path.join(DATA_BIN, name)
     path = os.path.join(DATA_SRC, src)
-    if not os.path.exists(out) or os.path.getmtime(out) < os.path.getmtime(path):
-        r = subprocess.run(cmd_tail + ["-o", out + ".tmp", path], capture_output=True,
-                           text=True)
+    newest = max(os.path.getmtime(p) for p in [path] + list(deps))
+    cmd = cmd_tail + ["-o", out + ".tmp", path] + list(after)
+    try:
+        with open(out + ".cmd") as f:
+            same = f.read() == " ".join(cmd)
+    except OSError:
+        same = False
+    if not same or not os.path.exists(out) or os.path.getmtime(out) < newest:
+        r = subprocess.run(cmd, capture_output=True, text=True)
         check(r.returncode == 0, "cannot build %s: %s" % (src, r.stderr[-2000:]))
         os.replace(out + ".tmp", out)
+        with open(out + ".cmd", "w") as f:
+            f.write(" ".join(cmd))
     return out
 
 
@@ -49,36 +58,51 @@ def unmatched_frees(trace, pid):
 def data_cxx_peak_from_first_alloc(c):
     # A C++ program's libstdc++ allocates its emergency exception pool (72,704 bytes)
     # in its constructor, before libprof's: the peak libprof reports must still be the
-    # true one, counted by an allocator of the test's own (count_alloc.so, preloaded
-    # behind libprof: every block libprof passes on reaches it, from the first). Under
-    # `prof record` with the CUDA/NVTX injection variables already set, libprof adds
-    # nothing of its own to the environment, so the program's heap is the whole heap.
-    if Setup.mode == "asan-preload":
-        c.note("skipped: ASan's allocator would sit behind libprof, not the counting one")
-        return
-    lib = data_build("count_alloc.so", ["cc", "-O1", "-g", "-shared", "-fPIC"],
+    # true one, counted by an allocator of the test's own (count_alloc.so, linked first
+    # into the program: libprof's RTLD_NEXT finds it, so every block libprof passes on
+    # reaches it, from the first). Under `prof record` with the CUDA/NVTX injection
+    # variables already set, libprof adds nothing of its own to the environment, so the
+    # program's heap is the whole heap. With stacks (libprof then loads libunwind: its
+    # own heap) the peak is the same, and the early blocks have their caller as stack.
+    lib = data_build("libcount_alloc.so", ["cc", "-O1", "-g", "-shared", "-fPIC"],
                      "count_alloc.c")
-    prog = data_build("cxx_peak", ["c++", "-O1", "-g"], "cxx_peak.cc")
+    prog = data_build("cxx_peak", ["c++", "-O1", "-g"], "cxx_peak.cc",
+                      after=["-L" + DATA_BIN, "-Wl,--no-as-needed", "-lcount_alloc",
+                             "-Wl,--as-needed", "-Wl,-rpath," + DATA_BIN],
+                      deps=[lib])
     mark = 1000003
-    r = c.prof("record", "-o", "cxx", "--", prog, mark,
-               env={"LD_PRELOAD": lib, "CUDA_INJECTION64_PATH": "/nonexistent",
-                    "NVTX_INJECTION64_PATH": "/nonexistent"}, timeout=180)
-    eq(r.rc, 0, "exit status: %r" % r)
-    pid = pid_of(r)
-    counts = dict(zip(r.kv("count_pid"), zip(r.kv("true_peak"), r.kv("true_live"))))
-    check(str(pid) in counts, "count_alloc.so printed nothing for pid %d: %r" % (pid, r))
-    true_peak = int(counts[str(pid)][0])
-    check(true_peak >= mark + 72704, "the counting allocator's peak %d is below the "
-          "marked block and libstdc++'s pool: %r" % (true_peak, r))
-    t, _ = c.outputs("cxx")
-    t.wellformed()
-    rep = c.report_json(c.path("cxx.prof"))
-    eq(report_process(rep, pid)[0]["peak_live_bytes"], true_peak,
-       "libprof's peak_live_bytes vs the counting allocator's true peak")
-    eq(report_process(rep, pid)[0].get("frees_unmatched"), 0, "report frees_unmatched")
-    eq(t.count("malloc", 72704, pid), 1, "libstdc++'s pool (72,704 bytes) in the trace")
-    unmatched, _ = unmatched_frees(t, pid)
-    eq(unmatched, [], "releases of blocks never seen allocated")
+    for stacks in ("off", "alloc"):
+        r = c.prof("record", "-o", "cxx_" + stacks, "--", prog, mark,
+                   env={"CUDA_INJECTION64_PATH": "/nonexistent",
+                        "NVTX_INJECTION64_PATH": "/nonexistent", "PROFILER_STACK": stacks},
+                   timeout=180)
+        eq(r.rc, 0, "exit status: %r" % r)
+        pid = pid_of(r)
+        counts = dict(zip(r.kv("count_pid"), r.kv("true_peak")))
+        check(str(pid) in counts, "count_alloc printed nothing for pid %d: %r" % (pid, r))
+        true_peak = int(counts[str(pid)])
+        check(true_peak >= mark + 72704, "the counting allocator's peak %d is below the "
+              "marked block and libstdc++'s pool: %r" % (true_peak, r))
+        t, _ = c.outputs("cxx_" + stacks)
+        t.wellformed()
+        rep = c.report_json(c.path("cxx_%s.prof" % stacks))
+        proc = report_process(rep, pid)[0]
+        if stacks == "off":
+            eq(proc["peak_live_bytes"], true_peak,
+               "libprof's peak_live_bytes vs the counting allocator's true peak")
+            peak_off = true_peak
+        else:
+            # loading libunwind is libprof's own heap (the counting allocator sees it)
+            eq(proc["peak_live_bytes"], peak_off, "with stacks: peak_live_bytes vs without")
+            c.note("libprof's own heap with stacks: %d bytes" % (true_peak - peak_off))
+        eq(proc.get("frees_unmatched"), 0, "stacks %s: report frees_unmatched" % stacks)
+        eq(t.count("malloc", 72704, pid), 1, "libstdc++'s pool (72,704 bytes) in the trace")
+        unmatched, _ = unmatched_frees(t, pid)
+        eq(unmatched, [], "stacks %s: releases of blocks never seen allocated" % stacks)
+        if stacks == "alloc":
+            sites = proc.get("allocation_sites") or []
+            no_stack = sum(s["allocations"] for s in sites if s["site"] == "(no stack)")
+            eq(no_stack, 0, "allocations without a stack")
 
 
 @case

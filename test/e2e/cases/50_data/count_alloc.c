@@ -1,8 +1,8 @@
-/* The true heap figures, kept by the allocator itself: preloaded after libprof.so, this
- * library is what libprof's RTLD_NEXT finds, so it sees every block libprof passes on,
- * from the process's first allocation. Each block carries its requested size in a
+/* The true heap figures, kept by the allocator itself: linked into the program ahead of
+ * libc, this library is what libprof's RTLD_NEXT finds, so it sees every block libprof
+ * passes on, from the process's first allocation. Each block carries its requested size in a
  * header; the live total and its peak are printed at exit (count_pid= true_peak= true_live=).
- * Built by 50_data.py: cc -shared -fPIC. */
+ * Built by 50_data.py: cc -shared -fPIC, linked first into the program. */
 #define _GNU_SOURCE
 #include <errno.h>
 #include <stddef.h>
