@@ -213,8 +213,12 @@ void prof_alloc_got_refresh(void *handle)
 	int loaded = c[0] != __atomic_load_n(&seen_adds, __ATOMIC_ACQUIRE);
 	if (!loaded && !handle)
 		return;
+	/* Another thread checking holds the lock while it calls into the loader, whose lock
+	 * a constructor calling dlsym here may hold: waiting could deadlock. The next dlsym
+	 * checks again. */
+	if (pthread_mutex_trylock(&lock))
+		return;
 	t->busy++;
-	pthread_mutex_lock(&lock);
 	struct link_map *lm = 0;
 	if (handle && (dlinfo(handle, RTLD_DI_LINKMAP, &lm) || !lm || is_done(lm->l_addr)))
 		handle = 0;
@@ -227,4 +231,10 @@ void prof_alloc_got_refresh(void *handle)
 	}
 	pthread_mutex_unlock(&lock);
 	t->busy--;
+}
+
+/* A fork may have caught another thread checking: the child's copy of the lock is free. */
+void prof_alloc_got_after_fork(void)
+{
+	pthread_mutex_init(&lock, 0);
 }

@@ -5,4 +5,5 @@
  * pointed at libprof's wrappers. dlsym_handle: the handle the program passed to dlsym
  * (or NULL), through which its object's lazy entries are resolved. */
 void prof_alloc_got_refresh(void *dlsym_handle);
+void prof_alloc_got_after_fork(void);
 #endif

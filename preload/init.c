@@ -200,6 +200,7 @@ void prof_after_fork_child(void)
 		return;
 	t->busy++;
 	prof_trace_after_fork_child();
+	prof_alloc_got_after_fork();
 	/* the forking thread is the only one here; its ring belongs to the parent */
 	t->w.slot = 0;
 	t->no_slot = 0;
