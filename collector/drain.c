@@ -267,11 +267,41 @@ static uint64_t drain_process(struct collector *c, struct proc_entry *p, int fin
 	return most * 4 / p->shm->ring_cap; /* >0 when a ring was a quarter full */
 }
 
+/* Threads that got no ring (every slot taken): each one's drops, on that thread, under
+ * the name it had when it first dropped one. */
+static void report_lost_threads(struct collector *c, struct proc_entry *p)
+{
+	struct prof_proc_shm *shm = p->shm;
+	uint32_t used = atomic_load_explicit(&shm->lost_threads_used, memory_order_acquire);
+	if (used > PROF_LOST_THREADS)
+		used = PROF_LOST_THREADS;
+	for (uint32_t i = 0; i < used; i++) {
+		struct prof_lost_thread *e = &shm->lost_threads[i];
+		uint32_t tid = atomic_load_explicit(&e->tid, memory_order_acquire);
+		uint64_t lost = atomic_load_explicit(&e->lost, memory_order_acquire);
+		if (!tid || !lost)
+			continue;
+		char name[32];
+		memcpy(name, e->name, sizeof e->name);
+		name[sizeof e->name] = 0;
+		if (!name[0])
+			snprintf(name, sizeof name, "thread %u", tid);
+		struct cap_thread h = {.pid = (uint32_t)p->pid, .tid = tid};
+		put(c, CAP_THREAD, &h, sizeof h, name, strlen(name));
+		c->buf_pid = (uint32_t)p->pid;
+		c->buf_tid = tid;
+		lost_event(c, lost, e->first, e->last > e->first ? e->last : e->first, 1);
+		flush_events(c);
+		p->lost += lost;
+	}
+}
+
 static void finish_process(struct collector *c, struct proc_entry *p, int32_t status)
 {
 	if (p->finished)
 		return;
 	drain_process(c, p, 1);
+	report_lost_threads(c, p);
 	uint64_t no_slot = atomic_load(&p->shm->lost_no_slot);
 	if (no_slot) {
 		/* dropped before any ring existed for them: reported on the main thread */

@@ -77,7 +77,8 @@ int memtrack_sort(struct mem_op *ops, size_t n)
 	return 0;
 }
 
-static int apply(struct u64map *live_blocks, const struct mem_op *op, uint64_t *live)
+static int apply(struct u64map *live_blocks, const struct mem_op *op, uint64_t *live,
+		 uint64_t *unmatched)
 {
 	uint64_t old, *slot;
 	int created;
@@ -85,6 +86,8 @@ static int apply(struct u64map *live_blocks, const struct mem_op *op, uint64_t *
 	if (op->size == MEM_OP_FREE) {
 		if (u64map_remove(live_blocks, op->ptr, &old))
 			*live -= old;
+		else
+			++*unmatched;
 		return 0;
 	}
 	slot = u64map_upsert(live_blocks, op->ptr, &created);
@@ -100,7 +103,7 @@ static int apply(struct u64map *live_blocks, const struct mem_op *op, uint64_t *
 int memtrack_analyze(struct mem_image *mi, mem_curve_fn fn, void *ctx)
 {
 	struct u64map blocks;
-	uint64_t live = 0;
+	uint64_t live = 0, unmatched = 0;
 	size_t i;
 	int rc = 0;
 
@@ -113,7 +116,7 @@ int memtrack_analyze(struct mem_image *mi, mem_curve_fn fn, void *ctx)
 	for (i = 0; i < mi->nops && !rc; i++) {
 		stacks |= mi->ops[i].stack != 0;
 		uint64_t before = live;
-		if (apply(&blocks, &mi->ops[i], &live)) {
+		if (apply(&blocks, &mi->ops[i], &live, &unmatched)) {
 			rc = -1;
 			break;
 		}
@@ -126,6 +129,9 @@ int memtrack_analyze(struct mem_image *mi, mem_curve_fn fn, void *ctx)
 			rc = fn(ctx, mi->ops[i].t, live);
 	}
 	mi->live_end = live;
+	/* a release of a block never seen is not a matched free: said apart */
+	mi->frees_unmatched += unmatched;
+	mi->frees -= unmatched < mi->frees ? unmatched : mi->frees;
 	u64map_free(&blocks);
 	if (!rc && stacks && mi->peak)
 		rc = memsites_analyze(mi, peak_i);

@@ -49,6 +49,10 @@ struct mem_image {
 	size_t nops, cap;
 	uint64_t allocs, frees, bytes; /* counted as the events arrive */
 	uint64_t peak, peak_t, live_end; /* set by memtrack_analyze */
+	uint64_t frees_unmatched;  /* releases of blocks never seen allocated (allocated
+				      before recording began, or outside the interposed
+				      allocator): set, and taken out of frees, by
+				      memtrack_analyze */
 	struct mem_site *sites;    /* when any allocation had a stack */
 	size_t nsites;
 	/* allocations by requested size: bucket 0 holds size 0, bucket k >= 1 sizes in

@@ -120,6 +120,8 @@ static void mem_fields(struct jw *w, const struct mem_image *mi)
 	jw_u64(w, mi->allocs);
 	jw_lit(w, ",\"frees\":");
 	jw_u64(w, mi->frees);
+	jw_lit(w, ",\"frees_unmatched\":");
+	jw_u64(w, mi->frees_unmatched);
 	jw_lit(w, ",\"bytes_allocated\":");
 	jw_u64(w, mi->bytes);
 	jw_lit(w, ",\"peak_live_bytes\":");

@@ -131,6 +131,7 @@ static void memory_device(const struct report *r, FILE *out, int gpu)
 	char t[5][TEXTFMT_LEN];
 	size_t i;
 	int any = 0, from_cupti = 0;
+	uint64_t unmatched = 0;
 
 	for (i = 0; i < r->m->nimg; i++) {
 		const struct image *im = &r->m->img[i];
@@ -140,6 +141,7 @@ static void memory_device(const struct report *r, FILE *out, int gpu)
 		if (gpu < 0 ? !image_has_memory(r, i) : !(mi->allocs || mi->frees))
 			continue;
 		from_cupti |= gpu >= 0 && im->gpu_from_cupti;
+		unmatched += mi->frees_unmatched;
 		if (!any++) {
 			char name[32];
 			fprintf(out, "\nMemory: %s, per process\n",
@@ -163,6 +165,9 @@ static void memory_device(const struct report *r, FILE *out, int gpu)
 	}
 	if (from_cupti)
 		fprintf(out, "(from CUPTI's memory records: no wrapped CUDA call allocated)\n");
+	if (unmatched)
+		fprintf(out, "(%s more releases of blocks never seen allocated: not in Frees)\n",
+			fmt_count(t[0], unmatched));
 }
 
 static void memory(const struct report *r, FILE *out)

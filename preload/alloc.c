@@ -11,6 +11,8 @@
 #include <string.h>
 
 #include "alloc.h"
+#include "early.h"
+#include "internal_blocks.h"
 #include "stack.h"
 #include "state.h"
 
@@ -81,8 +83,16 @@ static inline int ready(void)
 	return real_malloc != 0;
 }
 
+/* busy while a wrapper runs the real function: allocator calls the real one makes (glibc's
+ * reallocarray calls realloc) are part of that call, not libprof's own blocks. */
+#define BUSY_REAL 0x100
+
 /* Every wrapper: pass through unless recording and not already inside libprof. */
 #define TRACED(t) (likely(__atomic_load_n(&prof_memory_on, __ATOMIC_RELAXED)) && !(t)->busy)
+
+/* Not traced, and inside libprof (its block is noted: its release is no event) or
+ * before the session is set up (the early buffer): the rare case, out of line. */
+#define SPECIAL(t) unlikely((t)->busy | __atomic_load_n(&prof_early_open, __ATOMIC_RELAXED))
 
 /* The caller's return address and stack pointer (CFA): where its stack begins. */
 #define CALLER __builtin_return_address(0), __builtin_dwarf_cfa()
@@ -93,7 +103,9 @@ static inline void record(struct prof_thread *t, enum prof_name name, uint64_t t
 {
 	uint8_t flags = (ret ? PROF_EVF_ALLOCS : 0) | (released ? PROF_EVF_FREES : 0);
 	if (unlikely(__atomic_load_n(&prof_stack_alloc_on, __ATOMIC_RELAXED)) && ret) {
-		/* where the block was asked for; releases need none (matched by pointer) */
+		/* where the block was asked for; releases need none (matched by pointer).
+		 * What the unwinder allocates is libprof's. */
+		t->busy = 1;
 		uint32_t id = prof_stack_capture((uintptr_t)caller_ip, (uintptr_t)caller_sp);
 		if (id)
 			prof_emit(t, PROF_CAT_MEMORY, PROF_EV_STACK, 0, 0, t->depth, t0, t0, id, 0,
@@ -103,14 +115,79 @@ static inline void record(struct prof_thread *t, enum prof_name name, uint64_t t
 		  (uint64_t)(uintptr_t)ret, bytes, (uint64_t)(uintptr_t)released);
 }
 
+/* An untraced call that is SPECIAL: ret from the real call timed t0..t1. */
+static void *special(struct prof_thread *t, enum prof_name name, uint64_t t0, void *ret,
+		     size_t bytes, void *released, void *ip)
+{
+	if (t->busy) {
+		if (ret && t->busy != BUSY_REAL)
+			prof_internal_note(ret);
+	} else if (__atomic_load_n(&prof_early_open, __ATOMIC_ACQUIRE)) {
+		prof_early_record(name, t0, prof_mono_ns(), ret, bytes, released, ip);
+	}
+	return ret;
+}
+
+/* The early buffer wants the call's start time; inside libprof none is read. */
+static inline uint64_t special_t0(struct prof_thread *t)
+{
+	return t->busy ? 0 : prof_mono_ns();
+}
+
+__attribute__((noinline)) static void *malloc_special(struct prof_thread *t, size_t n,
+							void *ip)
+{
+	uint64_t t0 = special_t0(t);
+	return special(t, NAME_MALLOC, t0, real_malloc(n), n, 0, ip);
+}
+
+__attribute__((noinline)) static void free_special(struct prof_thread *t, void *p)
+{
+	uint64_t t0 = special_t0(t);
+	real_free(p);
+	if (!t->busy && p)
+		special(t, NAME_FREE, t0, 0, 0, p, 0);
+}
+
+__attribute__((noinline)) static void *calloc_special(struct prof_thread *t, size_t n,
+						      size_t size, void *ip)
+{
+	uint64_t t0 = special_t0(t);
+	size_t total = 0;
+	__builtin_mul_overflow(n, size, &total);
+	return special(t, NAME_CALLOC, t0, real_calloc(n, size), total, 0, ip);
+}
+
+__attribute__((noinline)) static void *realloc_special(struct prof_thread *t,
+						       enum prof_name name, void *old, size_t n,
+						       int old_internal, void *ip)
+{
+	uint64_t t0 = special_t0(t);
+	void *p = real_realloc(old, n);
+	if (old_internal && !p && n)
+		prof_internal_note(old); /* still there */
+	void *released = (p || n == 0) && !old_internal ? old : 0;
+	return special(t, name, t0, p, n, released, ip);
+}
+
+__attribute__((noinline)) static void *aligned_special(struct prof_thread *t,
+						       enum prof_name name, uint64_t t0,
+						       void *p, size_t n, void *ip)
+{
+	return special(t, name, t0, p, n, 0, ip);
+}
+
 EXPORT void *malloc(size_t n)
 {
 	if (unlikely(!ready()))
 		return arena_alloc(n, 16);
 	struct prof_thread *t = &prof_thr;
-	if (!TRACED(t))
+	if (!TRACED(t)) {
+		if (SPECIAL(t))
+			return malloc_special(t, n, __builtin_return_address(0));
 		return real_malloc(n);
-	t->busy = 1;
+	}
+	t->busy = BUSY_REAL;
 	uint64_t t0 = prof_now();
 	void *p = real_malloc(n);
 	uint64_t t1 = prof_now();
@@ -125,12 +202,19 @@ EXPORT void free(void *p)
 		return;
 	if (unlikely(!ready()))
 		return;
-	struct prof_thread *t = &prof_thr;
-	if (!TRACED(t)) {
+	if (prof_internal_release(p)) {
 		real_free(p);
 		return;
 	}
-	t->busy = 1;
+	struct prof_thread *t = &prof_thr;
+	if (!TRACED(t)) {
+		if (SPECIAL(t))
+			free_special(t, p);
+		else
+			real_free(p);
+		return;
+	}
+	t->busy = BUSY_REAL;
 	uint64_t t0 = prof_now();
 	real_free(p);
 	uint64_t t1 = prof_now();
@@ -147,9 +231,12 @@ EXPORT void *calloc(size_t n, size_t size)
 		return arena_alloc(total, 16);
 	}
 	struct prof_thread *t = &prof_thr;
-	if (!TRACED(t))
+	if (!TRACED(t)) {
+		if (SPECIAL(t))
+			return calloc_special(t, n, size, __builtin_return_address(0));
 		return real_calloc(n, size);
-	t->busy = 1;
+	}
+	t->busy = BUSY_REAL;
 	uint64_t t0 = prof_now();
 	void *p = real_calloc(n, size);
 	uint64_t t1 = prof_now();
@@ -181,15 +268,23 @@ EXPORT void *realloc(void *old, size_t n)
 	}
 	if (unlikely(in_arena(old)))
 		return realloc_from_arena(old, n);
+	/* libprof's own block (the environment it set) resized by the program */
+	int old_internal = prof_internal_release(old);
 	struct prof_thread *t = &prof_thr;
-	if (!TRACED(t))
+	if (!TRACED(t)) {
+		if (SPECIAL(t) || old_internal)
+			return realloc_special(t, NAME_REALLOC, old, n, old_internal,
+					       __builtin_return_address(0));
 		return real_realloc(old, n);
-	t->busy = 1;
+	}
+	t->busy = BUSY_REAL;
 	uint64_t t0 = prof_now();
 	void *p = real_realloc(old, n);
 	uint64_t t1 = prof_now();
+	if (old_internal && !p && n)
+		prof_internal_note(old);
 	/* the old block is gone when a new one came back, or when n == 0 freed it */
-	void *released = (p || n == 0) ? old : 0;
+	void *released = (p || n == 0) && !old_internal ? old : 0;
 	record(t, NAME_REALLOC, t0, t1, p, n, released, CALLER);
 	t->busy = 0;
 	return p;
@@ -205,16 +300,26 @@ EXPORT void *reallocarray(void *old, size_t n, size_t size)
 		}
 		return realloc(old, total);
 	}
+	int old_internal = prof_internal_release(old);
 	struct prof_thread *t = &prof_thr;
-	if (!TRACED(t))
+	if (!TRACED(t) && !SPECIAL(t) && !old_internal)
 		return real_reallocarray(old, n, size);
-	t->busy = 1;
+	if (__builtin_mul_overflow(n, size, &total)) {
+		if (old_internal)
+			prof_internal_note(old);
+		errno = ENOMEM;
+		return 0;
+	}
+	if (!TRACED(t))
+		return realloc_special(t, NAME_REALLOCARRAY, old, total, old_internal,
+				       __builtin_return_address(0));
+	t->busy = BUSY_REAL;
 	uint64_t t0 = prof_now();
 	void *p = real_reallocarray(old, n, size);
 	uint64_t t1 = prof_now();
-	total = 0;
-	__builtin_mul_overflow(n, size, &total);
-	void *released = (p || total == 0) ? old : 0;
+	if (old_internal && !p && total)
+		prof_internal_note(old);
+	void *released = (p || total == 0) && !old_internal ? old : 0;
 	record(t, NAME_REALLOCARRAY, t0, t1, p, total, released, CALLER);
 	t->busy = 0;
 	return p;
@@ -230,9 +335,17 @@ EXPORT int posix_memalign(void **out, size_t align, size_t n)
 		return 0;
 	}
 	struct prof_thread *t = &prof_thr;
-	if (!TRACED(t))
+	if (!TRACED(t)) {
+		if (SPECIAL(t)) {
+			uint64_t t0 = special_t0(t);
+			int rc = real_posix_memalign(out, align, n);
+			aligned_special(t, NAME_POSIX_MEMALIGN, t0, rc == 0 ? *out : 0, n,
+					__builtin_return_address(0));
+			return rc;
+		}
 		return real_posix_memalign(out, align, n);
-	t->busy = 1;
+	}
+	t->busy = BUSY_REAL;
 	uint64_t t0 = prof_now();
 	int rc = real_posix_memalign(out, align, n);
 	uint64_t t1 = prof_now();
@@ -248,9 +361,15 @@ EXPORT int posix_memalign(void **out, size_t align, size_t n)
 		if (unlikely(!ready()))                                                      \
 			return arena_alloc(size_expr, boot_align);                           \
 		struct prof_thread *t = &prof_thr;                                           \
-		if (!TRACED(t))                                                              \
+		if (!TRACED(t)) {                                                            \
+			if (SPECIAL(t)) {                                                    \
+				uint64_t t0 = special_t0(t);                                 \
+				return aligned_special(t, NAME, t0, real_##fn args,         \
+						       size_expr, __builtin_return_address(0)); \
+			}                                                                    \
 			return real_##fn args;                                               \
-		t->busy = 1;                                                                 \
+		}                                                                            \
+		t->busy = BUSY_REAL;                                                                 \
 		uint64_t t0 = prof_now();                                                    \
 		void *p = real_##fn args;                                                    \
 		uint64_t t1 = prof_now();                                                    \
@@ -265,3 +384,28 @@ ALIGNED_WRAPPER(memalign, NAME_MEMALIGN, (size_t align, size_t n), (align, n), n
 		align < 16 ? 16 : align)
 ALIGNED_WRAPPER(valloc, NAME_VALLOC, (size_t n), (n), n, 4096)
 ALIGNED_WRAPPER(pvalloc, NAME_PVALLOC, (size_t n), (n), n, 4096)
+
+int prof_alloc_targets(const char *name, void **ours, void **real)
+{
+#define TARGET(fn)                                                                           \
+	if (!strcmp(name, #fn)) {                                                            \
+		*ours = (void *)fn;                                                          \
+		*real = (void *)real_##fn;                                                   \
+		return 0;                                                                    \
+	}
+	if (name[0] == 'm' || name[0] == 'f' || name[0] == 'c' || name[0] == 'r' ||
+	    name[0] == 'p' || name[0] == 'a' || name[0] == 'v') {
+		TARGET(malloc)
+		TARGET(free)
+		TARGET(calloc)
+		TARGET(realloc)
+		TARGET(reallocarray)
+		TARGET(posix_memalign)
+		TARGET(aligned_alloc)
+		TARGET(memalign)
+		TARGET(valloc)
+		TARGET(pvalloc)
+	}
+#undef TARGET
+	return -1;
+}

@@ -14,6 +14,7 @@
 #define _GNU_SOURCE
 #include <dlfcn.h>
 
+#include "alloc_got.h"
 #include "cuda_api.h"
 #include "dl.h"
 #include "state.h"
@@ -67,6 +68,7 @@ EXPORT __attribute__((optimize("optimize-sibling-calls"))) void *dlsym(void *han
 {
 	if (!real_dlsym)
 		resolve();
+	prof_alloc_got_refresh(handle); /* a RTLD_DEEPBIND library loaded since */
 	if (unlikely(prof_cuda_maybe(name)) && handle != RTLD_NEXT && prof_cuda_wraps(name))
 		return cuda_lookup(handle, name, __builtin_return_address(0));
 	if (!tracing(handle))

@@ -11,7 +11,9 @@
 #include <unistd.h>
 
 #include "alloc.h"
+#include "alloc_got.h"
 #include "cupti.h"
+#include "early.h"
 #include "launch.h"
 #include "nvtx.h"
 #include "stack.h"
@@ -200,9 +202,11 @@ void prof_after_fork_child(void)
 		return;
 	t->busy++;
 	prof_trace_after_fork_child();
+	prof_alloc_got_after_fork();
 	/* the forking thread is the only one here; its ring belongs to the parent */
 	t->w.slot = 0;
 	t->no_slot = 0;
+	t->lost_entry = 0;
 	char name[160];
 	/* after setuid() the collector could not open a segment made now (see process.c) */
 	int same_user = prof_session_user();
@@ -265,6 +269,9 @@ __attribute__((constructor(101))) static void prof_init(void)
 		prof_start_session(0);
 	else if (prof_cfg.autostart)
 		prof_start_session(1);
+	/* what other libraries' constructors allocated before this one ran */
+	prof_early_flush(t, prof_memory_on);
+	prof_alloc_got_refresh(0);
 	/* every NVTX instance in the process then finds libprof */
 	if (prof_proc)
 		prof_nvtx_setup();

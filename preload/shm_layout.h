@@ -24,6 +24,7 @@
 #define PROF_MAX_CATEGORIES 64
 #define PROF_CATEGORY_NAME_MAX 32
 #define PROF_CHILD_SLOTS 64
+#define PROF_LOST_THREADS 2048 /* threads beyond the rings, each named with its losses */
 
 enum prof_clock_kind { PROF_CLOCK_MONO = 1, PROF_CLOCK_TSC = 2 };
 
@@ -92,6 +93,16 @@ enum prof_proc_state {
 
 enum prof_slot_state { SLOT_FREE = 0, SLOT_OWNED = 1, SLOT_RETIRED = 2 };
 
+/* A thread that found every ring slot taken: its events are dropped and counted here
+ * (by that thread alone, no system call), and the collector reports them on it. */
+struct prof_lost_thread {
+	_Atomic uint32_t tid;   /* set (release) once the name is in place */
+	uint32_t pad;
+	_Atomic uint64_t lost;  /* events dropped */
+	uint64_t first, last;   /* clock ticks of the first and latest drop */
+	char name[16];          /* the thread's name when it first dropped one */
+};
+
 /* One per thread. Writer and reader fields live on separate cache lines. */
 struct prof_slot {
 	_Atomic uint32_t state; /* enum prof_slot_state; FREE->OWNED by a thread (CAS),
@@ -142,6 +153,10 @@ struct prof_proc_shm {
 	uint32_t cmdline_len;
 	uint32_t pad;
 	char categories[PROF_MAX_CATEGORIES][PROF_CATEGORY_NAME_MAX]; /* dynamic ones */
+	/* entries handed out (by atomic add; beyond the table, lost_no_slot counts) */
+	_Atomic uint32_t lost_threads_used;
+	uint32_t pad2;
+	struct prof_lost_thread lost_threads[PROF_LOST_THREADS];
 };
 
 /* A string entry in the strings area: u32 length, then the bytes, padded to 4. The

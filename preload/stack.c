@@ -317,6 +317,11 @@ uint32_t prof_stack_capture(uint64_t ip0, uint64_t sp0)
 	return id;
 }
 
+uint32_t prof_stack_of(const uint64_t *frames, unsigned n)
+{
+	return prof_proc && n ? intern_stack(frames, n) : 0;
+}
+
 void prof_stack_reset(void)
 {
 	memset(table, 0, sizeof table);

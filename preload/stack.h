@@ -16,6 +16,8 @@ void prof_stack_setup(void);
  * the one that returns to caller_ip with its stack pointer at caller_sp (the interposed
  * function's CFA), recognised without unwinding when taken from there before. */
 uint32_t prof_stack_capture(uint64_t caller_ip, uint64_t caller_sp);
+/* The id of a stack of given return addresses (innermost first; 0: none). */
+uint32_t prof_stack_of(const uint64_t *frames, unsigned n);
 void prof_stack_reset(void);
 void prof_stack_inherit(struct prof_proc_shm *from, struct prof_proc_shm *to);
 

@@ -21,6 +21,7 @@ struct prof_thread {
 	uint32_t busy;          /* inside libprof: calls pass through untraced */
 	uint32_t depth;         /* open ranges and traced calls on this thread */
 	uint32_t no_slot;       /* claiming failed: drop (and count) this thread's events */
+	struct prof_lost_thread *lost_entry; /* where they are counted (NULL: table full) */
 	uint32_t counted_fork;  /* the fork wrapper counted this fork */
 	uint32_t exiting;       /* the thread's exit hook has run */
 	uint32_t nranges;

@@ -4,6 +4,7 @@
 #include <stdarg.h>
 #include <stdio.h>
 #include <string.h>
+#include <sys/prctl.h>
 #include <sys/syscall.h>
 #include <unistd.h>
 
@@ -88,6 +89,34 @@ static int wait_for_recycled_slot(struct prof_proc_shm *p)
 	return i;
 }
 
+/* This thread's entry in the process's table of threads without a ring (once). */
+static struct prof_lost_thread *lost_entry(struct prof_proc_shm *p)
+{
+	uint32_t i = atomic_fetch_add_explicit(&p->lost_threads_used, 1, memory_order_relaxed);
+	if (i >= PROF_LOST_THREADS)
+		return 0;
+	struct prof_lost_thread *e = &p->lost_threads[i];
+	if (prctl(PR_GET_NAME, e->name) != 0)
+		e->name[0] = 0;
+	e->name[sizeof e->name - 1] = 0;
+	e->first = prof_now();
+	atomic_store_explicit(&e->tid, (uint32_t)syscall(SYS_gettid), memory_order_release);
+	return e;
+}
+
+/* One event of a thread without a ring: counted on its own entry, single writer. */
+static void count_unringed(struct prof_thread *t, struct prof_proc_shm *p)
+{
+	struct prof_lost_thread *e = t->lost_entry;
+	if (!e) {
+		atomic_fetch_add_explicit(&p->lost_no_slot, 1, memory_order_relaxed);
+		return;
+	}
+	e->last = prof_now();
+	atomic_store_explicit(&e->lost, atomic_load_explicit(&e->lost, memory_order_relaxed) + 1,
+			      memory_order_release);
+}
+
 int prof_thread_claim(struct prof_thread *t)
 {
 	struct prof_proc_shm *p = prof_proc;
@@ -119,12 +148,13 @@ int prof_thread_claim(struct prof_thread *t)
 		return 1;
 	}
 	t->no_slot = 1;
+	t->lost_entry = lost_entry(p);
 	if (!__atomic_exchange_n(&warned_no_slot, 1, __ATOMIC_RELAXED))
 		prof_warn("no ring for a new thread (all %u in use, or /dev/shm is full): its "
-			  "events are dropped and counted as lost", p->nslots);
+			  "events are dropped and counted as lost on it", p->nslots);
 	t->busy--;
 drop:
 	if (p)
-		atomic_fetch_add_explicit(&p->lost_no_slot, 1, memory_order_relaxed);
+		count_unringed(t, p);
 	return 0;
 }

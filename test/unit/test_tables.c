@@ -406,7 +406,8 @@ static void test_memory_and_json(void **state)
 	assert_int_equal(rc, 0);
 	assert_true(json_valid(s, strlen(s)));
 	assert_non_null(strstr(s, "{\"pid\":5,\"ppid\":1,\"exec_seq\":0,\"command\":\"/bin/worker "
-				  "-j 2\",\"exit_status\":null,\"allocations\":3,\"frees\":2,"
+				  "-j 2\",\"exit_status\":null,\"allocations\":3,\"frees\":1,"
+				  "\"frees_unmatched\":1,"
 				  "\"bytes_allocated\":350,\"peak_live_bytes\":250,\"peak_at_ns\":80,"
 				  "\"live_bytes_at_end\":250,\"gpu_memory\":[],\"size_histogram\":[{\"max_bytes\":64,"
 				  "\"allocations\":1,\"bytes\":50},{\"max_bytes\":128,\"allocations\":1,"
