@@ -39,6 +39,8 @@ PROF = os.path.join(BUILD, "prof")
 BIN = os.path.join(BUILD, "e2e")
 PROGS = os.path.join(HERE, "progs")
 SCRIPTS = os.path.join(ROOT, "scripts")
+# the outputs' prefix when PROFILER_OUTPUT is not set (preload/config.c)
+DEFAULT_PREFIX = "libprof"
 
 SUMMARY_RE = re.compile(r"^libprof: (\d+) events \((\d+) lost\) from (\d+) process(?:es)? -> ")
 SANITIZER_RE = re.compile(r"ERROR: (?:Address|Leak|Thread|Memory)Sanitizer|runtime error:|"
@@ -500,7 +502,7 @@ class Case:
         except ValueError as e:
             raise Fail("prof report --format json: not JSON (%s): %r" % (e, r))
 
-    def outputs(self, prefix="libprof", wait=0.0):
+    def outputs(self, prefix=DEFAULT_PREFIX, wait=0.0):
         """The parsed trace of prefix.json after checking the three outputs exist. With
         wait, polls for up to that many seconds (the program died: the collector writes
         them after noticing). Returns (trace, seconds waited)."""
@@ -522,7 +524,7 @@ class Case:
                               sorted(os.listdir(self.dir))))
             time.sleep(0.02)
 
-    def text(self, prefix="libprof"):
+    def text(self, prefix=DEFAULT_PREFIX):
         with open(self.path(prefix + ".txt"), encoding="utf-8", errors="replace") as f:
             return f.read()
 

@@ -122,7 +122,7 @@ def data_stacks_many_threads_balance(c):
     unmatched, live = unmatched_frees(t, pid)
     check(not unmatched, "%d releases of blocks never seen allocated (libprof's own?), "
           "e.g. %r" % (len(unmatched), unmatched[:3]))
-    proc = report_process(c.report_json(c.path("profile.prof")), pid)[0]
+    proc = report_process(c.report_json(c.path(DEFAULT_PREFIX + ".prof")), pid)[0]
     eq(proc["frees"], proc["allocations"] - len(live),
        "report frees vs allocations less the blocks live at the end")
     eq(proc.get("frees_unmatched"), 0, "report frees_unmatched")
@@ -206,11 +206,11 @@ def data_unseen_frees_said_apart(c):
     unmatched, live = unmatched_frees(t, pid)
     check(len(unmatched) >= k, "the trace has %d unmatched releases, want >= %d"
           % (len(unmatched), k))
-    rep = c.report_json(c.path("profile.prof"))
+    rep = c.report_json(c.path(DEFAULT_PREFIX + ".prof"))
     proc = report_process(rep, pid)[0]
     eq(proc.get("frees_unmatched"), len(unmatched), "report frees_unmatched vs the trace")
     eq(proc["frees"] + len(live), proc["allocations"],
        "report frees (matched) + blocks live at the end vs allocations")
     check(re.search(r"\(%d more releases of blocks never seen allocated" % len(unmatched),
-                    c.text()), "profile.txt does not say the unmatched releases:\n%s"
+                    c.text()), DEFAULT_PREFIX + ".txt does not say the unmatched releases:\n%s"
           % c.text()[-3000:])
