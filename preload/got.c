@@ -37,7 +37,9 @@ static struct pattern patterns[MAX_PATTERNS];
 static unsigned npatterns;
 static uintptr_t patched[MAX_OBJECTS];
 static unsigned npatched;
-static unsigned long long seen_adds = ~0ull;
+/* dlpi_adds/dlpi_subs when the objects were last looked at: an object unloaded since
+ * may have left its address to another one, which then needs patching of its own */
+static unsigned long long seen_adds = ~0ull, seen_subs;
 static int following; /* PROFILER_FOLLOW */
 
 int prof_trace_enabled(void)
@@ -287,6 +289,10 @@ void *prof_trace_lookup(const char *name, void *real)
 	return stub ? stub : real;
 }
 
+/* The loaded objects, as prof_trace_patch_loaded last listed them. */
+static struct dl_phdr_info listed[MAX_OBJECTS];
+static unsigned nlisted;
+
 /* Where a slot's call really goes: the slot itself once bound, else what the dynamic
  * linker would pick (the global scope first, then the object's own). */
 static void *resolve(void **slot, const char *name, const char *object)
@@ -428,16 +434,14 @@ static void patch_object(struct dl_phdr_info *info)
 static int count_adds(struct dl_phdr_info *info, size_t size, void *ctx)
 {
 	(void)size;
-	*(unsigned long long *)ctx = info->dlpi_adds;
+	((unsigned long long *)ctx)[0] = info->dlpi_adds;
+	((unsigned long long *)ctx)[1] = info->dlpi_subs;
 	return 1;
 }
 
 /* The objects are listed first and patched after dl_iterate_phdr returns: it holds the
  * loader's lock, and the patching calls dladdr, which takes another one that a
  * concurrent dlopen holds while it waits for the first (a deadlock seen in testing). */
-static struct dl_phdr_info listed[MAX_OBJECTS];
-static unsigned nlisted;
-
 static int list_object(struct dl_phdr_info *info, size_t size, void *ctx)
 {
 	(void)size;
@@ -459,14 +463,20 @@ void prof_trace_patch_loaded(void)
 {
 	if ((!npatterns && !following) || !prof_proc)
 		return;
-	unsigned long long adds = 0;
-	dl_iterate_phdr(count_adds, &adds);
-	if (adds == seen_adds)
+	unsigned long long counts[2] = {0, 0};
+	dl_iterate_phdr(count_adds, counts);
+	if (counts[0] == seen_adds)
 		return;
 	struct prof_thread *t = &prof_thr;
 	t->busy++;
 	pthread_mutex_lock(&patch_lock);
-	seen_adds = adds;
+	seen_adds = counts[0];
+	/* Something was unloaded since: an object now at a patched address may be another
+	 * one (or the same file loaded afresh, GOT unpatched). Look at every object again;
+	 * slots already holding a stub are left as they are. */
+	if (counts[1] != seen_subs)
+		npatched = 0;
+	seen_subs = counts[1];
 	nlisted = 0;
 	dl_iterate_phdr(list_object, 0);
 	/* Not held open meanwhile: dlopen/dlclose here could drop the last reference of an

@@ -304,8 +304,9 @@ static void write_stub(char *at, uint32_t idx)
 void *prof_trace_stub(void *real, uint32_t name, uint8_t cat, prof_trace_hook hook)
 {
 	uint32_t n = atomic_load(&ntargets);
+	/* keyed by name too: after a dlclose another object's function may have this address */
 	for (uint32_t i = 0; i < n; i++)
-		if (targets[i].real == real && targets[i].cat == cat)
+		if (targets[i].real == real && targets[i].cat == cat && targets[i].name == name)
 			return targets[i].stub;
 	while (atomic_flag_test_and_set_explicit(&stub_lock, memory_order_acquire))
 		;
