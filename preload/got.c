@@ -18,6 +18,7 @@
 #include <unistd.h>
 
 #include "dl.h"
+#include "elf_sym.h"
 #include "ort.h"
 #include "prof.h"
 #include "state.h"
@@ -228,12 +229,12 @@ static unsigned match(const char *name)
 		return 0;
 	if (!demangle) {
 		/* C++ libraries loaded RTLD_LOCAL (Python extensions) keep libstdc++ out of the
-		 * global scope: ask it by name */
-		void *h = dlopen("libstdc++.so.6", RTLD_LAZY | RTLD_NOLOAD);
+		 * global scope: read its own symbol table (no dlopen: see elf_sym.c) */
 		demangle = (char *(*)(const char *, char *, size_t *, int *))prof_real_dlsym(
-			h ? h : RTLD_DEFAULT, "__cxa_demangle");
-		if (h)
-			dlclose(h);
+			RTLD_DEFAULT, "__cxa_demangle");
+		if (!demangle)
+			demangle = (char *(*)(const char *, char *, size_t *, int *))
+				prof_elf_symbol_in("libstdc++.so.6", "__cxa_demangle");
 	}
 	int status = -1;
 	char *d = demangle ? demangle(name, 0, 0, &status) : 0;
@@ -295,7 +296,7 @@ static unsigned nlisted;
 
 /* Where a slot's call really goes: the slot itself once bound, else what the dynamic
  * linker would pick (the global scope first, then the object's own). */
-static void *resolve(void **slot, const char *name, const char *object)
+static void *resolve(void **slot, const char *name, const struct dl_phdr_info *object)
 {
 	Dl_info di;
 	void *cur = *slot;
@@ -304,12 +305,15 @@ static void *resolve(void **slot, const char *name, const char *object)
 	void *r = prof_real_dlsym(RTLD_DEFAULT, name);
 	if (r)
 		return r;
-	/* The object's own scope (a library loaded RTLD_LOCAL calling itself). The handle
-	 * is kept, never closed: closing could drop the last reference of an object still
-	 * being loaded (its constructor may be what called dlsym). It only keeps an object
-	 * with traced, not yet bound calls from being unloaded. */
-	void *h = dlopen(object && *object ? object : 0, RTLD_LAZY | RTLD_NOLOAD);
-	return h ? prof_real_dlsym(h, name) : 0;
+	/* The object's own scope (a library loaded RTLD_LOCAL calling itself or its own
+	 * dependencies): the object, then the others in load order, read from their symbol
+	 * tables. Never dlopen(RTLD_NOLOAD) here: this may run in a constructor, and for an
+	 * object being loaded that runs other objects' constructors early (elf_sym.c). */
+	r = prof_elf_symbol(object, name);
+	for (unsigned i = 0; !r && i < nlisted; i++)
+		if (listed[i].dlpi_addr != object->dlpi_addr)
+			r = prof_elf_symbol(&listed[i], name);
+	return r;
 }
 
 static void write_slot(void **slot, void *value, uintptr_t relro_start, uintptr_t relro_end)
@@ -401,7 +405,7 @@ static void patch_slot(const struct dl_phdr_info *info, const struct dynamic_inf
 		return;
 	if (hooks_only ? hook_index(name) < 0 : (!match(name) && hook_index(name) < 0))
 		return;
-	void *real = resolve(slot, name, info->dlpi_name);
+	void *real = resolve(slot, name, info);
 	void *stub = real && !inside_libprof(real) ? stub_for(name, real) : 0;
 	if (stub)
 		write_slot(slot, stub, relro_start, relro_end);

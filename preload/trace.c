@@ -17,6 +17,7 @@
 #include <unwind.h>
 
 #include "dl.h"
+#include "elf_sym.h"
 #include "prof.h"
 #include "stack.h"
 #include "state.h"
@@ -232,11 +233,8 @@ static void *real_symbol(const char *name, const char *library)
 	void *f = prof_real_dlsym(RTLD_NEXT, name);
 	if (f)
 		return f;
-	void *h = dlopen(library, RTLD_LAZY | RTLD_NOLOAD);
-	if (h) {
-		f = prof_real_dlsym(h, name);
-		dlclose(h);
-	}
+	/* not dlopen(RTLD_NOLOAD): in a constructor that can run others early (elf_sym.c) */
+	f = prof_elf_symbol_in(library, name);
 	if (!f) {
 		prof_warn("cannot find the real %s; aborting", name);
 		abort();
