@@ -175,6 +175,19 @@ static int hook_index(const char *name)
 	return -1;
 }
 
+/* PROFILER_TRACE, read from environ: getenv may be the program's own. bash defines one
+ * (and setenv) that, in a bash starting the session, answered NULL here: nothing was
+ * traced in it. */
+const char *prof_trace_env(void)
+{
+	extern char **environ;
+	static const char key[] = "PROFILER_TRACE=";
+	for (char **e = environ; e && *e; e++)
+		if (!strncmp(*e, key, sizeof key - 1))
+			return *e + sizeof key - 1;
+	return 0;
+}
+
 int prof_trace_configure(const char *text, const char *framework, int follow)
 {
 	size_t used = 0;

@@ -24,6 +24,8 @@ void prof_trace_patch_after_fork(void);
  * the PROFILER_FRAMEWORK preset's patterns, and with follow the hooks that start and
  * stop recording with the framework's own profiler. */
 int prof_trace_configure(const char *patterns, const char *framework, int follow);
+/* The PROFILER_TRACE setting, read without the program's getenv. */
+const char *prof_trace_env(void);
 /* Patches the GOT of every loaded object not patched yet. */
 void prof_trace_patch_loaded(void);
 /* The stub for a symbol looked up by name (dlsym), or real when it is not traced. */
