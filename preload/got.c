@@ -24,6 +24,7 @@
 #include "state.h"
 #include "tf.h"
 #include "trace.h"
+#include "trace_policy.h"
 
 #define MAX_PATTERNS 64
 #define MAX_OBJECTS 4096
@@ -284,6 +285,8 @@ static void *stub_for(const char *name, void *real)
 	if (!cat)
 		cat = category_for(hooks[h].category, strlen(hooks[h].category)) + 1u;
 	prof_trace_hook hook = h >= 0 ? hooks[h].hook : 0;
+	if (!hook && prof_trace_entry_only(name))
+		hook = prof_trace_entry_only_hook;
 	void *stub = prof_trace_stub(real, prof_intern(name), (uint8_t)(cat - 1), hook);
 	/* ONNX Runtime: OrtGetApiBase is replaced by ort.c's wrapper (which calls the stub) */
 	if (preset_in_use && !strcmp(name, "OrtGetApiBase") &&

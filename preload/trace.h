@@ -12,6 +12,11 @@ typedef uint32_t (*prof_trace_hook)(const uint64_t *args);
 /* Or'd into a hook's result: resume recording when this call returns (a profiler's
  * start function: what it runs itself is not the program's work). */
 #define PROF_HOOK_RESUME_AFTER 0x80000000u
+/* Or'd into a hook's result: record this call at entry only and leave its return address
+ * alone (trace_policy.c: functions that return twice, never, or walk the stack). */
+#define PROF_HOOK_ENTRY_ONLY 0x40000000u
+/* The hook of those functions. */
+uint32_t prof_trace_entry_only_hook(const uint64_t *args);
 
 /* A stub that traces real under name in category cat (one per real function), calling
  * hook first when there is one. NULL when the stub space is exhausted. */
