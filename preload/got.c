@@ -285,8 +285,9 @@ static void *stub_for(const char *name, void *real)
 	if (!cat)
 		cat = category_for(hooks[h].category, strlen(hooks[h].category)) + 1u;
 	prof_trace_hook hook = h >= 0 ? hooks[h].hook : 0;
-	if (!hook && prof_trace_entry_only(name))
-		hook = prof_trace_entry_only_hook;
+	int entry_only = hook ? 0 : prof_trace_entry_only(name);
+	if (entry_only)
+		hook = entry_only == 2 ? prof_trace_unwind_hook : prof_trace_entry_only_hook;
 	void *stub = prof_trace_stub(real, prof_intern(name), (uint8_t)(cat - 1), hook);
 	/* ONNX Runtime: OrtGetApiBase is replaced by ort.c's wrapper (which calls the stub) */
 	if (preset_in_use && !strcmp(name, "OrtGetApiBase") &&

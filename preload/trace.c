@@ -290,6 +290,18 @@ void prof_trace_reshadow(void)
 
 /* ---- C++ exceptions ---- */
 
+static void restore_return_addresses(void);
+
+/* pthread_exit and the like: glibc unwinds with libgcc_s's own _Unwind_ForcedUnwind,
+ * past libprof's wrapper, so the real return addresses go back here (a C++ catch of
+ * the forced unwind re-arms the frames below it, as for a throw). */
+uint32_t prof_trace_unwind_hook(const uint64_t *args)
+{
+	(void)args;
+	restore_return_addresses();
+	return PROF_HOOK_ENTRY_ONLY;
+}
+
 /* Before the unwinder walks the stack, every return address still replaced is put
  * back. Newest first, and only where the slot still holds prof_trace_exit: an entry a
  * longjmp left behind may point into a frame that is live again (its slot overwritten),

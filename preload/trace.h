@@ -15,8 +15,10 @@ typedef uint32_t (*prof_trace_hook)(const uint64_t *args);
 /* Or'd into a hook's result: record this call at entry only and leave its return address
  * alone (trace_policy.c: functions that return twice, never, or walk the stack). */
 #define PROF_HOOK_ENTRY_ONLY 0x40000000u
-/* The hook of those functions. */
+/* The hook of those functions; the second also puts back the real return addresses of
+ * the thread's traced frames (for functions that unwind the stack from there). */
 uint32_t prof_trace_entry_only_hook(const uint64_t *args);
+uint32_t prof_trace_unwind_hook(const uint64_t *args);
 
 /* A stub that traces real under name in category cat (one per real function), calling
  * hook first when there is one. NULL when the stub space is exhausted. */
