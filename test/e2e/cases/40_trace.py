@@ -26,13 +26,13 @@ def trace40_native(c, argv, env=None):
     return r
 
 
-def trace40_same_as_native(c, argv, prefix, env=None, pattern="*"):
+def trace40_same_as_native(c, argv, prefix, env=None, pattern="*", timeout=180):
     """Runs argv natively and traced with PROFILER_TRACE=pattern (its own output prefix):
     same stdout and exit status, the outputs written. Returns (traced result, trace)."""
     native = trace40_native(c, argv, env)
     e = dict(env or {})
     e.update({"PROFILER_TRACE": pattern, "PROFILER_OUTPUT": prefix})
-    r = c.run(argv, env=e, timeout=180)
+    r = c.run(argv, env=e, timeout=timeout)
     eq(r.rc, native.rc, "exit status traced vs native (%s)" % r)
     eq(r.out, native.out, "stdout traced vs native")
     check("unknown to the shadow stack" not in r.err, "the shadow stack lost a frame: %r" % r)
@@ -90,6 +90,20 @@ def trace_all_vfork_exec(c):
     eq(trace40_count(t, "vfork"), 3, "vfork calls in the parent's trace")
     check(trace40_count(t, "waitpid") >= 3, "waitpid calls that returned: %d"
           % trace40_count(t, "waitpid"))
+
+
+@case
+def trace_all_thread_exit_cancel(c):
+    # glibc unwinds these threads with libgcc_s's own unwinder, past libprof's wrappers,
+    # through a traced frame (qsort, sleep) whose return address libprof had replaced
+    n = 3
+    r, t = trace40_same_as_native(c, [c.prog("trace_nonlocal"), "threads", n], "th",
+                                  timeout=60)
+    eq(r.out.count("cleanup exit"), n, "cleanups of pthread_exit")
+    eq(r.out.count("cleanup cancel"), n, "cleanups of the cancellation")
+    eq(r.out.count("exited with 7"), n, "pthread_exit values")
+    eq(trace40_count(t, "pthread_exit"), n, "pthread_exit calls (entry only)")
+    eq(trace40_count(t, "pthread_cancel"), n, "pthread_cancel calls")
 
 
 @case

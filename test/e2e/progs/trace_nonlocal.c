@@ -1,14 +1,17 @@
 /* Control flow that does not return normally, for PROFILER_TRACE='*' (every function the
  * program calls through its PLT is traced: qsort, raise, puts, the setjmp family,
  * swapcontext, vfork, execl). Prints the same lines with and without libprof.
- * usage: trace_nonlocal sigjmp|setjmp|ucontext|vfork [N]
+ * usage: trace_nonlocal sigjmp|setjmp|ucontext|vfork|threads [N]
  *   sigjmp    N times: sigsetjmp, then siglongjmp out of a qsort comparator (a traced
  *             qsort frame left behind) or out of a SIGUSR1 handler (raise's frame)
  *   setjmp    the same with setjmp/longjmp (no handler)
  *   ucontext  two coroutines on malloc'd stacks switching back and forth N times with
  *             swapcontext, each switch from inside a qsort comparator (traced qsort calls
  *             of both stay open across the switches)
- *   vfork     N times vfork + execl("/bin/echo"), waited for */
+ *   vfork     N times vfork + execl("/bin/echo"), waited for
+ *   threads   N times: a thread calls pthread_exit from a qsort comparator, another is
+ *             cancelled in sleep (both traced frames, unwound by glibc's own unwinder);
+ *             each has a cleanup handler */
 #include <setjmp.h>
 #include <signal.h>
 #include <sys/wait.h>
@@ -115,6 +118,56 @@ static void vforks(int n)
 	}
 }
 
+/* ---- threads ending inside traced calls ---- */
+
+static int cmp_exit(const void *a, const void *b)
+{
+	(void)a;
+	(void)b;
+	pthread_exit((void *)7);
+}
+
+static void cleanup(void *what)
+{
+	printf("cleanup %s\n", (const char *)what);
+}
+
+static void *exit_in_qsort(void *arg)
+{
+	int v[4] = {3, 1, 2, 4};
+	(void)arg;
+	pthread_cleanup_push(cleanup, "exit");
+	qsort(v, 4, sizeof v[0], cmp_exit);
+	pthread_cleanup_pop(0);
+	return 0;
+}
+
+static void *sleep_until_cancelled(void *arg)
+{
+	(void)arg;
+	pthread_cleanup_push(cleanup, "cancel");
+	for (;;)
+		sleep(1);
+	pthread_cleanup_pop(0);
+	return 0;
+}
+
+static void threads(int n)
+{
+	for (int i = 0; i < n; i++) {
+		pthread_t t;
+		void *r;
+		pthread_create(&t, 0, exit_in_qsort, 0);
+		pthread_join(t, &r);
+		printf("thread %d exited with %ld\n", i, (long)r);
+		pthread_create(&t, 0, sleep_until_cancelled, 0);
+		usleep(20000);
+		pthread_cancel(t);
+		pthread_join(t, &r);
+		printf("thread %d cancelled: %d\n", i, r == PTHREAD_CANCELED);
+	}
+}
+
 int main(int argc, char **argv)
 {
 	const char *mode = argc > 1 ? argv[1] : "";
@@ -127,8 +180,10 @@ int main(int argc, char **argv)
 		coroutines(n);
 	else if (!strcmp(mode, "vfork"))
 		vforks(n);
+	else if (!strcmp(mode, "threads"))
+		threads(n);
 	else {
-		fprintf(stderr, "usage: trace_nonlocal sigjmp|setjmp|ucontext|vfork [N]\n");
+		fprintf(stderr, "usage: trace_nonlocal sigjmp|setjmp|ucontext|vfork|threads [N]\n");
 		return 2;
 	}
 	printf("%s: ok\n", mode);
