@@ -299,9 +299,22 @@ static void *stub_for(const char *name, void *real)
 	return stub;
 }
 
+/* Whether addr is where an executable's undefined symbol points: its PLT entry, made the
+ * function's canonical address because the executable takes it (non-PIE code). That
+ * entry jumps through the executable's own GOT slot: a stub calling it from there would
+ * call itself forever. */
+static int plt_entry(void *addr, const char *name)
+{
+	Dl_info di;
+	const Elf64_Sym *sym = 0;
+	return dladdr1(addr, &di, (void **)&sym, RTLD_DL_SYMENT) && sym && di.dli_sname &&
+	       !strcmp(di.dli_sname, name) && sym->st_shndx == SHN_UNDEF;
+}
+
 void *prof_trace_lookup(const char *name, void *real)
 {
-	if ((!npatterns && !following) || !real || !name || !prof_proc || inside_libprof(real))
+	if ((!npatterns && !following) || !real || !name || !prof_proc || inside_libprof(real) ||
+	    plt_entry(real, name))
 		return real;
 	void *stub = stub_for(name, real);
 	return stub ? stub : real;
@@ -317,11 +330,20 @@ static void *resolve(void **slot, const char *name, const struct dl_phdr_info *o
 {
 	Dl_info di;
 	void *cur = *slot;
-	if (dladdr(cur, &di) && di.dli_sname && !strcmp(di.dli_sname, name))
+	if (dladdr(cur, &di) && di.dli_sname && !strcmp(di.dli_sname, name) &&
+	    !plt_entry(cur, name))
 		return cur;
 	void *r = prof_real_dlsym(RTLD_DEFAULT, name);
-	if (r)
+	if (r && !plt_entry(r, name))
 		return r;
+	if (r) {
+		/* the executable's PLT entry stands for the definition the global scope
+		 * gives, roughly the first in load order (libprof's own before libc's) */
+		for (unsigned i = 0; i < nlisted; i++)
+			if ((r = prof_elf_symbol(&listed[i], name)))
+				return r;
+		return 0;
+	}
 	/* The object's own scope (a library loaded RTLD_LOCAL calling itself or its own
 	 * dependencies): the object, then the others in load order, read from their symbol
 	 * tables. Never dlopen(RTLD_NOLOAD) here: this may run in a constructor, and for an
