@@ -61,7 +61,7 @@ struct shadow_stack {
 static __thread struct shadow_stack shadow __attribute__((tls_model("initial-exec")));
 
 /* Entries popped without returning, newest last: what their return slot held. */
-#define GIVEN_UP_MAX 64
+#define GIVEN_UP_MAX 256 /* 4 KiB a thread: as deep as the shadow stack */
 struct given_up {
 	uint32_t next; /* ring index */
 	struct {
