@@ -78,6 +78,9 @@ def trace_all_swapcontext(c):
     n = 6
     r, t = trace40_same_as_native(c, [c.prog("trace_nonlocal"), "ucontext", n], "uc")
     check("main back" in r.out, "the coroutines did not end: %r" % r)
+    # co1's open qsort was given up for dead when co0's returned, and came back
+    check("returned after its frame was taken for gone" in r.err,
+          "the given-up path was not taken: %r" % r.err)
     eq(trace40_count(t, "swapcontext"), 2 * n + 1, "swapcontext calls in the trace")
     # co0's n qsorts and co1's first n-1 returned; co1's last, left suspended, is ended
     # when the shadow stack gives it up (when its stack lies below co0's)

@@ -89,11 +89,14 @@ static void coroutine(int me)
 
 static void coroutines(int n)
 {
+	/* one block: co1's stack right below co0's, so a return of co0's qsort takes co1's
+	 * open qsort (further down the same 64 MiB) for a frame a longjmp left */
+	char *stacks = malloc(512 << 10);
 	rounds = n;
 	for (int me = 0; me < 2; me++) {
 		getcontext(&co_ctx[me]);
 		co_ctx[me].uc_stack.ss_size = 256 << 10;
-		co_ctx[me].uc_stack.ss_sp = malloc(co_ctx[me].uc_stack.ss_size);
+		co_ctx[me].uc_stack.ss_sp = stacks + (me ? 0 : 256 << 10);
 		co_ctx[me].uc_link = &main_ctx;
 		makecontext(&co_ctx[me], (void (*)(void))coroutine, 1, me);
 	}
