@@ -18,11 +18,13 @@
 #include <unistd.h>
 
 #include "dl.h"
+#include "elf_sym.h"
 #include "ort.h"
 #include "prof.h"
 #include "state.h"
 #include "tf.h"
 #include "trace.h"
+#include "trace_policy.h"
 
 #define MAX_PATTERNS 64
 #define MAX_OBJECTS 4096
@@ -37,7 +39,9 @@ static struct pattern patterns[MAX_PATTERNS];
 static unsigned npatterns;
 static uintptr_t patched[MAX_OBJECTS];
 static unsigned npatched;
-static unsigned long long seen_adds = ~0ull;
+/* dlpi_adds/dlpi_subs when the objects were last looked at: an object unloaded since
+ * may have left its address to another one, which then needs patching of its own */
+static unsigned long long seen_adds = ~0ull, seen_subs;
 static int following; /* PROFILER_FOLLOW */
 
 int prof_trace_enabled(void)
@@ -172,6 +176,19 @@ static int hook_index(const char *name)
 	return -1;
 }
 
+/* PROFILER_TRACE, read from environ: getenv may be the program's own. bash defines one
+ * (and setenv) that, in a bash starting the session, answered NULL here: nothing was
+ * traced in it. */
+const char *prof_trace_env(void)
+{
+	extern char **environ;
+	static const char key[] = "PROFILER_TRACE=";
+	for (char **e = environ; e && *e; e++)
+		if (!strncmp(*e, key, sizeof key - 1))
+			return *e + sizeof key - 1;
+	return 0;
+}
+
 int prof_trace_configure(const char *text, const char *framework, int follow)
 {
 	size_t used = 0;
@@ -226,12 +243,12 @@ static unsigned match(const char *name)
 		return 0;
 	if (!demangle) {
 		/* C++ libraries loaded RTLD_LOCAL (Python extensions) keep libstdc++ out of the
-		 * global scope: ask it by name */
-		void *h = dlopen("libstdc++.so.6", RTLD_LAZY | RTLD_NOLOAD);
+		 * global scope: read its own symbol table (no dlopen: see elf_sym.c) */
 		demangle = (char *(*)(const char *, char *, size_t *, int *))prof_real_dlsym(
-			h ? h : RTLD_DEFAULT, "__cxa_demangle");
-		if (h)
-			dlclose(h);
+			RTLD_DEFAULT, "__cxa_demangle");
+		if (!demangle)
+			demangle = (char *(*)(const char *, char *, size_t *, int *))
+				prof_elf_symbol_in("libstdc++.so.6", "__cxa_demangle");
 	}
 	int status = -1;
 	char *d = demangle ? demangle(name, 0, 0, &status) : 0;
@@ -268,6 +285,9 @@ static void *stub_for(const char *name, void *real)
 	if (!cat)
 		cat = category_for(hooks[h].category, strlen(hooks[h].category)) + 1u;
 	prof_trace_hook hook = h >= 0 ? hooks[h].hook : 0;
+	int entry_only = hook ? 0 : prof_trace_entry_only(name);
+	if (entry_only)
+		hook = entry_only == 2 ? prof_trace_unwind_hook : prof_trace_entry_only_hook;
 	void *stub = prof_trace_stub(real, prof_intern(name), (uint8_t)(cat - 1), hook);
 	/* ONNX Runtime: OrtGetApiBase is replaced by ort.c's wrapper (which calls the stub) */
 	if (preset_in_use && !strcmp(name, "OrtGetApiBase") &&
@@ -279,31 +299,60 @@ static void *stub_for(const char *name, void *real)
 	return stub;
 }
 
+/* Whether addr is where an executable's undefined symbol points: its PLT entry, made the
+ * function's canonical address because the executable takes it (non-PIE code). That
+ * entry jumps through the executable's own GOT slot: a stub calling it from there would
+ * call itself forever. */
+static int plt_entry(void *addr, const char *name)
+{
+	Dl_info di;
+	const Elf64_Sym *sym = 0;
+	return dladdr1(addr, &di, (void **)&sym, RTLD_DL_SYMENT) && sym && di.dli_sname &&
+	       !strcmp(di.dli_sname, name) && sym->st_shndx == SHN_UNDEF;
+}
+
 void *prof_trace_lookup(const char *name, void *real)
 {
-	if ((!npatterns && !following) || !real || !name || !prof_proc || inside_libprof(real))
+	if ((!npatterns && !following) || !real || !name || !prof_proc || inside_libprof(real) ||
+	    plt_entry(real, name))
 		return real;
 	void *stub = stub_for(name, real);
 	return stub ? stub : real;
 }
 
+/* The loaded objects, as prof_trace_patch_loaded last listed them. */
+static struct dl_phdr_info listed[MAX_OBJECTS];
+static unsigned nlisted;
+
 /* Where a slot's call really goes: the slot itself once bound, else what the dynamic
  * linker would pick (the global scope first, then the object's own). */
-static void *resolve(void **slot, const char *name, const char *object)
+static void *resolve(void **slot, const char *name, const struct dl_phdr_info *object)
 {
 	Dl_info di;
 	void *cur = *slot;
-	if (dladdr(cur, &di) && di.dli_sname && !strcmp(di.dli_sname, name))
+	if (dladdr(cur, &di) && di.dli_sname && !strcmp(di.dli_sname, name) &&
+	    !plt_entry(cur, name))
 		return cur;
 	void *r = prof_real_dlsym(RTLD_DEFAULT, name);
-	if (r)
+	if (r && !plt_entry(r, name))
 		return r;
-	/* The object's own scope (a library loaded RTLD_LOCAL calling itself). The handle
-	 * is kept, never closed: closing could drop the last reference of an object still
-	 * being loaded (its constructor may be what called dlsym). It only keeps an object
-	 * with traced, not yet bound calls from being unloaded. */
-	void *h = dlopen(object && *object ? object : 0, RTLD_LAZY | RTLD_NOLOAD);
-	return h ? prof_real_dlsym(h, name) : 0;
+	if (r) {
+		/* the executable's PLT entry stands for the definition the global scope
+		 * gives, roughly the first in load order (libprof's own before libc's) */
+		for (unsigned i = 0; i < nlisted; i++)
+			if ((r = prof_elf_symbol(&listed[i], name)))
+				return r;
+		return 0;
+	}
+	/* The object's own scope (a library loaded RTLD_LOCAL calling itself or its own
+	 * dependencies): the object, then the others in load order, read from their symbol
+	 * tables. Never dlopen(RTLD_NOLOAD) here: this may run in a constructor, and for an
+	 * object being loaded that runs other objects' constructors early (elf_sym.c). */
+	r = prof_elf_symbol(object, name);
+	for (unsigned i = 0; !r && i < nlisted; i++)
+		if (listed[i].dlpi_addr != object->dlpi_addr)
+			r = prof_elf_symbol(&listed[i], name);
+	return r;
 }
 
 static void write_slot(void **slot, void *value, uintptr_t relro_start, uintptr_t relro_end)
@@ -395,7 +444,7 @@ static void patch_slot(const struct dl_phdr_info *info, const struct dynamic_inf
 		return;
 	if (hooks_only ? hook_index(name) < 0 : (!match(name) && hook_index(name) < 0))
 		return;
-	void *real = resolve(slot, name, info->dlpi_name);
+	void *real = resolve(slot, name, info);
 	void *stub = real && !inside_libprof(real) ? stub_for(name, real) : 0;
 	if (stub)
 		write_slot(slot, stub, relro_start, relro_end);
@@ -428,16 +477,14 @@ static void patch_object(struct dl_phdr_info *info)
 static int count_adds(struct dl_phdr_info *info, size_t size, void *ctx)
 {
 	(void)size;
-	*(unsigned long long *)ctx = info->dlpi_adds;
+	((unsigned long long *)ctx)[0] = info->dlpi_adds;
+	((unsigned long long *)ctx)[1] = info->dlpi_subs;
 	return 1;
 }
 
 /* The objects are listed first and patched after dl_iterate_phdr returns: it holds the
  * loader's lock, and the patching calls dladdr, which takes another one that a
  * concurrent dlopen holds while it waits for the first (a deadlock seen in testing). */
-static struct dl_phdr_info listed[MAX_OBJECTS];
-static unsigned nlisted;
-
 static int list_object(struct dl_phdr_info *info, size_t size, void *ctx)
 {
 	(void)size;
@@ -459,14 +506,20 @@ void prof_trace_patch_loaded(void)
 {
 	if ((!npatterns && !following) || !prof_proc)
 		return;
-	unsigned long long adds = 0;
-	dl_iterate_phdr(count_adds, &adds);
-	if (adds == seen_adds)
+	unsigned long long counts[2] = {0, 0};
+	dl_iterate_phdr(count_adds, counts);
+	if (counts[0] == seen_adds)
 		return;
 	struct prof_thread *t = &prof_thr;
 	t->busy++;
 	pthread_mutex_lock(&patch_lock);
-	seen_adds = adds;
+	seen_adds = counts[0];
+	/* Something was unloaded since: an object now at a patched address may be another
+	 * one (or the same file loaded afresh, GOT unpatched). Look at every object again;
+	 * slots already holding a stub are left as they are. */
+	if (counts[1] != seen_subs)
+		npatched = 0;
+	seen_subs = counts[1];
 	nlisted = 0;
 	dl_iterate_phdr(list_object, 0);
 	/* Not held open meanwhile: dlopen/dlclose here could drop the last reference of an

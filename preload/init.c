@@ -181,7 +181,7 @@ static int prof_start_session(int may_create)
 			rc = 0;
 			/* the driver's cuInit then hands CUPTI to libprof */
 			prof_cupti_setup();
-			prof_trace_configure(getenv("PROFILER_TRACE"), prof_cfg.framework,
+			prof_trace_configure(prof_trace_env(), prof_cfg.framework,
 					     prof_cfg.follow);
 			/* follow: nothing is recorded until the framework's profiler starts */
 			if (prof_cfg.follow)

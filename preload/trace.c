@@ -7,7 +7,11 @@
  * are handled where they can be seen: longjmp leaves entries whose stack slot lies below
  * the next traced call or return (popped then), and a C++ exception needs the real
  * return addresses back in the stack before the unwinder walks it (restored in
- * _Unwind_RaiseException and friends, entries of frames gone popped at the catch). */
+ * _Unwind_RaiseException and friends, entries of frames gone popped at the catch).
+ * Entries given up for dead are remembered a while (the "given up" ring): a coroutine
+ * on a nearby stack looks just like a longjmp, and when its call does return it is sent
+ * on to its real return address. Functions that return twice or never are traced at
+ * entry only (trace_policy.c), so their return addresses are never replaced. */
 #define _GNU_SOURCE
 #include <dlfcn.h>
 #include <stdint.h>
@@ -17,6 +21,7 @@
 #include <unwind.h>
 
 #include "dl.h"
+#include "elf_sym.h"
 #include "prof.h"
 #include "stack.h"
 #include "state.h"
@@ -55,6 +60,18 @@ struct shadow_stack {
 
 static __thread struct shadow_stack shadow __attribute__((tls_model("initial-exec")));
 
+/* Entries popped without returning, newest last: what their return slot held. */
+#define GIVEN_UP_MAX 256 /* 4 KiB a thread: as deep as the shadow stack */
+struct given_up {
+	uint32_t next; /* ring index */
+	struct {
+		void **ret_slot;
+		void *orig_ret;
+	} e[GIVEN_UP_MAX];
+};
+static __thread struct given_up given_up __attribute__((tls_model("initial-exec")));
+static _Atomic uint64_t came_back; /* given-up entries that returned after all */
+
 static struct trace_target targets[MAX_TARGETS];
 static _Atomic uint32_t ntargets;
 static char *stub_chunk;
@@ -82,15 +99,67 @@ static void end_entry(struct prof_thread *t, struct shadow_entry *e, uint64_t t1
  * switched stacks, is far away, and its calls say nothing about the frames here. */
 #define SAME_STACK(a, b) ((uintptr_t)(b) - (uintptr_t)(a) < (64u << 20))
 
+/* An entry popped without its return: its frame is gone (longjmp), or so it seems. */
+static void give_up(struct prof_thread *t, struct shadow_entry *e, uint64_t now)
+{
+	/* a tail-called entry's "return" is prof_trace_exit: its caller's, same slot, is
+	 * the real one */
+	if (e->orig_ret != (void *)prof_trace_exit) {
+		uint32_t i = given_up.next++ % GIVEN_UP_MAX;
+		given_up.e[i].ret_slot = e->ret_slot;
+		given_up.e[i].orig_ret = e->orig_ret;
+	}
+	end_entry(t, e, now);
+}
+
 /* Entries whose frames are gone (longjmp past them): at or below a live stack slot. */
 static void pop_dead(struct prof_thread *t, void **live_slot, uint64_t now)
 {
 	while (shadow.n && shadow.e[shadow.n - 1].ret_slot <= live_slot &&
 	       SAME_STACK(shadow.e[shadow.n - 1].ret_slot, live_slot)) {
 		struct shadow_entry *e = &shadow.e[--shadow.n];
-		end_entry(t, e, now);
+		give_up(t, e, now);
 		t->depth = e->depth;
 	}
+}
+
+/* A return through a slot no live entry has: the newest entry given up with that slot
+ * (a coroutine's frame taken for dead, still running), taken out of the ring. NULL
+ * when there is none. */
+static void *take_given_up(void **ret_slot)
+{
+	for (uint32_t k = 0; k < GIVEN_UP_MAX; k++) {
+		uint32_t i = (given_up.next - 1 - k) % GIVEN_UP_MAX;
+		if (given_up.e[i].ret_slot == ret_slot) {
+			given_up.e[i].ret_slot = 0;
+			return given_up.e[i].orig_ret;
+		}
+	}
+	return 0;
+}
+
+/* Records a call of a function that must keep its return address (trace_policy.c). */
+uint32_t prof_trace_entry_only_hook(const uint64_t *args)
+{
+	(void)args;
+	return PROF_HOOK_ENTRY_ONLY;
+}
+
+/* A call of an entry-only function (trace_policy.c): a zero-length event now, and its
+ * return address left as it is. */
+static __attribute__((noinline)) void *entry_only_call(struct trace_target *tg,
+						       void **ret_slot)
+{
+	struct prof_thread *t = &prof_thr;
+	uint64_t now = prof_now();
+	void **live = *ret_slot == (void *)prof_trace_exit ? ret_slot - 1 : ret_slot;
+	pop_dead(t, live, now); /* its depth is below the frames a longjmp left */
+	if (t->busy || !prof_proc || !__atomic_load_n(&prof_trace_on, __ATOMIC_RELAXED))
+		return tg->real;
+	t->busy = 1;
+	prof_emit(t, tg->cat, PROF_EV_COMPLETE, 0, tg->name, t->depth, now, now, 0, 0, 0);
+	t->busy = 0;
+	return tg->real;
 }
 
 __attribute__((used)) void *prof_trace_enter(uint32_t idx, void **ret_slot,
@@ -101,6 +170,8 @@ __attribute__((used)) void *prof_trace_enter(uint32_t idx, void **ret_slot,
 	uint32_t name = 0, resume_after = 0;
 	if (unlikely(tg->hook != 0)) {
 		name = tg->hook(saved_args);
+		if (unlikely(name & PROF_HOOK_ENTRY_ONLY))
+			return entry_only_call(tg, ret_slot);
 		resume_after = name & PROF_HOOK_RESUME_AFTER;
 		name &= ~PROF_HOOK_RESUME_AFTER;
 	}
@@ -142,7 +213,17 @@ __attribute__((used)) void *prof_trace_leave(void **sp)
 	while (k && shadow.e[k - 1].ret_slot != ret_slot)
 		k--;
 	if (unlikely(!k)) {
-		/* the original return address is lost: nothing sane can continue */
+		/* an entry given up for dead came back (a coroutine on a stack near this one) */
+		void *orig = take_given_up(ret_slot);
+		if (orig) {
+			if (atomic_fetch_add(&came_back, 1) == 0)
+				prof_warn("a traced call returned after its frame was taken for "
+					  "gone (a coroutine?); its event ended early");
+			*ret_slot = orig;
+			return orig;
+		}
+		/* Unreachable unless a function that returns twice is missing from
+		 * trace_policy.c and was traced: its return address is lost. */
 		prof_warn("a traced function returned through %p, unknown to the shadow stack; "
 			  "aborting", (void *)ret_slot);
 		abort();
@@ -167,7 +248,7 @@ __attribute__((used)) void *prof_trace_leave(void **sp)
 	uint32_t keep = k - 1;
 	for (uint32_t i = k; i < shadow.n; i++) {
 		if (shadow.e[i].ret_slot < ret_slot && SAME_STACK(shadow.e[i].ret_slot, ret_slot))
-			end_entry(t, &shadow.e[i], t1);
+			give_up(t, &shadow.e[i], t1);
 		else
 			shadow.e[keep++] = shadow.e[i];
 	}
@@ -209,6 +290,18 @@ void prof_trace_reshadow(void)
 
 /* ---- C++ exceptions ---- */
 
+static void restore_return_addresses(void);
+
+/* pthread_exit and the like: glibc unwinds with libgcc_s's own _Unwind_ForcedUnwind,
+ * past libprof's wrapper, so the real return addresses go back here (a C++ catch of
+ * the forced unwind re-arms the frames below it, as for a throw). */
+uint32_t prof_trace_unwind_hook(const uint64_t *args)
+{
+	(void)args;
+	restore_return_addresses();
+	return PROF_HOOK_ENTRY_ONLY;
+}
+
 /* Before the unwinder walks the stack, every return address still replaced is put
  * back. Newest first, and only where the slot still holds prof_trace_exit: an entry a
  * longjmp left behind may point into a frame that is live again (its slot overwritten),
@@ -232,11 +325,8 @@ static void *real_symbol(const char *name, const char *library)
 	void *f = prof_real_dlsym(RTLD_NEXT, name);
 	if (f)
 		return f;
-	void *h = dlopen(library, RTLD_LAZY | RTLD_NOLOAD);
-	if (h) {
-		f = prof_real_dlsym(h, name);
-		dlclose(h);
-	}
+	/* not dlopen(RTLD_NOLOAD): in a constructor that can run others early (elf_sym.c) */
+	f = prof_elf_symbol_in(library, name);
 	if (!f) {
 		prof_warn("cannot find the real %s; aborting", name);
 		abort();
@@ -304,8 +394,9 @@ static void write_stub(char *at, uint32_t idx)
 void *prof_trace_stub(void *real, uint32_t name, uint8_t cat, prof_trace_hook hook)
 {
 	uint32_t n = atomic_load(&ntargets);
+	/* keyed by name too: after a dlclose another object's function may have this address */
 	for (uint32_t i = 0; i < n; i++)
-		if (targets[i].real == real && targets[i].cat == cat)
+		if (targets[i].real == real && targets[i].cat == cat && targets[i].name == name)
 			return targets[i].stub;
 	while (atomic_flag_test_and_set_explicit(&stub_lock, memory_order_acquire))
 		;

@@ -12,6 +12,13 @@ typedef uint32_t (*prof_trace_hook)(const uint64_t *args);
 /* Or'd into a hook's result: resume recording when this call returns (a profiler's
  * start function: what it runs itself is not the program's work). */
 #define PROF_HOOK_RESUME_AFTER 0x80000000u
+/* Or'd into a hook's result: record this call at entry only and leave its return address
+ * alone (trace_policy.c: functions that return twice, never, or walk the stack). */
+#define PROF_HOOK_ENTRY_ONLY 0x40000000u
+/* The hook of those functions; the second also puts back the real return addresses of
+ * the thread's traced frames (for functions that unwind the stack from there). */
+uint32_t prof_trace_entry_only_hook(const uint64_t *args);
+uint32_t prof_trace_unwind_hook(const uint64_t *args);
 
 /* A stub that traces real under name in category cat (one per real function), calling
  * hook first when there is one. NULL when the stub space is exhausted. */
@@ -24,6 +31,8 @@ void prof_trace_patch_after_fork(void);
  * the PROFILER_FRAMEWORK preset's patterns, and with follow the hooks that start and
  * stop recording with the framework's own profiler. */
 int prof_trace_configure(const char *patterns, const char *framework, int follow);
+/* The PROFILER_TRACE setting, read without the program's getenv. */
+const char *prof_trace_env(void);
 /* Patches the GOT of every loaded object not patched yet. */
 void prof_trace_patch_loaded(void);
 /* The stub for a symbol looked up by name (dlsym), or real when it is not traced. */

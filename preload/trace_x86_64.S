@@ -63,6 +63,19 @@ prof_trace_entry:
 	.cfi_endproc
 	.size	prof_trace_entry, .-prof_trace_entry
 
+	/* An unwinder that meets prof_trace_exit as a return address (a traced frame whose
+	 * real return address is still in the shadow stack) looks up the byte before it:
+	 * this one says the return address is unknown, so the walk ends there cleanly
+	 * (_URC_END_OF_STACK; a thread's cancellation then runs its remaining cleanups
+	 * and exits) instead of reading prof_trace_entry's frame rules. */
+	.type	prof_trace_exit_guard, @function
+prof_trace_exit_guard:
+	.cfi_startproc
+	.cfi_undefined rip
+	nop
+	.cfi_endproc
+	.size	prof_trace_exit_guard, .-prof_trace_exit_guard
+
 	.globl	prof_trace_exit
 	.hidden	prof_trace_exit
 	.type	prof_trace_exit, @function

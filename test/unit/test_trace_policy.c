@@ -1,0 +1,68 @@
+/* Tracing's helpers that need no running profiler: which functions are traced at entry
+ * only (preload/trace_policy.c) and finding a function in one loaded object from its
+ * own symbol table (preload/elf_sym.c). Both are compiled in here: they are libprof.so
+ * sources, not part of libprofcore. */
+#define _GNU_SOURCE
+#include <dlfcn.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include <cmocka.h>
+
+#include "elf_sym.c"
+#include "trace_policy.c"
+
+static void entry_only_table(void **state)
+{
+	(void)state;
+	/* return twice, switch stacks */
+	assert_int_equal(prof_trace_entry_only("__sigsetjmp"), 1);
+	assert_int_equal(prof_trace_entry_only("_setjmp"), 1);
+	assert_int_equal(prof_trace_entry_only("getcontext"), 1);
+	assert_int_equal(prof_trace_entry_only("swapcontext"), 1);
+	assert_int_equal(prof_trace_entry_only("vfork"), 1);
+	/* never return */
+	assert_int_equal(prof_trace_entry_only("siglongjmp"), 1);
+	assert_int_equal(prof_trace_entry_only("__longjmp_chk"), 1);
+	assert_int_equal(prof_trace_entry_only("_exit"), 1);
+	assert_int_equal(prof_trace_entry_only("execve"), 1);
+	assert_int_equal(prof_trace_entry_only("execvpe"), 1);
+	assert_int_equal(prof_trace_entry_only("_Unwind_Resume"), 1);
+	assert_int_equal(prof_trace_entry_only("__cxa_throw"), 1);
+	/* unwind the thread with glibc's own unwinder */
+	assert_int_equal(prof_trace_entry_only("pthread_exit"), 2);
+	assert_int_equal(prof_trace_entry_only("__pthread_unwind_next"), 2);
+	/* ordinary functions are traced whole */
+	assert_int_equal(prof_trace_entry_only("fork"), 0);
+	assert_int_equal(prof_trace_entry_only("makecontext"), 0);
+	assert_int_equal(prof_trace_entry_only("qsort"), 0);
+	assert_int_equal(prof_trace_entry_only("execute_plan"), 0);
+	assert_int_equal(prof_trace_entry_only("exit_handler"), 0);
+	assert_int_equal(prof_trace_entry_only("_ZN5torch8autograd8profiler15disableProfilerEv"),
+			 0);
+}
+
+static void symbol_from_the_object(void **state)
+{
+	(void)state;
+	/* qsort is a plain function of libc: the loader and the table agree */
+	void *want = dlsym(RTLD_DEFAULT, "qsort");
+	assert_non_null(want);
+	assert_ptr_equal(prof_elf_symbol_in("libc.so.6", "qsort"), want);
+	/* an undefined reference is not a definition; a missing name or object is NULL */
+	assert_null(prof_elf_symbol_in("libc.so.6", "no_such_function_in_libc"));
+	assert_null(prof_elf_symbol_in("libnot-loaded.so.1", "qsort"));
+	/* data is not a function */
+	assert_null(prof_elf_symbol_in("libc.so.6", "environ"));
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(entry_only_table),
+		cmocka_unit_test(symbol_from_the_object),
+	};
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}
