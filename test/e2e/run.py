@@ -595,6 +595,10 @@ def profile(c, argv, env=None, want_rc=0, **kw):
     """Runs argv with autostart and returns (result, trace)."""
     r = c.run(argv, env=env, **kw)
     check(r.rc == want_rc, "exit status %s, want %s: %r" % (r.rc, want_rc, r))
+    # a taken name gets a new suffix: the trace read must be the one this run wrote
+    named = re.findall(r"^libprof: .* -> (\S+?\.json)\b", r.err, re.M)
+    if named and "PROFILER_OUTPUT" not in (env or {}):
+        eq(named[0], c.path(DEFAULT_PREFIX + ".json"), "the trace the summary line names")
     trace, _ = c.outputs()
     s = parse_summary(r.err)
     if s and "PROFILER_QUIET" not in (env or {}):
@@ -3494,7 +3498,8 @@ def ort_c_api_table(c):
                             ([link, model, runs], "auto")):
         how = "%s, PROFILER_FRAMEWORK=%s" % (os.path.basename(argv[0]), framework)
         r, t = profile(c, argv, env={"PROFILER_FRAMEWORK": framework,
-                                     "PROFILER_PROFILE_MEMORY": "0"})
+                                     "PROFILER_PROFILE_MEMORY": "0",
+                                     "PROFILER_OVERWRITE": "1"})  # one output per run
         eq(r.kv("wrong"), ["0"], "%s: outputs computed wrong" % how)
         eq(r.kv("tensors"), [str(2 * runs)], "%s: tensors made" % how)
         t.wellformed()
