@@ -13,6 +13,7 @@
 
 #include "collector.h"
 #include "commands.h"
+#include "reclaim.h"
 #include "config.h"
 
 extern char **environ;
@@ -214,6 +215,7 @@ int cmd_record(int argc, char **argv)
 	for (int i = cmd_at; i < argc && used + 2 < sizeof s->command; i++)
 		used += (size_t)snprintf(s->command + used, sizeof s->command - used, "%s%s",
 					 i > cmd_at ? " " : "", argv[i]);
+	reclaim_dead_sessions(0, NULL, NULL); /* what killed sessions of this user left */
 	struct collector_options o = {.sid = sid, .session = s, .child = child};
 	int rc = collector_run(&o);
 	atomic_store(&s->state, rc ? SESSION_FAILED : SESSION_DONE);
