@@ -23,6 +23,7 @@
 #include "dump.h"
 #include "ring.h"
 #include "shm_check.h"
+#include "shm_guard.h"
 #include "stacks.h"
 #include "symbolize.h"
 
@@ -49,6 +50,7 @@ struct proc_entry {
 	size_t map_size;     /* bytes mapped */
 	uint64_t *slot_tail; /* the collector's own tail of each ring */
 	int corrupt;         /* quarantined: not drained any more */
+	volatile int shrunk; /* a read hit a page the file no longer has (shm_guard) */
 };
 
 struct collector {
@@ -139,15 +141,20 @@ static void on_ring_events(void *ctx, const struct prof_event *ev, uint64_t n)
 	}
 }
 
-/* A segment that fails a check is drained no more; its process is finished by the
- * caller with what came before. */
+/* A segment that fails a check is drained no more and its name removed at once; its
+ * process is still watched, and finished (PROCESS_END) when it ends, so the session goes
+ * on as before (the root still waits for the outputs). */
 static void quarantine(struct proc_entry *p, const char *why)
 {
 	if (p->corrupt)
 		return;
+	if (p->shrunk) /* the zeros read there were the symptom */
+		why = "its file was cut below the size mapped";
 	p->corrupt = 1;
 	fprintf(stderr, "libprof: process %d's segment is corrupt (%s); its later events are "
 			"left out\n", (int)p->pid, why);
+	if (p->name[1])
+		shm_unlink(p->name);
 }
 
 static void read_thread_name(pid_t pid, uint32_t tid, char *out, size_t len)
@@ -317,8 +324,6 @@ static uint64_t drain_slot(struct collector *c, struct proc_entry *p, unsigned i
 	return n;
 }
 
-static void finish_process(struct collector *c, struct proc_entry *p, int32_t status);
-
 static uint64_t drain_process(struct collector *c, struct proc_entry *p, int final)
 {
 	uint64_t most = 0;
@@ -328,6 +333,8 @@ static uint64_t drain_process(struct collector *c, struct proc_entry *p, int fin
 	/* a header rewritten since it was checked is not believed any more */
 	if (shm_geom_same(p->shm, &p->g, why, sizeof why))
 		quarantine(p, why);
+	if (p->shrunk)
+		quarantine(p, "its file was cut below the size mapped");
 	/* a drop takes a writer at least a nanosecond: counts beyond that are garbage */
 	c->lost_bound = prof_mono_ns();
 	read_strings(c, p);
@@ -339,8 +346,8 @@ static uint64_t drain_process(struct collector *c, struct proc_entry *p, int fin
 				most = n;
 		}
 	p->lost += c->buf_lost - before;
-	if (p->corrupt && !final)
-		finish_process(c, p, INT32_MIN); /* the rest of the session goes on */
+	if (p->shrunk) /* what was read after the cut was zeros: the checks stopped there */
+		quarantine(p, "its file was cut below the size mapped");
 	return most * 4 / p->g.ring_cap; /* >0 when a ring was a quarter full */
 }
 
@@ -369,8 +376,9 @@ static void finish_process(struct collector *c, struct proc_entry *p, int32_t st
 				    .end_ns = prof_mono_ns(), .lost = p->lost};
 	put(c, CAP_PROCESS_END, &e, sizeof e, 0, 0);
 	p->finished = 1;
-	if (p->name[1])
+	if (p->name[1] && !p->corrupt) /* a quarantined one's name is gone already */
 		shm_unlink(p->name);
+	shm_guard_remove(p->shm);
 	munmap(p->shm, p->map_size); /* a long session of many processes must not keep them */
 	p->shm = 0;
 }
@@ -435,6 +443,11 @@ static void add_process(struct collector *c, const char *name, struct prof_proc_
 	}
 	p->shm = shm;
 	p->map_size = mapped;
+	if (shm_guard_add(shm, mapped, &p->shrunk)) {
+		free(p);
+		munmap(shm, mapped);
+		return;
+	}
 	pid_t named = pid_in_name(c, name);
 	p->pid = named ? named : (pid_t)shm->pid;
 	if (shm_geom_read(shm, mapped, &p->g, why, sizeof why))
@@ -450,6 +463,7 @@ static void add_process(struct collector *c, const char *name, struct prof_proc_
 			free(p->slot_gen);
 			free(p->slot_tail);
 			free(p);
+			shm_guard_remove(shm);
 			munmap(shm, mapped);
 			return;
 		}
@@ -476,8 +490,6 @@ static void add_process(struct collector *c, const char *name, struct prof_proc_
 	p->next = c->procs;
 	c->procs = p;
 	c->processes++;
-	if (p->corrupt) /* known (never opened again), finished, removed */
-		finish_process(c, p, INT32_MIN);
 }
 
 struct found {
@@ -813,8 +825,10 @@ int collector_run(struct collector_options *o)
 	}
 	for (struct proc_entry *p = c->procs, *next; p; p = next) {
 		next = p->next;
-		if (p->shm)
+		if (p->shm) {
+			shm_guard_remove(p->shm);
 			munmap(p->shm, p->map_size);
+		}
 		free(p->slot_gen);
 		free(p->slot_tail);
 		stacks_free(&p->stacks);
@@ -848,11 +862,6 @@ void collector_fuzz_drain(struct collector *c)
 {
 	c->liveness_pass = 1;
 	drain_all(c);
-}
-
-int collector_fuzz_live(struct collector *c)
-{
-	return live_processes(c);
 }
 
 void collector_fuzz_end(struct collector *c)

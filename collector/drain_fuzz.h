@@ -13,7 +13,6 @@ struct collector;
 struct collector *collector_fuzz_new(struct collector_options *o, struct cap_writer *w);
 void collector_fuzz_add(struct collector *c, struct prof_proc_shm *shm, size_t size);
 void collector_fuzz_drain(struct collector *c); /* one pass over every segment */
-int collector_fuzz_live(struct collector *c);   /* processes not finished (mapped) */
 void collector_fuzz_end(struct collector *c);   /* finishes every process; frees c */
 
 #endif

@@ -64,10 +64,15 @@ int shm_geom_same(const struct prof_proc_shm *p, const struct shm_geom *g, char 
 	if (p->ring_cap != g->ring_cap)
 		return BAD("ring_cap changed from %llu to %llu", (unsigned long long)g->ring_cap,
 			   (unsigned long long)p->ring_cap);
-	if (p->strings_off != g->strings_off || p->strings_size != g->strings_size ||
-	    p->slots_off != g->slots_off || p->rings_off != g->rings_off ||
-	    p->stacks_off != g->stacks_off || p->stacks_size != g->stacks_size)
-		return BAD("area offsets changed");
+	const char *moved = p->strings_off != g->strings_off     ? "strings_off"
+			    : p->strings_size != g->strings_size ? "strings_size"
+			    : p->slots_off != g->slots_off       ? "slots_off"
+			    : p->rings_off != g->rings_off       ? "rings_off"
+			    : p->stacks_off != g->stacks_off     ? "stacks_off"
+			    : p->stacks_size != g->stacks_size   ? "stacks_size"
+								 : NULL;
+	if (moved)
+		return BAD("%s changed", moved);
 	if (p->segment_size != g->size)
 		return BAD("segment_size changed from %llu to %llu", (unsigned long long)g->size,
 			   (unsigned long long)p->segment_size);
