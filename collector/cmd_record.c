@@ -215,7 +215,7 @@ int cmd_record(int argc, char **argv)
 	for (int i = cmd_at; i < argc && used + 2 < sizeof s->command; i++)
 		used += (size_t)snprintf(s->command + used, sizeof s->command - used, "%s%s",
 					 i > cmd_at ? " " : "", argv[i]);
-	reclaim_dead_sessions(0, NULL, NULL); /* what killed sessions of this user left */
+	reclaim_dead_sessions(0, RECLAIM_MIN_AGE_S, NULL, 0, NULL, NULL); /* what killed sessions of this user left */
 	struct collector_options o = {.sid = sid, .session = s, .child = child};
 	int rc = collector_run(&o);
 	atomic_store(&s->state, rc ? SESSION_FAILED : SESSION_DONE);

@@ -24,7 +24,7 @@
 struct dead {
 	char sid[PROF_SID_LEN + 1];
 	unsigned segments;
-	uint64_t bytes;
+	uint64_t bytes, memory; /* sizes, and what they hold in memory (tmpfs blocks) */
 	int alive; /* something of it lives, is young, or is not ours */
 	int has_session;
 };
@@ -82,7 +82,8 @@ static struct dead *session_of(struct dead *d, int *n, const char *sid)
 }
 
 /* Looks at one segment of session s; name is "/libprof-UID-SID[-PID-NONCE]". */
-static void judge(struct dead *s, const char *name, int is_session, time_t now)
+static void judge(struct dead *s, const char *name, int is_session, time_t now,
+		  unsigned min_age)
 {
 	struct stat st;
 	size_t hdr = is_session ? sizeof(struct prof_session_shm) : sizeof(struct prof_proc_shm);
@@ -91,19 +92,21 @@ static void judge(struct dead *s, const char *name, int is_session, time_t now)
 		/* not ours, or too small to be read: a short one may still be being made */
 		int fd = shm_open(name, O_RDONLY | O_CLOEXEC, 0);
 		if (fd < 0 || fstat(fd, &st) || st.st_uid != getuid() ||
-		    now - st.st_mtime < RECLAIM_MIN_AGE_S)
+		    now - st.st_mtime < (time_t)min_age)
 			s->alive = 1;
 		if (fd >= 0)
 			close(fd);
 		if (!s->alive) {
 			s->segments++;
 			s->bytes += (uint64_t)st.st_size;
+			s->memory += (uint64_t)st.st_blocks * 512;
 		}
 		return;
 	}
 	s->segments++;
 	s->bytes += (uint64_t)st.st_size;
-	if (now - st.st_mtime < RECLAIM_MIN_AGE_S)
+	s->memory += (uint64_t)st.st_blocks * 512;
+	if (now - st.st_mtime < (time_t)min_age)
 		s->alive = 1;
 	if (is_session) {
 		const struct prof_session_shm *ss = p;
@@ -124,7 +127,16 @@ static void judge(struct dead *s, const char *name, int is_session, time_t now)
 	munmap(p, hdr);
 }
 
-int reclaim_dead_sessions(int dry_run, reclaim_fn fn, void *ctx)
+static int wanted(const char *sid, char *const *only, int nonly)
+{
+	for (int i = 0; i < nonly; i++)
+		if (!strcmp(only[i], sid))
+			return 1;
+	return nonly == 0;
+}
+
+int reclaim_dead_sessions(int dry_run, unsigned min_age_s, char *const *only, int nonly,
+			  reclaim_fn fn, void *ctx)
 {
 	DIR *dir = opendir("/dev/shm");
 	if (!dir)
@@ -147,13 +159,15 @@ int reclaim_dead_sessions(int dry_run, reclaim_fn fn, void *ctx)
 		char id[PROF_SID_LEN + 1];
 		memcpy(id, sid, PROF_SID_LEN);
 		id[PROF_SID_LEN] = 0;
+		if (!wanted(id, only, nonly))
+			continue;
 		struct dead *s = session_of(d, &n, id);
 		if (!s)
 			break; /* the rest on another call */
 		if (s->alive)
 			continue;
 		snprintf(name, sizeof name, "/%.255s", e->d_name);
-		judge(s, name, !sid[PROF_SID_LEN], now);
+		judge(s, name, !sid[PROF_SID_LEN], now, min_age_s);
 	}
 	int found = 0;
 	for (int i = 0; i < n; i++) {
@@ -176,7 +190,7 @@ int reclaim_dead_sessions(int dry_run, reclaim_fn fn, void *ctx)
 			shm_unlink(name);
 		}
 		if (fn)
-			fn(ctx, d[i].sid, d[i].segments, d[i].bytes);
+			fn(ctx, d[i].sid, d[i].segments, d[i].bytes, d[i].memory);
 	}
 	closedir(dir);
 	free(d);

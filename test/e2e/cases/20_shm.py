@@ -99,6 +99,13 @@ def wait_gone(prefix, timeout=10):
 
 def corrupt_case(c, how, want, at_once):
     run, pid, child, d = start_victim(c, "run")
+    try:
+        corrupt_running(c, how, want, at_once, run, pid, child, d)
+    finally:
+        go(d)  # the program ends whatever happened
+
+
+def corrupt_running(c, how, want, at_once, run, pid, child, d):
     name, sid = shm_segment_of(pid)
     seg = Segment(name)
     try:
@@ -238,24 +245,46 @@ def kill_whole_session(c, sub):
     return sid, left
 
 
+def age(names, seconds):
+    """Makes segments (this case's own) look made that long ago."""
+    past = time.time() - seconds
+    for n in names:
+        os.utime("/dev/shm/" + n, (past, past))
+
+
 def reclaim_case(c, by_clean):
     live_run, live_pid, live_child, live_dir = start_victim(c, "live")
+    try:
+        reclaim_beside(c, by_clean, live_run, live_pid, live_child, live_dir)
+    finally:
+        go(live_dir)  # the live program ends whatever happened
+
+
+def reclaim_beside(c, by_clean, live_run, live_pid, live_child, live_dir):
     _, live_sid = shm_segment_of(live_pid)
     live_prefix = "libprof-%d-%s" % (os.getuid(), live_sid)
     live_before = shm_names(live_prefix)
     dead_sid, dead_left = kill_whole_session(c, "dead")
     dead_prefix = "libprof-%d-%s" % (os.getuid(), dead_sid)
-    time.sleep(11)  # a session younger than 10 s is never taken for dead
+    mine = (dead_sid, live_sid)  # prof clean is limited to this case's sessions
     if by_clean:
-        r = c.prof("clean", "--dry-run")
+        # young: it may be a session being made, never taken for dead
+        r = c.prof("clean", "--dry-run", *mine)
+        eq((r.rc, r.out), (0, "no dead session\n"), "a young dead session: %r" % r)
+    # both old: only being dead may make one go, the live one's age must not
+    age(dead_left + live_before, 600)
+    if by_clean:
+        r = c.prof("clean", "--dry-run", *mine)
         eq(r.rc, 0, "prof clean --dry-run exit status: %r" % r)
-        check(re.search(r"^would remove session %s: 3 segments, \d+ bytes$" % dead_sid, r.out,
-                        re.M), "dry run names the dead session: %r" % r)
+        check(re.search(r"^would remove session %s: 3 segments, \d+ bytes "
+                        r"\([\d.]+ MB in memory\)$" % dead_sid, r.out, re.M),
+              "dry run names the dead session: %r" % r)
         check(live_sid not in r.out, "dry run names the live session: %r" % r)
         eq(shm_names(dead_prefix), dead_left, "segments after a dry run")
-        r = c.prof("clean")
+        r = c.prof("clean", *mine)
         eq(r.rc, 0, "prof clean exit status: %r" % r)
-        m = re.search(r"^removed session %s: 3 segments, (\d+) bytes$" % dead_sid, r.out, re.M)
+        m = re.search(r"^removed session %s: 3 segments, (\d+) bytes "
+                      r"\(([\d.]+) MB in memory\)$" % dead_sid, r.out, re.M)
         check(m, "prof clean names the dead session: %r" % r)
         check(int(m.group(1)) > 1 << 20, "bytes removed: %s" % m.group(1))
         check(live_sid not in r.out, "prof clean names the live session: %r" % r)
