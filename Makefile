@@ -5,6 +5,7 @@
 #   make test     unit tests (cmocka) and end-to-end tests
 #   make asan     the same suite built with AddressSanitizer and UndefinedBehaviorSanitizer
 #   make bench    overhead and throughput benchmarks (ratios measured side by side)
+#   make fuzz     the shared-memory fuzzer, FUZZ_RUNS executions (clang; test/fuzz)
 #   make install  PREFIX=/usr/local (library, command, header, Python module)
 
 BUILD   ?= build
