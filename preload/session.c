@@ -106,7 +106,12 @@ struct prof_session_shm *prof_session_open(const char *sid)
 	struct prof_session_shm *s = open_and_map(name, &size);
 	if (!s)
 		return 0;
-	if (size < sizeof *s || s->magic != PROF_SHM_MAGIC || s->version != PROF_SHM_VERSION) {
+	/* the clock pair was read when the session was made: in the past (a pair from the
+	 * future would have the collector sleep until then) */
+	if (size < sizeof *s || s->magic != PROF_SHM_MAGIC || s->version != PROF_SHM_VERSION ||
+	    (s->clock_kind != PROF_CLOCK_MONO && s->clock_kind != PROF_CLOCK_TSC) ||
+	    s->clock_ns > prof_mono_ns() ||
+	    (s->clock_kind == PROF_CLOCK_TSC && s->clock_tsc > __rdtsc())) {
 		munmap(s, size);
 		return 0;
 	}

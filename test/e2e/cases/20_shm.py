@@ -316,3 +316,23 @@ def shm_reclaim_prof_clean(c):
 @case
 def shm_reclaim_next_collector(c):
     reclaim_case(c, False)
+
+
+@case
+def shm_session_clock_from_the_future(c):
+    # a session segment whose clock pair lies in the future (a hostile or broken creator):
+    # the collector refuses it at once rather than sleep until then (up to 71 minutes)
+    sid = uuid.uuid4().hex[:16]
+    path = "/dev/shm/libprof-%d-%s" % (os.getuid(), sid)
+    size = 12288
+    buf = bytearray(size)
+    struct.pack_into("<QIIII", buf, 0, 0x314d48534650524c, 2, 2, 0, 0)  # magic, v2, TSC
+    struct.pack_into("<QQ", buf, 24, 1, 1 << 62)  # clock_tsc, clock_ns
+    with open(path, "wb") as f:
+        f.write(buf)
+    try:
+        r = c.prof("collect", "--session", sid, timeout=30)
+        eq(r.rc, 2, "exit status: %r" % r)
+        eq(r.err, "prof collect: no session '%s'\n" % sid, "stderr")
+    finally:
+        os.unlink(path)  # this case's own
