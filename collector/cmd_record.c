@@ -223,6 +223,8 @@ int cmd_record(int argc, char **argv)
 	prof_session_unlink(sid);
 	if (!o.child_status)
 		waitpid(child, &o.child_status, 0);
+	/* a collector that could not start (its capture) left the command's segments */
+	reclaim_session(sid);
 	int st = o.child_status & 0xffff;
 	if (WIFEXITED(st))
 		return WEXITSTATUS(st);

@@ -196,3 +196,19 @@ int reclaim_dead_sessions(int dry_run, unsigned min_age_s, char *const *only, in
 	free(d);
 	return found;
 }
+
+void reclaim_session(const char *sid)
+{
+	DIR *dir = opendir("/dev/shm");
+	if (!dir)
+		return;
+	char prefix[128], name[300];
+	prof_proc_shm_prefix(prefix, sizeof prefix, sid);
+	size_t plen = strlen(prefix);
+	for (struct dirent *e; (e = readdir(dir));)
+		if (!strncmp(e->d_name, prefix, plen)) {
+			snprintf(name, sizeof name, "/%.255s", e->d_name);
+			shm_unlink(name);
+		}
+	closedir(dir);
+}

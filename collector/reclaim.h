@@ -21,4 +21,8 @@ typedef void (*reclaim_fn)(void *ctx, const char *sid, unsigned segments, uint64
 int reclaim_dead_sessions(int dry_run, unsigned min_age_s, char *const *only, int nonly,
 			  reclaim_fn fn, void *ctx);
 
+/* Removes every process segment of session sid (its processes are done with the names:
+ * they keep their mappings). For a collector that ended without draining them. */
+void reclaim_session(const char *sid);
+
 #endif

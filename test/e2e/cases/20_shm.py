@@ -336,3 +336,20 @@ def shm_session_clock_from_the_future(c):
         eq(r.err, "prof collect: no session '%s'\n" % sid, "stderr")
     finally:
         os.unlink(path)  # this case's own
+
+
+@case
+def shm_record_capture_fails_nothing_left(c):
+    # prof record whose capture cannot be made: the command runs unprofiled, and the
+    # segments it made in the meantime do not stay in /dev/shm
+    with open(c.path("afile"), "w"):
+        pass
+    go(c.dir)
+    r = c.prof("record", "-o", c.path("afile", "x"), "--", c.prog("shm_victim"), 10, SHM_SIZE)
+    eq(r.rc, 0, "exit status: %r" % r)
+    check("not profiling" in r.err, "the reason on stderr: %r" % r)
+    pids = [int(x) for x in r.kv("pid") + r.kv("child")]
+    eq(len(pids), 2, "pids printed: %r" % r)
+    pat = re.compile(r"^libprof-%d-[0-9a-f]{16}-(%d|%d)-" % (os.getuid(), pids[0], pids[1]))
+    left = [n for n in shm_names("libprof-%d-" % os.getuid()) if pat.match(n)]
+    check(not left, "the command's segments left in /dev/shm: %s" % left)
