@@ -448,6 +448,7 @@ static void add_process(struct collector *c, const char *name, struct prof_proc_
 		munmap(shm, mapped);
 		return;
 	}
+	snprintf(p->name, sizeof p->name, "/%.255s", name); /* a quarantine removes it */
 	pid_t named = pid_in_name(c, name);
 	p->pid = named ? named : (pid_t)shm->pid;
 	if (shm_geom_read(shm, mapped, &p->g, why, sizeof why))
@@ -468,7 +469,6 @@ static void add_process(struct collector *c, const char *name, struct prof_proc_
 			return;
 		}
 	}
-	snprintf(p->name, sizeof p->name, "/%.255s", name);
 	uint32_t exec_seq = 0;
 	for (struct proc_entry *q = c->procs; q; q = q->next) {
 		if (q->pid != p->pid)

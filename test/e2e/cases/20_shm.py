@@ -353,3 +353,41 @@ def shm_record_capture_fails_nothing_left(c):
     pat = re.compile(r"^libprof-%d-[0-9a-f]{16}-(%d|%d)-" % (os.getuid(), pids[0], pids[1]))
     left = [n for n in shm_names("libprof-%d-" % os.getuid()) if pat.match(n)]
     check(not left, "the command's segments left in /dev/shm: %s" % left)
+
+
+@case
+def shm_corrupt_when_found(c):
+    # a process segment already bad when the collector first finds it (nslots 0, which
+    # divided by zero before): refused in one line, removed, the session goes on
+    run, pid, child, d = start_victim(c, "run")
+    fake_pid = 99999999  # no such process: it is finished at the next liveness pass
+    try:
+        _, sid = shm_segment_of(pid)
+        name = "libprof-%d-%s-%d-1" % (os.getuid(), sid, fake_pid)
+        size = 16384
+        buf = bytearray(size)
+        # magic, version 2, pid, ppid, nslots 0; segment_size
+        struct.pack_into("<QIIII", buf, 0, 0x314d48534650524c, 2, fake_pid, 1, 0)
+        struct.pack_into("<Q", buf, 80, size)
+        tmp = "/dev/shm/.e2e-%s" % c.token
+        with open(tmp, "wb") as f:
+            f.write(buf)
+        os.rename(tmp, "/dev/shm/" + name)  # whole at once: never seen half written
+        deadline = time.monotonic() + 20
+        while os.path.exists("/dev/shm/" + name) and time.monotonic() < deadline:
+            time.sleep(0.02)
+        check(not os.path.exists("/dev/shm/" + name), "the bad segment was not removed")
+    finally:
+        go(d)
+    r = c.finish(*run, timeout=120)
+    eq(r.rc, 0, "exit status")
+    lines = [l for l in r.err.splitlines() if "segment is corrupt" in l]
+    eq(lines, ["libprof: process %d's segment is corrupt (nslots 0); its later events are "
+               "left out" % fake_pid], "the line about it")
+    s = parse_summary(r.err)
+    check(s, "no summary line: the collector did not finish: %r" % r)
+    t, _ = c.outputs(os.path.join("run", "profile"), wait=10)
+    for size, who, what in ((SHM_SIZE, pid, "program's"), (SHM_SIZE + 2, pid, "program's later"),
+                            (SHM_SIZE + 1, child, "child's"), (SHM_SIZE + 3, child, "child's later")):
+        eq(t.count("malloc", size, who), SHM_N, "the %s mallocs" % what)
+    check(not wait_gone("libprof-%d-%s" % (os.getuid(), sid)), "segments of the session left")
