@@ -178,7 +178,7 @@ int reclaim_dead_sessions(int dry_run, unsigned min_age_s, char *const *only, in
 			/* the process segments, then the session (a name another user made in
 			 * /dev/shm cannot be removed by us: the directory is sticky) */
 			rewinddir(dir);
-			char want[64];
+			char want[96];
 			snprintf(want, sizeof want, "%s%s", prefix, d[i].sid);
 			for (struct dirent *e; (e = readdir(dir));)
 				if (!strncmp(e->d_name, want, strlen(want)) &&
