@@ -10,7 +10,9 @@
 
 #include "shm_layout.h"
 
-#define SHM_MAX_SLOTS 65536         /* threads at once: far above any real process */
+/* libprof makes 256 slots; the bound keeps a pass's work bounded (orphan slots are
+ * compared with every other slot) */
+#define SHM_MAX_SLOTS 4096
 #define SHM_MAX_RING_CAP (1ull << 32) /* events per ring (192 GiB) */
 #define SHM_MAX_FRAMES 1024           /* frames of one stack (libprof writes 256 at most) */
 
