@@ -107,9 +107,9 @@ struct prof_session_shm *prof_session_open(const char *sid)
 	if (!s)
 		return 0;
 	/* the clock pair was read when the session was made: in the past (a pair from the
-	 * future would have the collector sleep until then) */
+	 * future would have the collector sleep until then; a kind other than TSC is read
+	 * as CLOCK_MONOTONIC) */
 	if (size < sizeof *s || s->magic != PROF_SHM_MAGIC || s->version != PROF_SHM_VERSION ||
-	    (s->clock_kind != PROF_CLOCK_MONO && s->clock_kind != PROF_CLOCK_TSC) ||
 	    s->clock_ns > prof_mono_ns() ||
 	    (s->clock_kind == PROF_CLOCK_TSC && s->clock_tsc > __rdtsc())) {
 		munmap(s, size);
