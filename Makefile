@@ -5,6 +5,7 @@
 #   make test     unit tests (cmocka) and end-to-end tests
 #   make asan     the same suite built with AddressSanitizer and UndefinedBehaviorSanitizer
 #   make bench    overhead and throughput benchmarks (ratios measured side by side)
+#   make fuzz     the shared-memory fuzzer, FUZZ_RUNS executions (clang; test/fuzz)
 #   make install  PREFIX=/usr/local (library, command, header, Python module)
 
 BUILD   ?= build
@@ -97,7 +98,7 @@ e2e: all
 	@BUILD=$(abspath $(BUILD)) $(PYTHON) test/e2e/run.py
 
 test: deps
-	@$(MAKE) --no-print-directory all unit e2e
+	@$(MAKE) --no-print-directory all unit fuzz-smoke e2e
 
 asan: deps
 	@$(MAKE) --no-print-directory BUILD=build-asan \
@@ -108,6 +109,27 @@ asan: deps
 bench: all
 	@$(MAKE) --no-print-directory -C bench BUILD=$(abspath $(BUILD))
 	@BUILD=$(abspath $(BUILD)) $(PYTHON) bench/run.py
+
+# The shared-memory fuzzer (test/fuzz/README.md): libFuzzer under ASan and UBSan, clang
+# only. `make fuzz` runs FUZZ_RUNS executions; `make test` runs a short smoke run.
+FUZZ_CC   ?= clang
+FUZZ_RUNS ?= 10000000
+FUZZ_SAN   = -fsanitize=address,undefined -fno-sanitize-recover=undefined -fno-omit-frame-pointer
+FUZZ_BIN  := $(BUILD)/fuzz/fuzz_shm
+fuzzobj = $(patsubst %.c,$(BUILD)/fuzz/obj/%.o,$(1))
+.PHONY: fuzz fuzz-smoke
+$(BUILD)/fuzz/obj/%.o: %.c $(wildcard include/*.h formats/*.h preload/*.h collector/*.h)
+	@mkdir -p $(dir $@)
+	@echo "  CC $< (fuzz)"
+	@$(FUZZ_CC) -O1 -g $(BASE_CFLAGS) $(FUZZ_SAN) -fsanitize=fuzzer-no-link -c $< -o $@
+$(FUZZ_BIN): test/fuzz/fuzz_shm.c $(call fuzzobj,$(CORE_SRC))
+	@echo "  LD $@"
+	@$(FUZZ_CC) -O1 -g $(BASE_CFLAGS) $(FUZZ_SAN) -fsanitize=fuzzer -o $@ $^ \
+	  -lzstd -lm -lpthread -lstdc++
+fuzz: $(FUZZ_BIN)
+	@BUILD=$(abspath $(BUILD)) test/fuzz/run.sh $(FUZZ_RUNS)
+fuzz-smoke: $(FUZZ_BIN)
+	@BUILD=$(abspath $(BUILD)) test/fuzz/run.sh 20000
 
 #   make perf-check  libprof's overhead on a bundled workload against PERF_BASE (default
 #                    HEAD~1), both builds measured here; exit 1 when libprof got slower

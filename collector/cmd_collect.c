@@ -10,6 +10,7 @@
 
 #include "collector.h"
 #include "commands.h"
+#include "reclaim.h"
 
 /* The program's descriptors (pipes above all) must not stay open in the collector, or a
  * reader at the other end would wait for the collector too; stderr stays for messages. */
@@ -60,6 +61,7 @@ int cmd_collect(int argc, char **argv)
 	if (chdir("/")) { /* outputs are absolute paths; don't pin the program's directory */
 	}
 	atomic_store(&s->collector_pid, (uint32_t)getpid());
+	reclaim_dead_sessions(0, RECLAIM_MIN_AGE_S, NULL, 0, NULL, NULL); /* what killed sessions of this user left */
 	struct collector_options o = {.sid = sid, .session = s};
 	int rc = collector_run(&o);
 	uint32_t st = atomic_load(&s->state);

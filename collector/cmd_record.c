@@ -13,6 +13,7 @@
 
 #include "collector.h"
 #include "commands.h"
+#include "reclaim.h"
 #include "config.h"
 
 extern char **environ;
@@ -219,6 +220,7 @@ int cmd_record(int argc, char **argv)
 	for (int i = cmd_at; i < argc && used + 2 < sizeof s->command; i++)
 		used += (size_t)snprintf(s->command + used, sizeof s->command - used, "%s%s",
 					 i > cmd_at ? " " : "", argv[i]);
+	reclaim_dead_sessions(0, RECLAIM_MIN_AGE_S, NULL, 0, NULL, NULL); /* what killed sessions of this user left */
 	struct collector_options o = {.sid = sid, .session = s, .child = child};
 	int rc = collector_run(&o);
 	atomic_store(&s->state, rc ? SESSION_FAILED : SESSION_DONE);
@@ -226,6 +228,8 @@ int cmd_record(int argc, char **argv)
 	prof_session_unlink(sid);
 	if (!o.child_status)
 		waitpid(child, &o.child_status, 0);
+	/* a collector that could not start (its capture) left the command's segments */
+	reclaim_session(sid);
 	int st = o.child_status & 0xffff;
 	if (WIFEXITED(st))
 		return WEXITSTATUS(st);

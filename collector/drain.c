@@ -20,8 +20,11 @@
 #include "outputs.h"
 #include "clock.h"
 #include "collector.h"
+#include "drain_fuzz.h"
 #include "dump.h"
 #include "ring.h"
+#include "shm_check.h"
+#include "shm_guard.h"
 #include "stacks.h"
 #include "symbolize.h"
 
@@ -45,6 +48,11 @@ struct proc_entry {
 	uint32_t *slot_gen;
 	int finished;
 	uint64_t lost;
+	struct shm_geom g;   /* checked when found; addresses come from here only */
+	size_t map_size;     /* bytes mapped */
+	uint64_t *slot_tail; /* the collector's own tail of each ring */
+	int corrupt;         /* quarantined: not drained any more */
+	volatile int shrunk; /* a read hit a page the file no longer has (shm_guard) */
 };
 
 struct collector {
@@ -65,6 +73,8 @@ struct collector {
 	struct prof_event buf[EVENT_CHUNK];
 	uint32_t buf_n, buf_pid, buf_tid;
 	uint64_t buf_lost;
+	uint64_t lost_bound; /* the most one LOST event may count (shm_check_lost) */
+	char bad_event[160]; /* why a ring's batch stopped, set by on_ring_events */
 };
 
 static void write_failed(struct collector *c)
@@ -118,8 +128,35 @@ static void add_event(struct collector *c, const struct prof_event *src, int in_
 static void on_ring_events(void *ctx, const struct prof_event *ev, uint64_t n)
 {
 	struct collector *c = ctx;
-	for (uint64_t i = 0; i < n; i++)
+	if (c->bad_event[0])
+		return;
+	for (uint64_t i = 0; i < n; i++) {
+		/* hostile memory: a type or a lost count that cannot be ends the segment */
+		if (!shm_event_type_ok(&ev[i]) ||
+		    (ev[i].type == PROF_EV_LOST && ev[i].a > c->lost_bound)) {
+			snprintf(c->bad_event, sizeof c->bad_event,
+				 "an event of type %u (a=%llu) in thread %u's ring", ev[i].type,
+				 (unsigned long long)ev[i].a, c->buf_tid);
+			return;
+		}
 		add_event(c, &ev[i], 1);
+	}
+}
+
+/* A segment that fails a check is drained no more and its name removed at once; its
+ * process is still watched, and finished (PROCESS_END) when it ends, so the session goes
+ * on as before (the root still waits for the outputs). */
+static void quarantine(struct proc_entry *p, const char *why)
+{
+	if (p->corrupt)
+		return;
+	if (p->shrunk) /* the zeros read there were the symptom */
+		why = "its file was cut below the size mapped";
+	p->corrupt = 1;
+	fprintf(stderr, "libprof: process %d's segment is corrupt (%s); its later events are "
+			"left out\n", (int)p->pid, why);
+	if (p->name[1])
+		shm_unlink(p->name);
 }
 
 static void read_thread_name(pid_t pid, uint32_t tid, char *out, size_t len)
@@ -143,10 +180,17 @@ static void read_thread_name(pid_t pid, uint32_t tid, char *out, size_t len)
 static void read_strings(struct collector *c, struct proc_entry *p)
 {
 	struct prof_proc_shm *shm = p->shm;
+	char why[160];
+	if (p->corrupt)
+		return;
 	uint64_t used = atomic_load_explicit(&shm->strings_used, memory_order_acquire);
-	if (used > shm->strings_size)
-		used = shm->strings_size;
-	const char *area = prof_proc_strings(shm);
+	if (used > p->g.strings_size) {
+		snprintf(why, sizeof why, "strings_used %llu beyond the %llu-byte string area",
+			 (unsigned long long)used, (unsigned long long)p->g.strings_size);
+		quarantine(p, why);
+		return;
+	}
+	const char *area = (const char *)shm + p->g.strings_off;
 	while (p->strings_read + 4 <= used) {
 		const struct prof_string_entry *e = (const void *)(area + p->strings_read);
 		uint64_t size = (4 + (uint64_t)e->len + 3) & ~3ull;
@@ -164,7 +208,9 @@ static void read_strings(struct collector *c, struct proc_entry *p)
 				       .id = PROF_CAT_FIRST_DYNAMIC + p->categories_read};
 		put(c, CAP_CATEGORY, &h, sizeof h, name, strnlen(name, PROF_CATEGORY_NAME_MAX));
 	}
-	stacks_drain(&p->stacks, shm, p->pid, put_record, c);
+	if (stacks_drain(&p->stacks, shm, (const char *)shm + p->g.stacks_off, p->g.stacks_size,
+			 p->pid, put_record, c, why, sizeof why))
+		quarantine(p, why);
 }
 
 static void lost_event(struct collector *c, uint64_t count, uint64_t first, uint64_t last,
@@ -183,10 +229,10 @@ static int thread_alive(pid_t pid, uint32_t tid)
 }
 
 /* Another slot of the same thread still holding events (its earlier ring). */
-static int thread_has_older_events(struct prof_proc_shm *shm, unsigned orphan_slot, uint32_t tid)
+static int thread_has_older_events(struct proc_entry *p, unsigned orphan_slot, uint32_t tid)
 {
-	for (unsigned j = 0; j < shm->nslots; j++) {
-		struct prof_slot *o = prof_proc_slot(shm, j);
+	for (unsigned j = 0; j < p->g.nslots; j++) {
+		struct prof_slot *o = shm_slot(p->shm, &p->g, j);
 		if (j == orphan_slot || o->tid != tid || atomic_load(&o->orphan) ||
 		    atomic_load(&o->state) == SLOT_FREE)
 			continue;
@@ -205,7 +251,8 @@ static uint64_t drain_slot(struct collector *c, struct proc_entry *p, unsigned i
 			   int orphan_pass)
 {
 	struct prof_proc_shm *shm = p->shm;
-	struct prof_slot *s = prof_proc_slot(shm, i);
+	struct prof_slot *s = shm_slot(shm, &p->g, i);
+	char why[160];
 	uint32_t state = atomic_load_explicit(&s->state, memory_order_acquire);
 	if (state == SLOT_FREE)
 		return 0;
@@ -213,8 +260,18 @@ static uint64_t drain_slot(struct collector *c, struct proc_entry *p, unsigned i
 	 * before its first event is published */
 	uint64_t head = atomic_load_explicit(&s->head, memory_order_acquire);
 	int orphan = atomic_load(&s->orphan) != 0;
-	if (orphan != orphan_pass || (orphan && thread_has_older_events(shm, i, s->tid)))
+	if (orphan != orphan_pass || (orphan && thread_has_older_events(p, i, s->tid)))
 		return 0;
+	/* the tail is the collector's: one that moved, or a head behind it or beyond a
+	 * ring's worth of it, is corruption (checked per batch, not per event) */
+	uint64_t tail = atomic_load_explicit(&s->tail, memory_order_relaxed);
+	if (tail != p->slot_tail[i])
+		snprintf(why, sizeof why, "slot %u: tail moved from %llu to %llu", i,
+			 (unsigned long long)p->slot_tail[i], (unsigned long long)tail);
+	if (tail != p->slot_tail[i] || shm_check_span(tail, head, p->g.ring_cap, i, why, sizeof why)) {
+		quarantine(p, why);
+		return 0;
+	}
 	uint32_t gen = atomic_load_explicit(&s->gen, memory_order_acquire);
 	if (gen != p->slot_gen[i]) {
 		char name[64];
@@ -232,10 +289,26 @@ static uint64_t drain_slot(struct collector *c, struct proc_entry *p, unsigned i
 	/* Strings after the head: every name an event up to that head uses was interned
 	 * (and published) before the event was. */
 	read_strings(c, p);
-	uint64_t n = ring_drain_upto(s, prof_proc_ring(shm, i), shm->ring_cap, head,
+	if (p->corrupt)
+		return 0;
+	uint64_t n = ring_drain_upto(s, shm_ring(shm, &p->g, i), p->g.ring_cap, head,
 				     on_ring_events, c);
+	p->slot_tail[i] = head;
+	if (c->bad_event[0]) {
+		flush_events(c); /* the events before the bad one are the thread's */
+		quarantine(p, c->bad_event);
+		c->bad_event[0] = 0;
+		return 0;
+	}
 	if (state == SLOT_RETIRED || final) {
 		uint64_t pending = atomic_load_explicit(&s->lost_pending, memory_order_acquire);
+		if (pending > c->lost_bound) {
+			snprintf(why, sizeof why, "slot %u: lost_pending %llu is more than could be",
+				 i, (unsigned long long)pending);
+			flush_events(c);
+			quarantine(p, why);
+			return 0;
+		}
 		if (pending)
 			lost_event(c, pending, atomic_load(&s->lost_first), atomic_load(&s->lost_last),
 				   1);
@@ -246,6 +319,7 @@ static uint64_t drain_slot(struct collector *c, struct proc_entry *p, unsigned i
 		atomic_store(&s->orphan, 0);
 		atomic_store(&s->head, 0);
 		atomic_store(&s->tail, 0);
+		p->slot_tail[i] = 0;
 		atomic_store_explicit(&s->state, SLOT_FREE, memory_order_release);
 	}
 	/* how full it was: the loop skips its sleep while rings fill quickly */
@@ -255,16 +329,28 @@ static uint64_t drain_slot(struct collector *c, struct proc_entry *p, unsigned i
 static uint64_t drain_process(struct collector *c, struct proc_entry *p, int final)
 {
 	uint64_t most = 0;
+	char why[160];
+	if (p->corrupt)
+		return 0;
+	/* a header rewritten since it was checked is not believed any more */
+	if (shm_geom_same(p->shm, &p->g, why, sizeof why))
+		quarantine(p, why);
+	if (p->shrunk)
+		quarantine(p, "its file was cut below the size mapped");
+	/* a drop takes a writer at least a nanosecond: counts beyond that are garbage */
+	c->lost_bound = prof_mono_ns();
 	read_strings(c, p);
 	uint64_t before = c->buf_lost;
-	for (int orphan_pass = 0; orphan_pass < 2; orphan_pass++)
-		for (unsigned i = 0; i < p->shm->nslots; i++) {
+	for (int orphan_pass = 0; orphan_pass < 2 && !p->corrupt; orphan_pass++)
+		for (unsigned i = 0; i < p->g.nslots && !p->corrupt; i++) {
 			uint64_t n = drain_slot(c, p, i, final, orphan_pass);
 			if (n > most)
 				most = n;
 		}
 	p->lost += c->buf_lost - before;
-	return most * 4 / p->shm->ring_cap; /* >0 when a ring was a quarter full */
+	if (p->shrunk) /* what was read after the cut was zeros: the checks stopped there */
+		quarantine(p, "its file was cut below the size mapped");
+	return most * 4 / p->g.ring_cap; /* >0 when a ring was a quarter full */
 }
 
 /* Threads that got no ring (every slot taken): each one's drops, on that thread, under
@@ -281,6 +367,12 @@ static void report_lost_threads(struct collector *c, struct proc_entry *p)
 		uint64_t lost = atomic_load_explicit(&e->lost, memory_order_acquire);
 		if (!tid || !lost)
 			continue;
+		char why[160];
+		if (shm_check_lost(lost, prof_mono_ns(), 1, "a ringless thread's lost count", why,
+				   sizeof why)) {
+			quarantine(p, why);
+			return;
+		}
 		char name[32];
 		memcpy(name, e->name, sizeof e->name);
 		name[sizeof e->name] = 0;
@@ -301,8 +393,15 @@ static void finish_process(struct collector *c, struct proc_entry *p, int32_t st
 	if (p->finished)
 		return;
 	drain_process(c, p, 1);
-	report_lost_threads(c, p);
-	uint64_t no_slot = atomic_load(&p->shm->lost_no_slot);
+	if (!p->corrupt)
+		report_lost_threads(c, p);
+	uint64_t no_slot = p->corrupt ? 0 : atomic_load(&p->shm->lost_no_slot);
+	char why[160];
+	if (no_slot && shm_check_lost(no_slot, prof_mono_ns(), SHM_MAX_SLOTS, "lost_no_slot", why,
+				      sizeof why)) {
+		quarantine(p, why);
+		no_slot = 0;
+	}
 	if (no_slot) {
 		/* dropped before any ring existed for them: reported on the main thread */
 		c->buf_pid = (uint32_t)p->pid;
@@ -316,8 +415,10 @@ static void finish_process(struct collector *c, struct proc_entry *p, int32_t st
 				    .end_ns = prof_mono_ns(), .lost = p->lost};
 	put(c, CAP_PROCESS_END, &e, sizeof e, 0, 0);
 	p->finished = 1;
-	shm_unlink(p->name);
-	prof_proc_unmap(p->shm); /* a long session of many processes must not keep them */
+	if (p->name[1] && !p->corrupt) /* a quarantined one's name is gone already */
+		shm_unlink(p->name);
+	shm_guard_remove(p->shm);
+	munmap(p->shm, p->map_size); /* a long session of many processes must not keep them */
 	p->shm = 0;
 }
 
@@ -359,20 +460,54 @@ static int32_t child_status(struct collector *c, pid_t pid)
 	return WIFEXITED(st) ? WEXITSTATUS(st) : WIFSIGNALED(st) ? -WTERMSIG(st) : INT32_MIN;
 }
 
-static void add_process(struct collector *c, const char *name, struct prof_proc_shm *shm)
+/* The pid a segment's name gives (libprof-UID-SID-PID-NONCE), 0 if none. */
+static pid_t pid_in_name(struct collector *c, const char *name)
+{
+	size_t plen = strlen(c->shm_prefix);
+	if (strncmp(name, c->shm_prefix, plen))
+		return 0;
+	char *end;
+	long pid = strtol(name + plen, &end, 10);
+	return *end == '-' && pid > 0 && pid <= INT_MAX ? (pid_t)pid : 0;
+}
+
+static void add_process(struct collector *c, const char *name, struct prof_proc_shm *shm,
+			size_t mapped)
 {
 	struct proc_entry *p = calloc(1, sizeof *p);
-	uint32_t *gens = calloc(shm->nslots, sizeof *gens);
-	if (!p || !gens) {
-		free(p);
-		free(gens);
-		prof_proc_unmap(shm);
+	char why[160];
+	if (!p) {
+		munmap(shm, mapped);
 		return;
 	}
 	p->shm = shm;
-	p->slot_gen = gens;
-	p->pid = (pid_t)shm->pid;
-	snprintf(p->name, sizeof p->name, "/%.255s", name);
+	p->map_size = mapped;
+	if (shm_guard_add(shm, mapped, &p->shrunk)) {
+		free(p);
+		munmap(shm, mapped);
+		return;
+	}
+	snprintf(p->name, sizeof p->name, "/%.255s", name); /* a quarantine removes it */
+	pid_t named = pid_in_name(c, name);
+	p->pid = named ? named : (pid_t)shm->pid;
+	if (shm_geom_read(shm, mapped, &p->g, why, sizeof why))
+		quarantine(p, why);
+	else if (named && (pid_t)p->g.pid != named) {
+		snprintf(why, sizeof why, "pid %u in the segment of pid %d", p->g.pid, (int)named);
+		quarantine(p, why);
+	}
+	if (!p->corrupt) {
+		p->slot_gen = calloc(p->g.nslots, sizeof *p->slot_gen);
+		p->slot_tail = calloc(p->g.nslots, sizeof *p->slot_tail);
+		if (!p->slot_gen || !p->slot_tail) {
+			free(p->slot_gen);
+			free(p->slot_tail);
+			free(p);
+			shm_guard_remove(shm);
+			munmap(shm, mapped);
+			return;
+		}
+	}
 	uint32_t exec_seq = 0;
 	for (struct proc_entry *q = c->procs; q; q = q->next) {
 		if (q->pid != p->pid)
@@ -382,14 +517,14 @@ static void add_process(struct collector *c, const char *name, struct prof_proc_
 		 * must precede the new image's (the readers rely on it) */
 		finish_process(c, q, INT32_MIN);
 	}
-	struct cap_process h = {.pid = shm->pid, .ppid = shm->ppid, .exec_seq = exec_seq,
+	struct cap_process h = {.pid = (uint32_t)p->pid, .ppid = shm->ppid, .exec_seq = exec_seq,
 				.start_ns = shm->created_ns};
-	uint32_t len = shm->cmdline_len < PROF_CMDLINE_MAX ? shm->cmdline_len : 0;
+	uint32_t len = !p->corrupt && shm->cmdline_len < PROF_CMDLINE_MAX ? shm->cmdline_len : 0;
 	put(c, CAP_PROCESS, &h, sizeof h, shm->cmdline, len);
 	p->ppid = (pid_t)shm->ppid;
 	p->exec_seq = exec_seq;
 	/* its code mappings now, while it surely lives (stacks may come after its end) */
-	if (c->s->stacks)
+	if (c->s->stacks && !p->corrupt)
 		stacks_read_maps(&p->stacks, p->pid, put_record, c);
 	p->next = c->procs;
 	c->procs = p;
@@ -399,6 +534,7 @@ static void add_process(struct collector *c, const char *name, struct prof_proc_
 struct found {
 	char name[256];
 	struct prof_proc_shm *shm;
+	size_t size;
 };
 
 static int by_creation(const void *a, const void *b)
@@ -428,16 +564,18 @@ static int scan_segments(struct collector *c)
 	while ((e = readdir(d)) && n < 64) {
 		if (strncmp(e->d_name, c->shm_prefix, plen) || known(c, e->d_name))
 			continue;
-		struct prof_proc_shm *shm = prof_proc_open(e->d_name);
+		size_t size;
+		struct prof_proc_shm *shm = prof_proc_open_sized(e->d_name, &size);
 		if (!shm)
 			continue; /* still being made: next scan */
 		snprintf(found[n].name, sizeof found[n].name, "%.255s", e->d_name);
+		found[n].size = size;
 		found[n++].shm = shm;
 	}
 	closedir(d);
 	qsort(found, (size_t)n, sizeof *found, by_creation);
 	for (int i = 0; i < n; i++, added++)
-		add_process(c, found[i].name, found[i].shm);
+		add_process(c, found[i].name, found[i].shm, found[i].size);
 	return added;
 }
 
@@ -789,12 +927,55 @@ int collector_run(struct collector_options *o)
 	}
 	for (struct proc_entry *p = c->procs, *next; p; p = next) {
 		next = p->next;
-		if (p->shm)
-			prof_proc_unmap(p->shm);
+		if (p->shm) {
+			shm_guard_remove(p->shm);
+			munmap(p->shm, p->map_size);
+		}
 		free(p->slot_gen);
+		free(p->slot_tail);
 		stacks_free(&p->stacks);
 		free(p);
 	}
 	free(c);
 	return rc;
+}
+
+/* test/fuzz: segments in memory drained by the code above, without /dev/shm or a live
+ * process (drain_fuzz.h). */
+struct collector *collector_fuzz_new(struct collector_options *o, struct cap_writer *w)
+{
+	struct collector *c = calloc(1, sizeof *c);
+	if (!c)
+		return NULL;
+	c->o = o;
+	c->s = o->session;
+	c->w = w;
+	prof_proc_shm_prefix(c->shm_prefix, sizeof c->shm_prefix, o->sid);
+	prof_clock_map_init(&c->clock, PROF_CLOCK_MONO, 0, 0);
+	return c;
+}
+
+void collector_fuzz_add(struct collector *c, struct prof_proc_shm *shm, size_t size)
+{
+	add_process(c, "", shm, size);
+}
+
+void collector_fuzz_drain(struct collector *c)
+{
+	c->liveness_pass = 1;
+	drain_all(c);
+}
+
+void collector_fuzz_end(struct collector *c)
+{
+	for (struct proc_entry *p = c->procs; p; p = p->next)
+		finish_process(c, p, INT32_MIN);
+	for (struct proc_entry *p = c->procs, *next; p; p = next) {
+		next = p->next;
+		free(p->slot_gen);
+		free(p->slot_tail);
+		stacks_free(&p->stacks);
+		free(p);
+	}
+	free(c);
 }

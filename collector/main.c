@@ -15,6 +15,7 @@ static void usage(FILE *f)
 		"  export FILE.prof -o OUT.json       make the Chrome trace again\n"
 		"  summary INPUT... -o BASE.json      a compact summary of runs, for a baseline\n"
 		"  diff BASE CUR [options]            compare runs: regressions, exit status 1\n"
+		"  clean [--dry-run]                  remove dead sessions' shared memory\n"
 		"  collect --session SID              (internal) the collector of a session\n"
 		"\n"
 		"Without prof record: PROFILER_AUTOSTART=1 LD_PRELOAD=/path/libprof.so cmd args\n"
@@ -46,6 +47,8 @@ int main(int argc, char **argv)
 		return cmd_summary(argc - 1, argv + 1);
 	if (!strcmp(cmd, "diff"))
 		return cmd_diff(argc - 1, argv + 1);
+	if (!strcmp(cmd, "clean"))
+		return cmd_clean(argc - 1, argv + 1);
 	if (!strcmp(cmd, "collect"))
 		return cmd_collect(argc - 1, argv + 1);
 	fprintf(stderr, "prof: unknown command '%s' (see prof --help)\n", cmd);

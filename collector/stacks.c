@@ -9,6 +9,7 @@
 #include <string.h>
 
 #include "capture.h"
+#include "shm_check.h"
 #include "stack_names.h"
 #include "symbolize.h"
 
@@ -77,18 +78,24 @@ void stacks_read_maps(struct proc_stacks *ps, pid_t pid, stacks_put_fn put, void
 		qsort(ps->mods, ps->nmods, sizeof *ps->mods, by_lo);
 }
 
-void stacks_drain(struct proc_stacks *ps, struct prof_proc_shm *shm, pid_t pid,
-		  stacks_put_fn put, void *ctx)
+int stacks_drain(struct proc_stacks *ps, struct prof_proc_shm *shm, const char *area,
+		 uint64_t area_size, pid_t pid, stacks_put_fn put, void *ctx, char *why,
+		 size_t whylen)
 {
 	uint64_t used = atomic_load_explicit(&shm->stacks_reserved, memory_order_acquire);
-	if (used > shm->stacks_size)
-		used = shm->stacks_size;
-	const char *area = prof_proc_stacks(shm);
+	/* reservations may overshoot the area (a failed add); the entries never do */
+	if (used > area_size)
+		used = area_size;
 	ps->maps_read_this_pass = 0;
 	while (ps->read + sizeof(struct prof_stack_entry) <= used) {
 		const struct prof_stack_entry *e = (const void *)(area + ps->read);
 		uint32_t n = atomic_load_explicit(&((struct prof_stack_entry *)e)->nframes,
 						  memory_order_acquire);
+		if (n > SHM_MAX_FRAMES) {
+			snprintf(why, whylen, "a stack of %u frames at %llu", n,
+				 (unsigned long long)ps->read);
+			return -1;
+		}
 		uint64_t size = sizeof *e + (uint64_t)n * 8;
 		if (!n || ps->read + size > used)
 			break; /* not published yet */
@@ -111,6 +118,7 @@ void stacks_drain(struct proc_stacks *ps, struct prof_proc_shm *shm, pid_t pid,
 		put(ctx, CAP_STACK, &h, sizeof h, e->frames, (size_t)n * 8);
 		ps->read += size;
 	}
+	return 0;
 }
 
 /* The module and file offset of a frame: the call instruction at pc - 1. */

@@ -29,10 +29,13 @@ struct proc_stacks {
 
 struct symbolizer;
 
-/* Copies the stacks published since the last call; a frame outside every known module
- * has /proc/<pid>/maps read again (once per call) and the new mappings written. */
-void stacks_drain(struct proc_stacks *ps, struct prof_proc_shm *shm, pid_t pid,
-		  stacks_put_fn put, void *ctx);
+/* Copies the stacks published since the last call from the stack area (area_size bytes
+ * at area, checked by the caller to lie inside shm's mapping); a frame outside every
+ * known module has /proc/<pid>/maps read again (once per call) and the new mappings
+ * written. 0, or -1 with the problem in why when an entry cannot be. */
+int stacks_drain(struct proc_stacks *ps, struct prof_proc_shm *shm, const char *area,
+		 uint64_t area_size, pid_t pid, stacks_put_fn put, void *ctx, char *why,
+		 size_t whylen);
 /* Writes the executable mappings of /proc/<pid>/maps not written yet. */
 void stacks_read_maps(struct proc_stacks *ps, pid_t pid, stacks_put_fn put, void *ctx);
 /* Naming the frames, once the session is over and while the modules on disk are the

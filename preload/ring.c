@@ -87,10 +87,11 @@ uint64_t ring_drain_upto(struct prof_slot *slot, const struct prof_event *ring,
 			 uint64_t capacity, uint64_t head, ring_read_fn fn, void *ctx)
 {
 	uint64_t tail = atomic_load_explicit(&slot->tail, memory_order_relaxed);
-	if (head == tail)
+	uint64_t n = head - tail;
+	/* the writer's memory is not trusted: nothing outside the ring is read */
+	if (n == 0 || n > capacity || !capacity || (capacity & (capacity - 1)))
 		return 0;
 	uint64_t mask = capacity - 1;
-	uint64_t n = head - tail;
 	uint64_t first = tail & mask;
 	uint64_t run = capacity - first < n ? capacity - first : n;
 	fn(ctx, ring + first, run);

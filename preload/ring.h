@@ -49,7 +49,9 @@ static inline void ring_commit(struct ring_writer *w)
 typedef void (*ring_read_fn)(void *ctx, const struct prof_event *ev, uint64_t n);
 uint64_t ring_drain(struct prof_slot *slot, const struct prof_event *ring, uint64_t capacity,
 		    ring_read_fn fn, void *ctx);
-/* The same up to a head the caller loaded (acquire) earlier. */
+/* The same up to a head the caller loaded (acquire) earlier. A span that cannot be (head
+ * behind the tail or beyond tail + capacity, a capacity not a power of two) is left
+ * unread: 0. */
 uint64_t ring_drain_upto(struct prof_slot *slot, const struct prof_event *ring,
 			 uint64_t capacity, uint64_t head, ring_read_fn fn, void *ctx);
 

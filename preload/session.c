@@ -106,10 +106,20 @@ struct prof_session_shm *prof_session_open(const char *sid)
 	struct prof_session_shm *s = open_and_map(name, &size);
 	if (!s)
 		return 0;
-	if (size < sizeof *s || s->magic != PROF_SHM_MAGIC || s->version != PROF_SHM_VERSION) {
+	/* the clock pair was read when the session was made: in the past (a pair from the
+	 * future would have the collector sleep until then; a kind other than TSC is read
+	 * as CLOCK_MONOTONIC) */
+	if (size < sizeof *s || s->magic != PROF_SHM_MAGIC || s->version != PROF_SHM_VERSION ||
+	    s->clock_ns > prof_mono_ns() ||
+	    (s->clock_kind == PROF_CLOCK_TSC && s->clock_tsc > __rdtsc())) {
 		munmap(s, size);
 		return 0;
 	}
+	/* the collector prints and opens these: they end inside their arrays whatever the
+	 * creator wrote (a real one never fills the last byte) */
+	s->output_prefix[sizeof s->output_prefix - 1] = 0;
+	s->dump_path[sizeof s->dump_path - 1] = 0;
+	s->command[sizeof s->command - 1] = 0;
 	return s;
 }
 
@@ -190,6 +200,12 @@ struct prof_proc_shm *prof_proc_create(const char *sid, uint64_t ring_bytes, uns
 struct prof_proc_shm *prof_proc_open(const char *name)
 {
 	size_t size;
+	return prof_proc_open_sized(name, &size);
+}
+
+struct prof_proc_shm *prof_proc_open_sized(const char *name, size_t *mapped)
+{
+	size_t size;
 	char path[256];
 	snprintf(path, sizeof path, "/%s", name);
 	struct prof_proc_shm *p = open_and_map(path, &size);
@@ -201,6 +217,7 @@ struct prof_proc_shm *prof_proc_open(const char *name)
 		munmap(p, size);
 		return 0;
 	}
+	*mapped = size;
 	return p;
 }
 

@@ -38,6 +38,9 @@ struct prof_proc_shm *prof_proc_create(const char *sid, uint64_t ring_bytes, uns
 				       char *name, size_t namelen);
 /* Maps a process segment by its /dev/shm name (for the collector). */
 struct prof_proc_shm *prof_proc_open(const char *name);
+/* The same, with the bytes mapped (the segment's size when opened: what the collector
+ * checks the header against and unmaps, never the header's own word). */
+struct prof_proc_shm *prof_proc_open_sized(const char *name, size_t *mapped);
 void prof_proc_unmap(struct prof_proc_shm *p);
 
 /* Commits the memory of a range of a mapped segment now, so a full /dev/shm fails here
