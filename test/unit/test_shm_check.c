@@ -21,7 +21,7 @@ static uint64_t layout(struct prof_proc_shm *p)
 	memset(p, 0, sizeof *p);
 	p->nslots = SLOTS;
 	p->ring_cap = CAP;
-	p->strings_off = 8192;
+	p->strings_off = (sizeof *p + 4095) & ~(uint64_t)4095; /* the header, in whole pages */
 	p->strings_size = 4096;
 	p->slots_off = p->strings_off + p->strings_size;
 	p->rings_off = p->slots_off + SLOTS * sizeof(struct prof_slot);
