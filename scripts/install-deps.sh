@@ -3,7 +3,8 @@
 set -e
 need=""
 # python3-torch: CPU PyTorch for /usr/bin/python3, run for real by the e2e tests
-for pkg in build-essential libzstd-dev libcmocka-dev libunwind-dev python3 python3-dev python3-torch python3-venv; do
+# clang, libclang-rt-14-dev: libFuzzer for the shared-memory fuzzer (make fuzz, and its smoke run in make test)
+for pkg in build-essential clang libclang-rt-14-dev libzstd-dev libcmocka-dev libunwind-dev python3 python3-dev python3-torch python3-venv; do
 	dpkg-query -W -f='${Status}' "$pkg" 2>/dev/null | grep -q "install ok installed" ||
 		need="$need $pkg"
 done
