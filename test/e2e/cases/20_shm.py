@@ -362,9 +362,13 @@ def shm_corrupt_when_found(c):
     run, pid, child, d = start_victim(c, "run")
     fake_pid = 99999999  # no such process: it is finished at the next liveness pass
     try:
-        _, sid = shm_segment_of(pid)
+        real, sid = shm_segment_of(pid)
         name = "libprof-%d-%s-%d-1" % (os.getuid(), sid, fake_pid)
-        size = 16384
+        # past the header (its size: the real segment's strings_off, in whole pages), or
+        # it reads as a segment still being made
+        with open("/dev/shm/" + real, "rb") as f:
+            header = struct.unpack_from("<Q", f.read(56), 48)[0]
+        size = header + 16384
         buf = bytearray(size)
         # magic, version 2, pid, ppid, nslots 0; segment_size
         struct.pack_into("<QIIII", buf, 0, 0x314d48534650524c, 2, fake_pid, 1, 0)
