@@ -57,3 +57,15 @@ def trace_versioned_symbol(c):
         t, _ = c.outputs(prefix, wait=10)
         eq(len(t.select("X", "sched_setaffinity", "trace")), 1,
            "sched_setaffinity calls traced (PROFILER_TRACE=%s)" % pattern)
+
+
+@case
+def internal_block_freed_behind(c):
+    # libprof's own environment array released without its free wrapper (as a DEEPBIND
+    # library's free would): the program's next block at that address is its own, its
+    # free an event, not a leak
+    r, t = profile(c, [c.prog("internal_freed_behind")])
+    eq(r.kv("reused"), ["1"], "the program's block landed on libprof's freed one (%r)" % r)
+    size = int(r.kv("size")[0])
+    eq(matched_frees(t, pid_of(r), {"malloc": size}), 1,
+       "frees of the program's malloc(%d) at the freed address" % size)
