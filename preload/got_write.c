@@ -85,10 +85,12 @@ int prof_got_write(struct prof_got_object *o, void **slot, void *value)
 	if (relro && o->page != page) {
 		o->page = page;
 		o->prot = page_prot(page);
+		if (o->prot < 0)
+			o->prot = PROT_READ; /* no /proc: what the loader leaves RELRO as */
 	}
 	if (!relro) {
 		__atomic_store_n(slot, value, __ATOMIC_RELEASE);
-	} else if (o->prot < 0 || (o->prot & PROT_WRITE) ||
+	} else if ((o->prot & PROT_WRITE) ||
 		   mprotect((void *)page, pagesize, o->prot | PROT_WRITE)) {
 		rc = -1;
 	} else {
