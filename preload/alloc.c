@@ -102,6 +102,10 @@ static inline void record(struct prof_thread *t, enum prof_name name, uint64_t t
 			  void *caller_sp)
 {
 	uint8_t flags = (ret ? PROF_EVF_ALLOCS : 0) | (released ? PROF_EVF_FREES : 0);
+	/* a new block where libprof's own was: that one was freed behind libprof's back (a
+	 * DEEPBIND library's free): forgotten, or this block's free would be dropped */
+	if (ret)
+		prof_internal_release(ret);
 	if (unlikely(__atomic_load_n(&prof_stack_alloc_on, __ATOMIC_RELAXED)) && ret) {
 		/* where the block was asked for; releases need none (matched by pointer).
 		 * What the unwinder allocates is libprof's. */

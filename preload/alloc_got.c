@@ -25,6 +25,7 @@
 #include "alloc.h"
 #include "alloc_got.h"
 #include "dl.h"
+#include "got_write.h"
 #include "state.h"
 
 #define MAX_OBJECTS 1024
@@ -109,21 +110,10 @@ static int read_object(const struct dl_phdr_info *info, struct object_dyn *d)
 	return d->symtab && d->strtab ? 0 : -1;
 }
 
-static void write_entry(void **slot, void *value, const struct object_dyn *d)
-{
-	uintptr_t page = (uintptr_t)sysconf(_SC_PAGESIZE);
-	void *at = (void *)((uintptr_t)slot & ~(page - 1));
-	int relro = (uintptr_t)slot >= d->relro_lo && (uintptr_t)slot < d->relro_hi;
-	if (relro && mprotect(at, page, PROT_READ | PROT_WRITE))
-		return;
-	__atomic_store_n(slot, value, __ATOMIC_RELEASE);
-	if (relro)
-		mprotect(at, page, PROT_READ);
-}
-
-/* 1 when the entry is settled; 0 when it is lazy and no handle to resolve it was given. */
+/* 1 when the entry is settled; 0 when it is lazy and no handle to resolve it was given,
+ * or the object is still being relocated (got_write.c). */
 static int check_entry(const struct dl_phdr_info *info, const struct object_dyn *d,
-		       const ElfW(Rela) *r, void *handle)
+		       const ElfW(Rela) *r, void *handle, struct prof_got_object *pages)
 {
 	const ElfW(Sym) *sym = &d->symtab[ELF64_R_SYM(r->r_info)];
 	if (sym->st_shndx != SHN_UNDEF)
@@ -144,7 +134,7 @@ static int check_entry(const struct dl_phdr_info *info, const struct object_dyn 
 		cur = prof_real_dlsym(handle, d->strtab + sym->st_name);
 	}
 	if (cur == real)
-		write_entry(slot, ours, d);
+		return prof_got_write(pages, slot, ours) == 0;
 	return 1;
 }
 
@@ -168,12 +158,13 @@ static int check_object(const struct dl_phdr_info *info, void *handle)
 	int settled = 1;
 	if (skip(info) || read_object(info, &d))
 		return 1;
+	struct prof_got_object pages = {.relro_lo = d.relro_lo, .relro_hi = d.relro_hi};
 	for (size_t i = 0; d.jmprel && i < d.jmprel_size / sizeof(ElfW(Rela)); i++)
 		if (ELF64_R_TYPE(d.jmprel[i].r_info) == R_X86_64_JUMP_SLOT)
-			settled &= check_entry(info, &d, &d.jmprel[i], handle);
+			settled &= check_entry(info, &d, &d.jmprel[i], handle, &pages);
 	for (size_t i = 0; d.rela && i < d.rela_size / sizeof(ElfW(Rela)); i++)
 		if (ELF64_R_TYPE(d.rela[i].r_info) == R_X86_64_GLOB_DAT)
-			settled &= check_entry(info, &d, &d.rela[i], handle);
+			settled &= check_entry(info, &d, &d.rela[i], handle, &pages);
 	return settled;
 }
 
@@ -237,4 +228,5 @@ void prof_alloc_got_refresh(void *handle)
 void prof_alloc_got_after_fork(void)
 {
 	pthread_mutex_init(&lock, 0);
+	prof_got_write_after_fork(); /* the one GOT writers' lock, got.c's included */
 }

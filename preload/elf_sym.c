@@ -37,9 +37,15 @@ static uint32_t sysv_hash(const char *s)
 	return h & 0x0fffffff;
 }
 
-static int wanted(const Elf64_Sym *sym, const char *strtab, const char *name)
+/* versym (DT_VERSYM, or NULL) marks a compatibility copy of a function (glibc's
+ * sched_setaffinity@GLIBC_2.3.3 beside @@GLIBC_2.3.4) hidden: dlsym and the loader never
+ * bind an unversioned reference to it, nor may we. */
+static int wanted(const Elf64_Sym *sym, const char *strtab, const char *name,
+		  const Elf64_Half *versym, uint32_t index)
 {
 	int type = ELF64_ST_TYPE(sym->st_info);
+	if (versym && (versym[index] & 0x8000))
+		return 0;
 	return sym->st_shndx != SHN_UNDEF && sym->st_value &&
 	       type == STT_FUNC && /* an ifunc's value is its resolver: left to the loader */
 	       ELF64_ST_BIND(sym->st_info) != STB_LOCAL && !strcmp(strtab + sym->st_name, name);
@@ -56,6 +62,7 @@ void *prof_elf_symbol(const struct dl_phdr_info *info, const char *name)
 	const Elf64_Sym *symtab = 0;
 	const char *strtab = 0;
 	const uint32_t *gnu = 0, *sysv = 0;
+	const Elf64_Half *versym = 0;
 	for (; dyn->d_tag != DT_NULL; dyn++) {
 		uintptr_t p = dyn_addr(info->dlpi_addr, dyn->d_un.d_ptr);
 		if (dyn->d_tag == DT_SYMTAB)
@@ -66,6 +73,8 @@ void *prof_elf_symbol(const struct dl_phdr_info *info, const char *name)
 			gnu = (const uint32_t *)p;
 		else if (dyn->d_tag == DT_HASH)
 			sysv = (const uint32_t *)p;
+		else if (dyn->d_tag == DT_VERSYM)
+			versym = (const Elf64_Half *)p;
 	}
 	if (!symtab || !strtab)
 		return 0;
@@ -79,7 +88,8 @@ void *prof_elf_symbol(const struct dl_phdr_info *info, const char *name)
 		if (!nbuckets)
 			return 0;
 		for (uint32_t i = buckets[h % nbuckets]; i >= symoffset && !found; i++) {
-			if ((chain[i - symoffset] | 1) == (h | 1) && wanted(&symtab[i], strtab, name))
+			if ((chain[i - symoffset] | 1) == (h | 1) &&
+			    wanted(&symtab[i], strtab, name, versym, i))
 				found = &symtab[i];
 			if (chain[i - symoffset] & 1)
 				break;
@@ -90,7 +100,7 @@ void *prof_elf_symbol(const struct dl_phdr_info *info, const char *name)
 		if (!nbuckets)
 			return 0;
 		for (uint32_t i = buckets[sysv_hash(name) % nbuckets]; i && !found; i = chain[i])
-			if (wanted(&symtab[i], strtab, name))
+			if (wanted(&symtab[i], strtab, name, versym, i))
 				found = &symtab[i];
 	}
 	return found ? (void *)(info->dlpi_addr + found->st_value) : 0;

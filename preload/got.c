@@ -19,6 +19,7 @@
 
 #include "dl.h"
 #include "elf_sym.h"
+#include "got_write.h"
 #include "ort.h"
 #include "prof.h"
 #include "state.h"
@@ -355,18 +356,6 @@ static void *resolve(void **slot, const char *name, const struct dl_phdr_info *o
 	return r;
 }
 
-static void write_slot(void **slot, void *value, uintptr_t relro_start, uintptr_t relro_end)
-{
-	uintptr_t page = (uintptr_t)sysconf(_SC_PAGESIZE);
-	uintptr_t at = (uintptr_t)slot & ~(page - 1);
-	int relro = (uintptr_t)slot >= relro_start && (uintptr_t)slot < relro_end;
-	if (relro && mprotect((void *)at, page, PROT_READ | PROT_WRITE))
-		return;
-	__atomic_store_n(slot, value, __ATOMIC_RELEASE);
-	if (relro)
-		mprotect((void *)at, page, PROT_READ);
-}
-
 struct dynamic_info {
 	const Elf64_Sym *symtab;
 	const char *strtab;
@@ -434,20 +423,19 @@ static int skip_object(const struct dl_phdr_info *info)
 	       inside_libprof((const void *)(info->dlpi_addr + info->dlpi_phdr[0].p_vaddr));
 }
 
-static void patch_slot(const struct dl_phdr_info *info, const struct dynamic_info *d,
-		       const Elf64_Rela *r, uintptr_t relro_start, uintptr_t relro_end,
-		       int hooks_only)
+/* 0, or -1 when the object is still being relocated (got_write.c): look again later. */
+static int patch_slot(const struct dl_phdr_info *info, const struct dynamic_info *d,
+		      const Elf64_Rela *r, struct prof_got_object *pages, int hooks_only)
 {
 	const char *name = d->strtab + d->symtab[ELF64_R_SYM(r->r_info)].st_name;
 	void **slot = (void **)(info->dlpi_addr + r->r_offset);
 	if (!*name || prof_trace_is_stub(*slot))
-		return;
+		return 0;
 	if (hooks_only ? hook_index(name) < 0 : (!match(name) && hook_index(name) < 0))
-		return;
+		return 0;
 	void *real = resolve(slot, name, info);
 	void *stub = real && !inside_libprof(real) ? stub_for(name, real) : 0;
-	if (stub)
-		write_slot(slot, stub, relro_start, relro_end);
+	return stub ? prof_got_write(pages, slot, stub) : 0;
 }
 
 static void patch_object(struct dl_phdr_info *info)
@@ -455,23 +443,30 @@ static void patch_object(struct dl_phdr_info *info)
 	for (unsigned i = 0; i < npatched; i++)
 		if (patched[i] == info->dlpi_addr)
 			return;
-	if (npatched < MAX_OBJECTS)
+	unsigned marked = npatched < MAX_OBJECTS;
+	if (marked)
 		patched[npatched++] = info->dlpi_addr;
 	struct dynamic_info d;
-	uintptr_t relro_start = 0, relro_end = 0;
-	if (skip_object(info) || read_dynamic(info, &d, &relro_start, &relro_end))
+	struct prof_got_object pages = {0};
+	int busy = 0;
+	if (skip_object(info) || read_dynamic(info, &d, &pages.relro_lo, &pages.relro_hi))
 		return;
 	size_t n = d.jmprel_size / sizeof(Elf64_Rela);
-	for (size_t i = 0; i < n; i++)
+	for (size_t i = 0; i < n && !busy; i++)
 		if (ELF64_R_TYPE(d.jmprel[i].r_info) == R_X86_64_JUMP_SLOT)
-			patch_slot(info, &d, &d.jmprel[i], relro_start, relro_end, 0);
+			busy = patch_slot(info, &d, &d.jmprel[i], &pages, 0);
 	/* A function's address taken (GLOB_DAT) is patched only for the follow hooks:
 	 * elsewhere it could change what a program compares function pointers with. */
 	n = d.rela ? d.rela_size / sizeof(Elf64_Rela) : 0;
-	for (size_t i = 0; following && i < n; i++)
+	for (size_t i = 0; following && i < n && !busy; i++)
 		if (ELF64_R_TYPE(d.rela[i].r_info) == R_X86_64_GLOB_DAT &&
 		    ELF64_ST_TYPE(d.symtab[ELF64_R_SYM(d.rela[i].r_info)].st_info) == STT_FUNC)
-			patch_slot(info, &d, &d.rela[i], relro_start, relro_end, 1);
+			busy = patch_slot(info, &d, &d.rela[i], &pages, 1);
+	if (busy) {
+		/* being relocated by a dlopen in another thread: the next look patches it */
+		npatched -= marked;
+		__atomic_store_n(&seen_adds, ~0ull, __ATOMIC_RELAXED);
+	}
 }
 
 static int count_adds(struct dl_phdr_info *info, size_t size, void *ctx)

@@ -62,11 +62,30 @@ static void symbol_from_the_object(void **state)
 	assert_null(prof_elf_symbol_in("libc.so.6", "environ"));
 }
 
+/* libc keeps old versions of some functions beside the current one
+ * (sched_setaffinity@GLIBC_2.3.3, hidden, and @@GLIBC_2.3.4): the table must give the one
+ * dlsym gives, never the compatibility copy (that one fails with EFAULT). */
+static void symbol_default_version(void **state)
+{
+	(void)state;
+	static const char *const names[] = {"sched_setaffinity", "glob64", "pthread_cond_wait",
+					    "realpath"};
+	void *libc = dlopen("libc.so.6", RTLD_NOW | RTLD_NOLOAD);
+	assert_non_null(libc);
+	for (size_t i = 0; i < sizeof names / sizeof *names; i++) {
+		void *want = dlsym(libc, names[i]);
+		assert_non_null(want);
+		assert_ptr_equal(prof_elf_symbol_in("libc.so.6", names[i]), want);
+	}
+	dlclose(libc);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(entry_only_table),
 		cmocka_unit_test(symbol_from_the_object),
+		cmocka_unit_test(symbol_default_version),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -1,0 +1,21 @@
+/* Writing one GOT entry, the only way libprof writes any (got.c, alloc_got.c). */
+#ifndef PROF_PRELOAD_GOT_WRITE_H
+#define PROF_PRELOAD_GOT_WRITE_H
+
+#include <stdint.h>
+
+/* One object's RELRO range and what its pages were last seen allowing; zero it (then set
+ * relro_lo/relro_hi, from PT_GNU_RELRO) before an object's entries are written. */
+struct prof_got_object {
+	uintptr_t relro_lo, relro_hi;
+	uintptr_t page; /* the page prot describes, or 0 */
+	int prot;
+};
+
+/* Stores value in slot: 0, or -1 when not written (the object's RELRO pages are still
+ * writable: the loader is relocating it, and will write its own entries after). */
+int prof_got_write(struct prof_got_object *o, void **slot, void *value);
+/* A fork may have caught another thread writing: the child's lock is free. */
+void prof_got_write_after_fork(void);
+
+#endif
