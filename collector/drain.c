@@ -75,6 +75,10 @@ struct collector {
 	uint64_t buf_lost;
 	uint64_t lost_bound; /* the most one LOST event may count (shm_check_lost) */
 	char bad_event[160]; /* why a ring's batch stopped, set by on_ring_events */
+	/* A program process can truncate the session segment too: its reads are guarded
+	 * (shm_guard) and, on a hit, c->s points here, the settings as they were at start. */
+	volatile int session_shrunk;
+	struct prof_session_shm session_copy;
 };
 
 static void write_failed(struct collector *c)
@@ -823,6 +827,21 @@ static void write_session_end(struct collector *c)
 	put(c, CAP_SESSION_END, text, strlen(text), 0, 0);
 }
 
+/* The session segment lost pages under us: from now on its settings come from the copy
+ * taken at start, and the session is over (its counters and futexes are gone). */
+static int session_lost(struct collector *c)
+{
+	if (!c->session_shrunk)
+		return 0;
+	if (c->s != &c->session_copy) {
+		c->s = &c->session_copy;
+		fprintf(stderr, "libprof: the session's shared memory (/dev/shm/libprof-%u-%s) was "
+				"truncated by a process of the program; the outputs hold the "
+				"events drained so far\n", (unsigned)c->s->uid, c->o->sid);
+	}
+	return 1;
+}
+
 static void sleep_ms(long ms)
 {
 	struct timespec ts = {0, ms * 1000000};
@@ -836,6 +855,11 @@ int collector_run(struct collector_options *o)
 		return 1;
 	c->o = o;
 	c->s = o->session;
+	if (shm_guard_add(c->s, sizeof *c->s, &c->session_shrunk)) {
+		fprintf(stderr, "libprof: cannot guard the session's shared memory; not profiling\n");
+		free(c);
+		return 1;
+	}
 	prof_proc_shm_prefix(c->shm_prefix, sizeof c->shm_prefix, o->sid);
 	/* Claimed before the program is told the collector is ready, and written back: every
 	 * later write (dumps, the end) uses the claimed prefix. */
@@ -856,6 +880,7 @@ int collector_run(struct collector_options *o)
 		free(c);
 		return 1;
 	}
+	c->session_copy = *c->s; /* the settings and the claimed prefix */
 	prof_clock_map_init(&c->clock, (enum prof_clock_kind)c->s->clock_kind, c->s->clock_tsc,
 			    c->s->clock_ns);
 	write_session_header(c);
@@ -874,6 +899,8 @@ int collector_run(struct collector_options *o)
 		}
 		c->liveness_pass = now - c->last_live >= LIVENESS_EVERY_NS;
 		uint64_t busy = drain_all(c);
+		if (session_lost(c))
+			break;
 		if (c->liveness_pass) {
 			check_liveness(c);
 			release_root_if_alone(c);
@@ -892,6 +919,8 @@ int collector_run(struct collector_options *o)
 		/* writers blocked on a full ring tell a stopped or dead collector by this */
 		atomic_fetch_add_explicit(&c->s->heartbeat, 1, memory_order_relaxed);
 		answer_dump(c);
+		if (session_lost(c))
+			break;
 		if (!busy)
 			sleep_ms(1);
 	}
@@ -903,6 +932,7 @@ int collector_run(struct collector_options *o)
 		atomic_store(&c->s->dump_done, c->dump.request);
 		prof_futex_wake(&c->s->dump_done);
 	}
+	session_lost(c);
 	sweep_segments(c);
 	name_frames(c);
 	write_session_end(c);

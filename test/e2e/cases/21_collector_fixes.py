@@ -1,0 +1,25 @@
+# Collector fixes from the review of issue 12 ("do no harm"): a truncated session segment,
+# the capture used through its descriptor, liveness beyond the pid, errno on the allocator
+# path, reclaim across pid namespaces, exec of a FIFO. Run by run.py in its namespace
+# after the other case files (20_shm.py's helpers are in scope).
+
+
+@case
+def collfix_session_segment_truncated(c):
+    # The session segment (/dev/shm/libprof-UID-SID) cut to nothing while the program
+    # runs: the collector used to die of SIGBUS at its next read, losing every output. It
+    # must write the outputs with what was drained and say why in one line.
+    run, pid, child, d = start_victim(c, "run")
+    try:
+        _, sid = shm_segment_of(pid)
+        os.truncate("/dev/shm/libprof-%d-%s" % (os.getuid(), sid), 0)
+        t, _ = c.outputs(os.path.join("run", "profile"), wait=30)
+    finally:
+        go(d)
+    r = c.finish(*run, timeout=120)
+    eq(t.count("malloc", SHM_SIZE, pid), SHM_N, "the parent's mallocs before the cut")
+    eq(t.count("malloc", SHM_SIZE + 1, child), SHM_N, "the child's mallocs before the cut")
+    lines = [x for x in r.err.splitlines() if "was truncated" in x]
+    eq(len(lines), 1, "one line naming the truncated session segment: %r" % r)
+    check(sid in lines[0], "the line names the segment: %r" % lines[0])
+    c.note("program exit status after the cut: %s" % r.rc)
