@@ -4,6 +4,9 @@
 # after the other case files (20_shm.py's helpers are in scope).
 
 
+import errno
+
+
 @case
 def collfix_session_segment_truncated(c):
     # The session segment (/dev/shm/libprof-UID-SID) cut to nothing while the program
@@ -23,3 +26,12 @@ def collfix_session_segment_truncated(c):
     eq(len(lines), 1, "one line naming the truncated session segment: %r" % r)
     check(sid in lines[0], "the line names the segment: %r" % lines[0])
     c.note("program exit status after the cut: %s" % r.rc)
+
+
+@case
+def collfix_exec_fifo(c):
+    # execve of a FIFO (or of a script whose #! names one) fails at once with EACCES;
+    # libprof's exec check opened it first and hung the program forever.
+    r = c.run([c.prog("exec_fifo"), c.path("fifo")], timeout=30)
+    eq(r.rc, 0, "exit status: %r" % r)
+    eq(r.kv("errno"), [str(errno.EACCES)] * 2, "errno of both execve calls: %r" % r)
