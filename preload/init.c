@@ -47,7 +47,7 @@ void prof_update_flags(void)
 
 static int prof_collector_alive_in(struct prof_session_shm *s)
 {
-	return prof_pid_running((pid_t)atomic_load(&s->collector_pid));
+	return prof_collector_running(s); /* pid and start time */
 }
 
 int prof_collector_alive(void)

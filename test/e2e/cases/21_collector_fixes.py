@@ -35,3 +35,36 @@ def collfix_exec_fifo(c):
     r = c.run([c.prog("exec_fifo"), c.path("fifo")], timeout=30)
     eq(r.rc, 0, "exit status: %r" % r)
     eq(r.kv("errno"), [str(errno.EACCES)] * 2, "errno of both execve calls: %r" % r)
+
+
+@case
+def collfix_errno_kept_collector_dead(c):
+    # malloc, realloc and free under PROFILER_BLOCK=1 with the collector SIGKILLed: the
+    # blocked writer's look at /proc (open fails, kill() says ESRCH) used to leave errno
+    # changed after a successful call.
+    # This process is made the subreaper of the collector (double-forked by the program)
+    # so that it can reap it: a dead collector then has no /proc entry, as under an init
+    # that reaps (a zombie's /proc/PID/stat still reads, and errno stayed unchanged).
+    import ctypes
+    libc = ctypes.CDLL(None, use_errno=True)
+    PR_SET_CHILD_SUBREAPER = 36
+    check(libc.prctl(PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0) == 0, "cannot become a subreaper")
+    env = {"PROFILER_RING_SIZE": "4K", "PROFILER_BLOCK": "1"}
+    sid = None
+    try:
+        p, out, err, t0, sid, coll = x10_start(c, [c.prog("errno_keep"), 20000], env)
+        os.kill(coll, signal.SIGKILL)  # the collector this case started
+        try:
+            os.waitpid(coll, 0)  # ours to reap (subreaper): its /proc entry goes
+        except ChildProcessError:
+            pass
+        with open(c.path("go"), "w"):
+            pass
+        r = c.finish([c.prog("errno_keep")], p, out, err, t0, timeout=120)
+    finally:
+        libc.prctl(PR_SET_CHILD_SUBREAPER, 0, 0, 0, 0)
+        x10_remove_session(sid)
+    eq(r.rc, 0, "exit status: %r" % r)
+    eq(r.kv("calls"), ["120000"], "calls made: %r" % r)
+    eq(r.kv("changed"), ["0"], "calls that changed errno (first: errno=%s): %r"
+       % (r.kv("errno"), r))
