@@ -200,6 +200,7 @@ void prof_after_fork_child(void)
 	struct prof_proc_shm *parent = prof_proc;
 	if (!parent)
 		return;
+	int saved = errno; /* fork() returned 0: the child's errno is the parent's */
 	t->busy++;
 	prof_trace_after_fork_child();
 	prof_alloc_got_after_fork();
@@ -232,6 +233,7 @@ void prof_after_fork_child(void)
 	munmap(parent, parent->segment_size);
 	prof_update_flags();
 	t->busy--;
+	errno = saved;
 }
 
 static void wait_for_outputs(void)
