@@ -25,6 +25,7 @@
 #include "ring.h"
 #include "shm_check.h"
 #include "shm_guard.h"
+#include "capture_own.h"
 #include "stacks.h"
 #include "symbolize.h"
 
@@ -64,6 +65,7 @@ struct collector {
 	struct proc_entry *procs;
 	char shm_prefix[128];
 	char capture_path[PROF_PATH_MAX + 8];
+	int capture_fd; /* the capture itself: its name may be taken over (capture_own.h) */
 	uint64_t events, lost, processes;
 	uint64_t last_scan, last_live, last_clock, last_dump, all_gone_since;
 	int root_released;
@@ -793,7 +795,10 @@ static void answer_dump(struct collector *c)
 		.max_json_events = s->max_json_events,
 		.tables = (int)s->aggregate_stats,
 	};
-	if (cap_flush(c->w) || dump_start(&c->dump, c->capture_path, &r)) {
+	char src[64];
+	if (cap_flush(c->w) ||
+	    dump_start(&c->dump, capture_source(c->capture_fd, c->capture_path, src, sizeof src),
+		       &r)) {
 		if (asked) {
 			atomic_store(&s->dump_status, -1);
 			atomic_store(&s->dump_done, req);
@@ -867,12 +872,15 @@ int collector_run(struct collector_options *o)
 	int fd = outfile_claim(c->s->output_prefix, sizeof c->s->output_prefix,
 			       (int)c->s->overwrite, err, sizeof err);
 	snprintf(c->capture_path, sizeof c->capture_path, "%s.prof", c->s->output_prefix);
+	c->capture_fd = fd >= 0 ? fcntl(fd, F_DUPFD_CLOEXEC, 0) : -1;
 	collector_outputs_init((int)c->s->overwrite);
 	c->w = fd < 0 ? NULL
 		      : cap_writer_fdopen(fd, c->capture_path, cap_writer_workers(), err,
 					  sizeof err);
 	if (!c->w) {
 		fprintf(stderr, "libprof: %s; not profiling\n", err);
+		if (c->capture_fd >= 0)
+			close(c->capture_fd);
 		atomic_store(&c->s->state, SESSION_FAILED);
 		prof_futex_wake(&c->s->state);
 		atomic_store(&c->s->collector_ready, 1); /* the creator stops waiting, sees FAILED */
@@ -941,20 +949,38 @@ int collector_run(struct collector_options *o)
 		write_failed(c);
 	if (cap_writer_close(c->w))
 		rc = 1;
+	int ours = capture_is_ours(c->capture_fd, c->capture_path);
+	char prefix[PROF_PATH_MAX];
+	snprintf(prefix, sizeof prefix, "%s", c->s->output_prefix);
 	if (!c->processes) {
-		/* the command never ran (not found, or died before libprof started) */
-		unlink(c->capture_path);
+		/* the command never ran (not found, or died before libprof started); a capture
+		 * another session put at our name is not ours to remove */
+		if (ours)
+			unlink(c->capture_path);
 		if (!c->s->quiet)
 			fprintf(stderr, "libprof: no process was profiled; no outputs written\n");
+	} else if (!ours && capture_keep_elsewhere(c->capture_fd, prefix, sizeof prefix,
+						   c->capture_path, sizeof c->capture_path, err,
+						   sizeof err)) {
+		fprintf(stderr, "libprof: %s.prof was replaced by another session's capture, and "
+				"this session's could not be kept (%s); no outputs written\n",
+			c->s->output_prefix, err);
+		rc = 1;
 	} else {
+		if (!ours)
+			fprintf(stderr, "libprof: %s.prof was replaced by another session's capture; "
+					"this session's is kept as %s\n", c->s->output_prefix,
+				c->capture_path);
 		struct output_request q = {.max_json_events = c->s->max_json_events,
 					   .tables = (int)c->s->aggregate_stats,
 					   .quiet = (int)c->s->quiet,
 					   .write_failed = c->write_failed,
 					   .drained = c->events};
-		if (collector_make_outputs(c->capture_path, c->s->output_prefix, &q))
+		if (collector_make_outputs(c->capture_path, prefix, &q))
 			rc = 1;
 	}
+	if (c->capture_fd >= 0)
+		close(c->capture_fd);
 	for (struct proc_entry *p = c->procs, *next; p; p = next) {
 		next = p->next;
 		if (p->shm) {
@@ -980,6 +1006,7 @@ struct collector *collector_fuzz_new(struct collector_options *o, struct cap_wri
 	c->o = o;
 	c->s = o->session;
 	c->w = w;
+	c->capture_fd = -1;
 	prof_proc_shm_prefix(c->shm_prefix, sizeof c->shm_prefix, o->sid);
 	prof_clock_map_init(&c->clock, PROF_CLOCK_MONO, 0, 0);
 	return c;

@@ -68,3 +68,77 @@ def collfix_errno_kept_collector_dead(c):
     eq(r.kv("calls"), ["120000"], "calls made: %r" % r)
     eq(r.kv("changed"), ["0"], "calls that changed errno (first: errno=%s): %r"
        % (r.kv("errno"), r))
+
+
+def collfix_start_victim(c, sub, size, env):
+    """shm_victim in directory sub with env, once ready: (popen bits, pid, dir)."""
+    d = c.path(sub)
+    os.makedirs(d, exist_ok=True)
+    argv = [c.prog("shm_victim"), str(SHM_N), str(size)]
+    p, out, err, t0 = c.start(argv, env, cwd=d)
+    deadline = time.monotonic() + 30
+    text = ""
+    while time.monotonic() < deadline and "ready" not in text:
+        out.seek(0)
+        text = out.read()
+        if p.poll() is not None:
+            break
+        time.sleep(0.02)
+    m = re.search(r"pid=(\d+) child=(\d+) ready", text)
+    if not m:
+        p.kill()
+        p.wait()
+        raise Fail("shm_victim did not get ready: %r" % text)
+    return (argv, p, out, err, t0), int(m.group(1)), d
+
+
+def collfix_named_outputs(r):
+    """(json, prof) paths named by the summary line of r."""
+    m = re.findall(r"^libprof: \d+ events .* -> (\S+\.json), \S+, (\S+\.prof)$", r.err, re.M)
+    check(len(m) == 1, "one summary line naming the outputs: %r" % r)
+    json_path, prof = m[0]
+    return json_path, os.path.join(os.path.dirname(json_path), prof)
+
+
+@case
+def collfix_overwrite_sessions_keep_their_capture(c):
+    # Two overlapping sessions, PROFILER_OVERWRITE=1, one prefix: the second one's
+    # capture is renamed over the first's. The first used to make its outputs from the
+    # second's capture (its own events lost without a word) by name; each session's
+    # outputs must hold its own events only, and neither capture may go.
+    prefix = c.path("P")
+    env = {"PROFILER_OUTPUT": prefix, "PROFILER_OVERWRITE": "1"}
+    a_size, b_size = SHM_SIZE, SHM_SIZE + 10000
+    a_run, a_pid, a_dir = collfix_start_victim(c, "a", a_size, env)
+    b_run = None
+    try:
+        b_run, b_pid, b_dir = collfix_start_victim(c, "b", b_size, env)
+        go(a_dir)
+        ra = c.finish(*a_run, timeout=120)
+        a_run = None
+        eq(ra.rc, 0, "the first program's exit status: %r" % ra)
+        a_json, a_prof = collfix_named_outputs(ra)
+        ta = Trace(load_json(a_json))
+        eq(ta.count("malloc", a_size, a_pid), SHM_N, "the first session's own mallocs")
+        eq(ta.count("malloc", b_size), 0, "the second session's mallocs in the first's trace")
+        check(any("was replaced by another session's capture" in l
+                  for l in ra.err.splitlines()), "no line saying so: %r" % ra)
+        go(b_dir)
+        rb = c.finish(*b_run, timeout=120)
+        b_run = None
+        eq(rb.rc, 0, "the second program's exit status: %r" % rb)
+        b_json, b_prof = collfix_named_outputs(rb)
+        tb = Trace(load_json(b_json))
+        eq(tb.count("malloc", b_size, b_pid), SHM_N, "the second session's own mallocs")
+        eq(tb.count("malloc", a_size), 0, "the first session's mallocs in the second's trace")
+        check(a_prof != b_prof, "both summaries name one capture: %s" % a_prof)
+        for name in (a_prof, b_prof):
+            check(os.path.exists(name), "capture %s is gone: %s" % (name, os.listdir(c.dir)))
+        rep = c.report_json(a_prof)
+        check(report_process(rep, a_pid), "the first capture holds the first program")
+    finally:
+        for run in (a_run, b_run):
+            if run:
+                go(c.path("a"))
+                go(c.path("b"))
+                c.finish(*run, timeout=120)
