@@ -11,6 +11,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
@@ -33,6 +34,8 @@
 #define LIVENESS_EVERY_NS 10000000ull /* 10 ms */
 #define SCAN_EVERY_NS 2000000ull      /* 2 ms */
 #define CLOCK_EVERY_NS 100000000ull   /* 100 ms */
+#define TOUCH_EVERY_NS 5000000000ull  /* 5 s: the session segment's mtime, far below the
+					 reclaim's min-age (60 s) */
 #define PENDING_FORK_GRACE_NS 2000000000ull /* the longest wait for a child to join */
 #define UNNOTED_CHILD_GRACE_NS 50000000ull /* 50 ms */
 
@@ -67,7 +70,7 @@ struct collector {
 	char capture_path[PROF_PATH_MAX + 8];
 	int capture_fd; /* the capture itself: its name may be taken over (capture_own.h) */
 	uint64_t events, lost, processes;
-	uint64_t last_scan, last_live, last_clock, last_dump, all_gone_since;
+	uint64_t last_scan, last_live, last_clock, last_dump, all_gone_since, last_touch;
 	int root_released;
 	int liveness_pass; /* this pass also checks orphan slots' threads */
 	struct dump_job dump;
@@ -847,6 +850,19 @@ static int session_lost(struct collector *c)
 	return 1;
 }
 
+/* A live session whose pids another pid namespace cannot see (containers sharing
+ * /dev/shm) is still not reclaimed there: its session segment stays young. */
+static void touch_session(struct collector *c)
+{
+	char name[128];
+	prof_session_shm_name(name, sizeof name, c->o->sid);
+	int fd = shm_open(name, O_RDONLY | O_CLOEXEC, 0);
+	if (fd >= 0) {
+		futimens(fd, NULL);
+		close(fd);
+	}
+}
+
 static void sleep_ms(long ms)
 {
 	struct timespec ts = {0, ms * 1000000};
@@ -900,6 +916,10 @@ int collector_run(struct collector_options *o)
 		if (now - c->last_scan >= SCAN_EVERY_NS) {
 			scan_segments(c);
 			c->last_scan = now;
+		}
+		if (now - c->last_touch >= TOUCH_EVERY_NS) {
+			touch_session(c);
+			c->last_touch = now;
 		}
 		if (now - c->last_clock >= CLOCK_EVERY_NS) {
 			prof_clock_map_update(&c->clock);

@@ -142,3 +142,60 @@ def collfix_overwrite_sessions_keep_their_capture(c):
                 go(c.path("a"))
                 go(c.path("b"))
                 c.finish(*run, timeout=120)
+
+
+@case
+def collfix_collector_keeps_session_young(c):
+    # Reclaim judges a session by its pids, which another pid namespace sharing /dev/shm
+    # cannot see; a live session stays safe there only because its session segment is
+    # young: the collector refreshes its mtime every few seconds.
+    run, pid, child, d = start_victim(c, "run")
+    try:
+        _, sid = shm_segment_of(pid)
+        path = "/dev/shm/libprof-%d-%s" % (os.getuid(), sid)
+        old = time.time() - 600
+        os.utime(path, (old, old))
+        deadline = time.monotonic() + 20
+        while time.monotonic() < deadline and os.stat(path).st_mtime < old + 1:
+            time.sleep(0.1)
+        age = time.time() - os.stat(path).st_mtime
+        check(age < 30, "the live session segment's mtime is %.0f s old" % age)
+    finally:
+        go(d)
+    r = c.finish(*run, timeout=120)
+    eq(r.rc, 0, "exit status: %r" % r)
+
+
+def collfix_fake_session(mtime):
+    """A session's segments whose pids live in no namespace we see (zeros: no collector,
+    no process), with mtime; returns (sid, names)."""
+    sid = uuid.uuid4().hex[:16]
+    names = ["libprof-%d-%s" % (os.getuid(), sid),
+             "libprof-%d-%s-%d-%s" % (os.getuid(), sid, 999999, "0" * 10)]
+    for n in names:
+        with open("/dev/shm/" + n, "wb") as f:
+            f.write(bytes(1 << 20))
+        if mtime is not None:
+            os.utime("/dev/shm/" + n, (mtime, mtime))
+    return sid, names
+
+
+@case
+def collfix_reclaim_needs_old_segments(c):
+    # a session whose pids are invisible but whose segments are fresh (its collector,
+    # elsewhere, keeps touching them) is not reclaimed; the same with old ones is
+    young_sid, young = collfix_fake_session(None)
+    old_sid, old = collfix_fake_session(time.time() - 600)
+    try:
+        r = c.prof("clean", young_sid, old_sid, timeout=60)
+        eq(r.rc, 0, "prof clean: %r" % r)
+        eq([n for n in young if os.path.exists("/dev/shm/" + n)], young,
+           "the young session's segments")
+        eq([n for n in old if os.path.exists("/dev/shm/" + n)], [],
+           "the old session's segments")
+    finally:
+        for n in young + old:
+            try:
+                os.unlink("/dev/shm/" + n)
+            except OSError:
+                pass
