@@ -254,6 +254,7 @@ static void wait_for_outputs(void)
 __attribute__((constructor(101))) static void prof_init(void)
 {
 	struct prof_thread *t = &prof_thr;
+	int saved = errno; /* zero at main's start, as C promises, whatever failed here */
 	t->busy++;
 	prof_alloc_resolve();
 	prof_config_defaults(&prof_cfg);
@@ -277,6 +278,7 @@ __attribute__((constructor(101))) static void prof_init(void)
 	/* every NVTX instance in the process then finds libprof */
 	if (prof_proc)
 		prof_nvtx_setup();
+	errno = saved;
 }
 
 __attribute__((destructor(101))) static void prof_fini(void)

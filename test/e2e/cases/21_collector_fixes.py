@@ -65,6 +65,7 @@ def collfix_errno_kept_collector_dead(c):
         libc.prctl(PR_SET_CHILD_SUBREAPER, 0, 0, 0, 0)
         x10_remove_session(sid)
     eq(r.rc, 0, "exit status: %r" % r)
+    eq(r.kv("start_errno"), ["0"], "errno at main's start (libprof's constructor ran): %r" % r)
     eq(r.kv("calls"), ["120000"], "calls made: %r" % r)
     eq(r.kv("changed"), ["0"], "calls that changed errno (first: errno=%s): %r"
        % (r.kv("errno"), r))

@@ -1,6 +1,7 @@
 /* errno_keep N: prints "ready pid=P session=S", waits for the file "go", then makes N
  * rounds of malloc, realloc, free (and a new thread doing the same), each with errno
- * set to a marker before; a successful call must leave errno alone. Prints
+ * set to a marker before; a successful call must leave errno alone (and errno is 0
+ * at main's start: "start_errno=E" on the ready line). Prints
  * "changed=K calls=M" (K calls that changed errno) and "errno=E" for the first one. */
 #include "e2e.h"
 
@@ -41,9 +42,11 @@ static void *rounds(void *arg)
 
 int main(int argc, char **argv)
 {
+	int start = errno; /* zero at program startup (C11 7.5) */
 	long n = arg(argc, argv, 1, 20000);
 	const char *sid = getenv("PROFILER_SESSION");
-	printf("ready pid=%d session=%s\n", (int)getpid(), sid ? sid : "none");
+	printf("ready pid=%d session=%s start_errno=%d\n", (int)getpid(), sid ? sid : "none",
+	       start);
 	fflush(stdout);
 	while (access("go", F_OK))
 		usleep(1000);
