@@ -187,6 +187,7 @@ int cmd_record(int argc, char **argv)
 		return 2;
 	}
 	/* set before the command starts: it joins only a session whose collector lives */
+	atomic_store(&s->collector_start_ticks, prof_proc_start_ticks(getpid()));
 	atomic_store(&s->collector_pid, (uint32_t)getpid());
 	if (prof_session_configure(s, &cfg, getpid(), err, sizeof err)) {
 		fprintf(stderr, "prof record: %s\n", err);

@@ -11,6 +11,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
@@ -25,6 +26,7 @@
 #include "ring.h"
 #include "shm_check.h"
 #include "shm_guard.h"
+#include "capture_own.h"
 #include "stacks.h"
 #include "symbolize.h"
 
@@ -32,6 +34,8 @@
 #define LIVENESS_EVERY_NS 10000000ull /* 10 ms */
 #define SCAN_EVERY_NS 2000000ull      /* 2 ms */
 #define CLOCK_EVERY_NS 100000000ull   /* 100 ms */
+#define TOUCH_EVERY_NS 5000000000ull  /* 5 s: the session segment's mtime, far below the
+					 reclaim's min-age (60 s) */
 #define PENDING_FORK_GRACE_NS 2000000000ull /* the longest wait for a child to join */
 #define UNNOTED_CHILD_GRACE_NS 50000000ull /* 50 ms */
 
@@ -64,8 +68,9 @@ struct collector {
 	struct proc_entry *procs;
 	char shm_prefix[128];
 	char capture_path[PROF_PATH_MAX + 8];
+	int capture_fd; /* the capture itself: its name may be taken over (capture_own.h) */
 	uint64_t events, lost, processes;
-	uint64_t last_scan, last_live, last_clock, last_dump, all_gone_since;
+	uint64_t last_scan, last_live, last_clock, last_dump, all_gone_since, last_touch;
 	int root_released;
 	int liveness_pass; /* this pass also checks orphan slots' threads */
 	struct dump_job dump;
@@ -75,6 +80,10 @@ struct collector {
 	uint64_t buf_lost;
 	uint64_t lost_bound; /* the most one LOST event may count (shm_check_lost) */
 	char bad_event[160]; /* why a ring's batch stopped, set by on_ring_events */
+	/* A program process can truncate the session segment too: its reads are guarded
+	 * (shm_guard) and, on a hit, c->s points here, the settings as they were at start. */
+	volatile int session_shrunk;
+	struct prof_session_shm session_copy;
 };
 
 static void write_failed(struct collector *c)
@@ -789,7 +798,10 @@ static void answer_dump(struct collector *c)
 		.max_json_events = s->max_json_events,
 		.tables = (int)s->aggregate_stats,
 	};
-	if (cap_flush(c->w) || dump_start(&c->dump, c->capture_path, &r)) {
+	char src[64];
+	if (cap_flush(c->w) ||
+	    dump_start(&c->dump, capture_source(c->capture_fd, c->capture_path, src, sizeof src),
+		       &r)) {
 		if (asked) {
 			atomic_store(&s->dump_status, -1);
 			atomic_store(&s->dump_done, req);
@@ -823,6 +835,34 @@ static void write_session_end(struct collector *c)
 	put(c, CAP_SESSION_END, text, strlen(text), 0, 0);
 }
 
+/* The session segment lost pages under us: from now on its settings come from the copy
+ * taken at start, and the session is over (its counters and futexes are gone). */
+static int session_lost(struct collector *c)
+{
+	if (!c->session_shrunk)
+		return 0;
+	if (c->s != &c->session_copy) {
+		c->s = &c->session_copy;
+		fprintf(stderr, "libprof: the session's shared memory (/dev/shm/libprof-%u-%s) was "
+				"truncated by a process of the program; the outputs hold the "
+				"events drained so far\n", (unsigned)c->s->uid, c->o->sid);
+	}
+	return 1;
+}
+
+/* A live session whose pids another pid namespace cannot see (containers sharing
+ * /dev/shm) is still not reclaimed there: its session segment stays young. */
+static void touch_session(struct collector *c)
+{
+	char name[128];
+	prof_session_shm_name(name, sizeof name, c->o->sid);
+	int fd = shm_open(name, O_RDONLY | O_CLOEXEC, 0);
+	if (fd >= 0) {
+		futimens(fd, NULL);
+		close(fd);
+	}
+}
+
 static void sleep_ms(long ms)
 {
 	struct timespec ts = {0, ms * 1000000};
@@ -836,6 +876,11 @@ int collector_run(struct collector_options *o)
 		return 1;
 	c->o = o;
 	c->s = o->session;
+	if (shm_guard_add(c->s, sizeof *c->s, &c->session_shrunk)) {
+		fprintf(stderr, "libprof: cannot guard the session's shared memory; not profiling\n");
+		free(c);
+		return 1;
+	}
 	prof_proc_shm_prefix(c->shm_prefix, sizeof c->shm_prefix, o->sid);
 	/* Claimed before the program is told the collector is ready, and written back: every
 	 * later write (dumps, the end) uses the claimed prefix. */
@@ -843,12 +888,15 @@ int collector_run(struct collector_options *o)
 	int fd = outfile_claim(c->s->output_prefix, sizeof c->s->output_prefix,
 			       (int)c->s->overwrite, err, sizeof err);
 	snprintf(c->capture_path, sizeof c->capture_path, "%s.prof", c->s->output_prefix);
+	c->capture_fd = fd >= 0 ? fcntl(fd, F_DUPFD_CLOEXEC, 0) : -1;
 	collector_outputs_init((int)c->s->overwrite);
 	c->w = fd < 0 ? NULL
 		      : cap_writer_fdopen(fd, c->capture_path, cap_writer_workers(), err,
 					  sizeof err);
 	if (!c->w) {
 		fprintf(stderr, "libprof: %s; not profiling\n", err);
+		if (c->capture_fd >= 0)
+			close(c->capture_fd);
 		atomic_store(&c->s->state, SESSION_FAILED);
 		prof_futex_wake(&c->s->state);
 		atomic_store(&c->s->collector_ready, 1); /* the creator stops waiting, sees FAILED */
@@ -856,6 +904,7 @@ int collector_run(struct collector_options *o)
 		free(c);
 		return 1;
 	}
+	c->session_copy = *c->s; /* the settings and the claimed prefix */
 	prof_clock_map_init(&c->clock, (enum prof_clock_kind)c->s->clock_kind, c->s->clock_tsc,
 			    c->s->clock_ns);
 	write_session_header(c);
@@ -868,12 +917,18 @@ int collector_run(struct collector_options *o)
 			scan_segments(c);
 			c->last_scan = now;
 		}
+		if (now - c->last_touch >= TOUCH_EVERY_NS) {
+			touch_session(c);
+			c->last_touch = now;
+		}
 		if (now - c->last_clock >= CLOCK_EVERY_NS) {
 			prof_clock_map_update(&c->clock);
 			c->last_clock = now;
 		}
 		c->liveness_pass = now - c->last_live >= LIVENESS_EVERY_NS;
 		uint64_t busy = drain_all(c);
+		if (session_lost(c))
+			break;
 		if (c->liveness_pass) {
 			check_liveness(c);
 			release_root_if_alone(c);
@@ -892,6 +947,8 @@ int collector_run(struct collector_options *o)
 		/* writers blocked on a full ring tell a stopped or dead collector by this */
 		atomic_fetch_add_explicit(&c->s->heartbeat, 1, memory_order_relaxed);
 		answer_dump(c);
+		if (session_lost(c))
+			break;
 		if (!busy)
 			sleep_ms(1);
 	}
@@ -903,6 +960,7 @@ int collector_run(struct collector_options *o)
 		atomic_store(&c->s->dump_done, c->dump.request);
 		prof_futex_wake(&c->s->dump_done);
 	}
+	session_lost(c);
 	sweep_segments(c);
 	name_frames(c);
 	write_session_end(c);
@@ -911,20 +969,38 @@ int collector_run(struct collector_options *o)
 		write_failed(c);
 	if (cap_writer_close(c->w))
 		rc = 1;
+	int ours = capture_is_ours(c->capture_fd, c->capture_path);
+	char prefix[PROF_PATH_MAX];
+	snprintf(prefix, sizeof prefix, "%s", c->s->output_prefix);
 	if (!c->processes) {
-		/* the command never ran (not found, or died before libprof started) */
-		unlink(c->capture_path);
+		/* the command never ran (not found, or died before libprof started); a capture
+		 * another session put at our name is not ours to remove */
+		if (ours)
+			unlink(c->capture_path);
 		if (!c->s->quiet)
 			fprintf(stderr, "libprof: no process was profiled; no outputs written\n");
+	} else if (!ours && capture_keep_elsewhere(c->capture_fd, prefix, sizeof prefix,
+						   c->capture_path, sizeof c->capture_path, err,
+						   sizeof err)) {
+		fprintf(stderr, "libprof: %s.prof was replaced by another session's capture, and "
+				"this session's could not be kept (%s); no outputs written\n",
+			c->s->output_prefix, err);
+		rc = 1;
 	} else {
+		if (!ours)
+			fprintf(stderr, "libprof: %s.prof was replaced by another session's capture; "
+					"this session's is kept as %s\n", c->s->output_prefix,
+				c->capture_path);
 		struct output_request q = {.max_json_events = c->s->max_json_events,
 					   .tables = (int)c->s->aggregate_stats,
 					   .quiet = (int)c->s->quiet,
 					   .write_failed = c->write_failed,
 					   .drained = c->events};
-		if (collector_make_outputs(c->capture_path, c->s->output_prefix, &q))
+		if (collector_make_outputs(c->capture_path, prefix, &q))
 			rc = 1;
 	}
+	if (c->capture_fd >= 0)
+		close(c->capture_fd);
 	for (struct proc_entry *p = c->procs, *next; p; p = next) {
 		next = p->next;
 		if (p->shm) {
@@ -950,6 +1026,7 @@ struct collector *collector_fuzz_new(struct collector_options *o, struct cap_wri
 	c->o = o;
 	c->s = o->session;
 	c->w = w;
+	c->capture_fd = -1;
 	prof_proc_shm_prefix(c->shm_prefix, sizeof c->shm_prefix, o->sid);
 	prof_clock_map_init(&c->clock, PROF_CLOCK_MONO, 0, 0);
 	return c;

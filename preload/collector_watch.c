@@ -17,9 +17,13 @@ static int gone;          /* the collector died: no writer blocks again */
 static int warned_gone, warned_stopped;
 static uint64_t seen_beat, seen_at, checked_at, given_up_beat = ~0ull;
 
-/* The state letter of /proc/<pid>/stat ('R', 'S', 'T', 'Z'...), 0 when unreadable. */
-static char proc_state(pid_t pid)
+static int collector_stalled(void);
+
+/* The state letter of /proc/<pid>/stat ('R', 'S', 'T', 'Z'...), 0 when unreadable;
+ * *ticks: its start time (field 22), 0 when unreadable. */
+static char proc_state_at(pid_t pid, uint64_t *ticks)
 {
+	*ticks = 0;
 	char path[64], buf[512];
 	snprintf(path, sizeof path, "/proc/%d/stat", (int)pid);
 	int fd = open(path, O_RDONLY | O_CLOEXEC);
@@ -31,7 +35,23 @@ static char proc_state(pid_t pid)
 		return 0;
 	buf[n] = 0;
 	char *p = strrchr(buf, ')'); /* the command may hold spaces and parentheses */
-	return p && p[1] == ' ' ? p[2] : 0;
+	if (!p || p[1] != ' ')
+		return 0;
+	char st = p[2];
+	for (int field = 2; *p && field < 22; p++) /* the space before field N makes it N */
+		field += *p == ' ';
+	while (*p >= '0' && *p <= '9')
+		*ticks = *ticks * 10 + (uint64_t)(*p++ - '0');
+	return st;
+}
+
+/* The collector's state as proc_state_at, where a process with its pid but another
+ * start time (the pid reused after the collector died) reads as gone ('X'). */
+static char collector_state(struct prof_session_shm *s, pid_t pid)
+{
+	uint64_t want = atomic_load(&s->collector_start_ticks), ticks;
+	char st = proc_state_at(pid, &ticks);
+	return st && want && ticks && ticks != want ? 'X' : st;
 }
 
 /* st: proc_state(pid). A zombie answers kill(): an unreaped collector is gone too. */
@@ -45,7 +65,17 @@ static int running(pid_t pid, char st)
 
 int prof_pid_running(pid_t pid)
 {
-	return pid > 0 && running(pid, proc_state(pid));
+	uint64_t ticks;
+	return pid > 0 && running(pid, proc_state_at(pid, &ticks));
+}
+
+int prof_collector_running(struct prof_session_shm *s)
+{
+	int saved = errno; /* asked inside wrappers too */
+	pid_t pid = (pid_t)atomic_load(&s->collector_pid);
+	int alive = pid > 0 && running(pid, collector_state(s, pid));
+	errno = saved;
+	return alive;
 }
 
 static void declare_gone(void)
@@ -61,6 +91,14 @@ static void declare_gone(void)
  * The statics are shared by the blocked threads; a race only delays a decision by one
  * call. */
 int prof_collector_stalled(void)
+{
+	int saved = errno; /* inside malloc/free: a successful call leaves errno alone */
+	int stalled = collector_stalled();
+	errno = saved;
+	return stalled;
+}
+
+static int collector_stalled(void)
 {
 	if (__atomic_load_n(&gone, __ATOMIC_RELAXED))
 		return 1;
@@ -80,7 +118,7 @@ int prof_collector_stalled(void)
 	/* silent: dead, stopped, or only busy (a busy one is waited for) */
 	checked_at = now;
 	pid_t pid = (pid_t)atomic_load(&prof_session->collector_pid);
-	char st = pid > 0 ? proc_state(pid) : 0;
+	char st = pid > 0 ? collector_state(prof_session, pid) : 0;
 	if (!running(pid, st)) {
 		declare_gone();
 		return 1;
@@ -105,7 +143,7 @@ void prof_report_undelivered(void)
 	uint32_t st = atomic_load(&prof_session->state);
 	if (st == SESSION_DONE ||
 	    (!__atomic_load_n(&gone, __ATOMIC_RELAXED) &&
-	     prof_pid_running((pid_t)atomic_load(&prof_session->collector_pid))))
+	     prof_collector_running(prof_session)))
 		return;
 	uint64_t dropped = atomic_load(&p->lost_no_slot), undrained = 0;
 	for (unsigned i = 0; i < p->nslots; i++) {

@@ -7,6 +7,7 @@
 #include "exec_target.h"
 
 #include <elf.h>
+#include <errno.h>
 #include <fcntl.h>
 #include <stdlib.h>
 #include <string.h>
@@ -89,9 +90,19 @@ static const char *script_refuses(int fd, int depth)
 
 static const char *file_refuses(const char *path, int depth)
 {
-	int fd = open(path, O_RDONLY | O_CLOEXEC);
-	if (fd < 0)
+	/* Only a regular file is opened: opening a FIFO blocks (the exec itself fails at
+	 * once with EACCES), a tty or a device may act on open. Non-blocking and checked
+	 * again on the descriptor, for one swapped in between. */
+	struct stat st;
+	if (stat(path, &st) || !S_ISREG(st.st_mode))
 		return 0; /* the exec itself will fail, or a kernel that knows better decides */
+	int fd = open(path, O_RDONLY | O_NONBLOCK | O_NOCTTY | O_CLOEXEC);
+	if (fd < 0)
+		return 0;
+	if (fstat(fd, &st) || !S_ISREG(st.st_mode)) {
+		close(fd);
+		return 0;
+	}
 	const char *why = secure_refuses(fd);
 	if (!why)
 		why = elf_refuses(fd);
@@ -103,7 +114,10 @@ static const char *file_refuses(const char *path, int depth)
 
 const char *prof_exec_target_refuses(const char *path)
 {
-	return file_refuses(path, 0);
+	int saved = errno; /* inside a wrapper: the caller's errno is not ours to change */
+	const char *why = file_refuses(path, 0);
+	errno = saved;
+	return why;
 }
 
 int prof_exec_resolve(const char *file, char *out, size_t len)

@@ -47,7 +47,7 @@ void prof_update_flags(void)
 
 static int prof_collector_alive_in(struct prof_session_shm *s)
 {
-	return prof_pid_running((pid_t)atomic_load(&s->collector_pid));
+	return prof_collector_running(s); /* pid and start time */
 }
 
 int prof_collector_alive(void)
@@ -200,6 +200,7 @@ void prof_after_fork_child(void)
 	struct prof_proc_shm *parent = prof_proc;
 	if (!parent)
 		return;
+	int saved = errno; /* fork() returned 0: the child's errno is the parent's */
 	t->busy++;
 	prof_trace_after_fork_child();
 	prof_alloc_got_after_fork();
@@ -232,6 +233,7 @@ void prof_after_fork_child(void)
 	munmap(parent, parent->segment_size);
 	prof_update_flags();
 	t->busy--;
+	errno = saved;
 }
 
 static void wait_for_outputs(void)
@@ -252,6 +254,7 @@ static void wait_for_outputs(void)
 __attribute__((constructor(101))) static void prof_init(void)
 {
 	struct prof_thread *t = &prof_thr;
+	int saved = errno; /* zero at main's start, as C promises, whatever failed here */
 	t->busy++;
 	prof_alloc_resolve();
 	prof_config_defaults(&prof_cfg);
@@ -275,6 +278,7 @@ __attribute__((constructor(101))) static void prof_init(void)
 	/* every NVTX instance in the process then finds libprof */
 	if (prof_proc)
 		prof_nvtx_setup();
+	errno = saved;
 }
 
 __attribute__((destructor(101))) static void prof_fini(void)

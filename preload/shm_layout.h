@@ -82,6 +82,8 @@ struct prof_session_shm {
 	_Atomic uint32_t children[PROF_CHILD_SLOTS];
 	uint32_t overwrite;          /* PROFILER_OVERWRITE: outputs replace what is there */
 	uint32_t pad3;
+	/* the collector's /proc start time (0: not known yet): its pid alone may be reused */
+	_Atomic uint64_t collector_start_ticks;
 };
 
 enum prof_proc_state {

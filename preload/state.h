@@ -73,6 +73,8 @@ int prof_session_user(void);
 
 /* collector_watch.c */
 int prof_pid_running(pid_t pid); /* zombies are not running */
+/* The session's collector runs: its pid with the start time it noted (not a reused pid). */
+int prof_collector_running(struct prof_session_shm *s);
 int prof_collector_stalled(void);
 void prof_report_undelivered(void);
 

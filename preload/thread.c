@@ -1,5 +1,6 @@
 /* A thread's first event claims a ring slot in its process segment; its exit hands the
  * slot back (the collector drains it and frees it for the next thread). */
+#include <errno.h>
 #include <pthread.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -18,20 +19,24 @@ static int warned_no_slot;
 
 void prof_warn(const char *fmt, ...)
 {
+	int saved = errno; /* called inside wrappers: their caller's errno is not ours */
 	char line[1024];
 	va_list ap;
 	va_start(ap, fmt);
 	int n = vsnprintf(line, sizeof line - 1, fmt, ap);
 	va_end(ap);
-	if (n < 0)
+	if (n < 0) {
+		errno = saved;
 		return;
+	}
 	if (n > (int)sizeof line - 2)
 		n = sizeof line - 2;
 	line[n++] = '\n';
 	char out[1100];
 	int m = snprintf(out, sizeof out, "libprof: %.*s", n, line);
-	if (m > 0 && write(2, out, (size_t)(m < (int)sizeof out ? m : (int)sizeof out - 1)) < 0)
-		return;
+	if (m > 0 && write(2, out, (size_t)(m < (int)sizeof out ? m : (int)sizeof out - 1)) < 0) {
+	}
+	errno = saved;
 }
 
 static void retire_slot(struct prof_thread *t)
@@ -82,7 +87,9 @@ static int wait_for_recycled_slot(struct prof_proc_shm *p)
 {
 	unsigned retired;
 	int i = take_free_slot(p, &retired);
-	for (int tries = 0; i < 0 && retired && tries < 2000 && prof_collector_alive(); tries++) {
+	/* the collector's liveness reads /proc: asked every 10 ms, not every 50 us */
+	for (int tries = 0; i < 0 && retired && tries < 2000 && (tries % 200 || prof_collector_alive());
+	     tries++) {
 		usleep(50);
 		i = take_free_slot(p, &retired);
 	}
@@ -122,6 +129,7 @@ int prof_thread_claim(struct prof_thread *t)
 	struct prof_proc_shm *p = prof_proc;
 	if (!p || t->no_slot)
 		goto drop;
+	int saved = errno; /* the first event of a thread, inside its wrapper: keep errno */
 	t->busy++;
 	for (int i; (i = wait_for_recycled_slot(p)) >= 0;) {
 		struct prof_slot *s = prof_proc_slot(p, (unsigned)i);
@@ -145,6 +153,7 @@ int prof_thread_claim(struct prof_thread *t)
 			pthread_setspecific(exit_key, (void *)1);
 		}
 		t->busy--;
+		errno = saved;
 		return 1;
 	}
 	t->no_slot = 1;
@@ -153,6 +162,7 @@ int prof_thread_claim(struct prof_thread *t)
 		prof_warn("no ring for a new thread (all %u in use, or /dev/shm is full): its "
 			  "events are dropped and counted as lost on it", p->nslots);
 	t->busy--;
+	errno = saved;
 drop:
 	if (p)
 		count_unringed(t, p);

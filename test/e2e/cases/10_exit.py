@@ -4,7 +4,10 @@
 # PROFILER_BLOCK program down, and spawned children get the session's settings.
 # Runs in run.py's namespace (its helpers are in scope); names here start with x10_.
 
-X10_BOUND_S = 5.0  # the program's exit, profiled, within this of the same run unprofiled
+# the program's exit, profiled, within this of the same run unprofiled: the old code hung
+# (each run's timeout is 30 s), and a loaded machine can slow a profiled run by seconds
+X10_BOUND_S = 10.0
+X10_EXIT_AFTER_S = 5.0  # a program whose collector was killed exits within this
 
 X10_HELLO_C = r"""
 #include <stdio.h>
@@ -135,7 +138,8 @@ def exit_child_never_joins(c):
     r, extra = x10_timed(c, [c.prog("exit_children"), "leave", slow])
     eq(r.rc, 0, "exit status: %r" % r)
     c.note("extra wait at exit %.3fs (program %.3fs)" % (extra, r.elapsed))
-    check(extra < 3.5, "exit waited %.2fs more than unprofiled (grace 2 s)" % extra)
+    # the grace is 2 s; the old code waited 6 s: 5 s tolerates a loaded machine
+    check(extra < 5.0, "exit waited %.2fs more than unprofiled (grace 2 s)" % extra)
     t, _ = c.outputs()
     x10_parent_ok(c, r, t)
     child = int(r.kv("child")[0])
@@ -307,10 +311,11 @@ def x10_killed_collector(c, block):
     pairs = int(r.kv("pairs")[0])
     c.note("%d pairs in %ds with the collector dead; exit %.3fs after the writing"
            % (pairs, secs, after))
-    # ~10^6 pairs/s here unloaded; blocked 1024 yields an event it was ~10^3
-    check(pairs >= 50000, "only %d malloc/free pairs in %ds: the writer was held up"
+    # ~10^6 pairs/s here unloaded (9.8-17 M in 2 s measured); blocked 1024 yields an
+    # event it was ~10^3: 20,000 tells them apart even on a loaded machine
+    check(pairs >= 20000, "only %d malloc/free pairs in %ds: the writer was held up"
           % (pairs, secs))
-    check(after < X10_BOUND_S, "exit took %.2fs after the writing" % after)
+    check(after < X10_EXIT_AFTER_S, "exit took %.2fs after the writing" % after)
     lines = x10_lines(r)
     if block:
         check(any(l.startswith("libprof: the collector (pid %d) is gone: PROFILER_BLOCK no "
@@ -360,7 +365,7 @@ def exit_block_collector_stopped(c):
     eq(r.rc, 0, "exit status: %r" % r)
     pairs = int(r.kv("pairs")[0])
     c.note("%d pairs in %ds with the collector stopped" % (pairs, secs))
-    check(pairs >= 50000, "only %d malloc/free pairs in %ds: the writer was held up"
+    check(pairs >= 20000, "only %d malloc/free pairs in %ds: the writer was held up"
           % (pairs, secs))
     check(any(l.startswith("libprof: the collector (pid %d) is stopped: PROFILER_BLOCK "
                            "drops and counts" % coll) for l in x10_lines(r)),
