@@ -16,6 +16,11 @@ HDR = {"nslots": (20, 4), "ring_cap": (40, 8), "strings_off": (48, 8), "slots_of
 SLOT_SIZE, SLOT_TID, SLOT_HEAD, SLOT_LOST_PENDING, SLOT_TAIL = 192, 4, 64, 72, 128
 
 
+
+# the segments' layout version (preload/shm_layout.h), for segments planted by hand
+with open(os.path.join(ROOT, "preload", "shm_layout.h")) as _f:
+    SHM_VERSION = int(re.search(r"#define PROF_SHM_VERSION (\d+)", _f.read()).group(1))
+
 def shm_names(prefix):
     try:
         return sorted(n for n in os.listdir("/dev/shm") if n.startswith(prefix))
@@ -326,7 +331,7 @@ def shm_session_clock_from_the_future(c):
     path = "/dev/shm/libprof-%d-%s" % (os.getuid(), sid)
     size = 12288
     buf = bytearray(size)
-    struct.pack_into("<QIIII", buf, 0, 0x314d48534650524c, 2, 2, 0, 0)  # magic, v2, TSC
+    struct.pack_into("<QIIII", buf, 0, 0x314d48534650524c, SHM_VERSION, 2, 0, 0)  # TSC
     struct.pack_into("<QQ", buf, 24, 1, 1 << 62)  # clock_tsc, clock_ns
     with open(path, "wb") as f:
         f.write(buf)
@@ -370,8 +375,8 @@ def shm_corrupt_when_found(c):
             header = struct.unpack_from("<Q", f.read(56), 48)[0]
         size = header + 16384
         buf = bytearray(size)
-        # magic, version 2, pid, ppid, nslots 0; segment_size
-        struct.pack_into("<QIIII", buf, 0, 0x314d48534650524c, 2, fake_pid, 1, 0)
+        # magic, version, pid, ppid, nslots 0; segment_size
+        struct.pack_into("<QIIII", buf, 0, 0x314d48534650524c, SHM_VERSION, fake_pid, 1, 0)
         struct.pack_into("<Q", buf, 80, size)
         tmp = "/dev/shm/.e2e-%s" % c.token
         with open(tmp, "wb") as f:
