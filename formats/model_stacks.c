@@ -22,7 +22,9 @@ int model_stack_record(struct model *m, const void *payload, uint32_t len)
 	uint64_t *slot = u64map_upsert(&m->stack_ix, (uint64_t)im << 32 | cs.id, &created);
 	if (!slot)
 		return -1;
-	memcpy(m->frames + m->nframes, (const char *)payload + sizeof cs, (size_t)cs.nframes * 8);
+	if (cs.nframes) /* an empty stack of a damaged capture: frames may still be NULL */
+		memcpy(m->frames + m->nframes, (const char *)payload + sizeof cs,
+		       (size_t)cs.nframes * 8);
 	m->stacks[m->nstacks] = (struct model_stack){(uint32_t)im, cs.nframes, m->nframes};
 	m->nframes += cs.nframes;
 	*slot = ++m->nstacks;
