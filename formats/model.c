@@ -27,6 +27,19 @@ void model_init(struct model *m)
 	m->first_t = UINT64_MAX;
 }
 
+const struct mem_image model_no_gpu[MODEL_DEVICES];
+
+void model_free_gpu(struct mem_image *gpu)
+{
+	if (gpu == model_no_gpu)
+		return;
+	for (size_t d = 0; d < MODEL_DEVICES; d++) {
+		free(gpu[d].ops);
+		free(gpu[d].sites);
+	}
+	free(gpu);
+}
+
 void model_free(struct model *m)
 {
 	size_t i;
@@ -34,12 +47,8 @@ void model_free(struct model *m)
 	for (i = 0; i < m->nimg; i++) {
 		free(m->img[i].mem.ops);
 		free(m->img[i].mem.sites);
-		for (size_t d = 0; d < MODEL_DEVICES; d++) {
-			free(m->img[i].gpu[d].ops);
-			free(m->img[i].gpu[d].sites);
-			free(m->img[i].gpu_cupti[d].ops);
-			free(m->img[i].gpu_cupti[d].sites);
-		}
+		model_free_gpu(m->img[i].gpu);
+		model_free_gpu(m->img[i].gpu_cupti);
 	}
 	u64map_free(&m->gpu_blocks);
 	u64map_free(&m->gpu_cupti_blocks);
@@ -73,6 +82,7 @@ static int64_t new_image(struct model *m, uint32_t pid)
 	im->command = im->label = STR_NONE;
 	im->status = INT32_MIN;
 	memset(im->cat, 0xff, sizeof(im->cat));
+	im->gpu = im->gpu_cupti = (struct mem_image *)model_no_gpu;
 	im->gpu_cat = -1;
 	im->pid_order = created ? (uint32_t)m->pid_image.len - 1 : m->img[*slot].pid_order;
 	*slot = m->nimg;
@@ -367,18 +377,13 @@ static void pick_gpu_source(struct model *m)
 			wrapped |= im->gpu[d].allocs || im->gpu[d].frees;
 			recorded |= im->gpu_cupti[d].allocs || im->gpu_cupti[d].frees;
 		}
-		for (size_t d = 0; d < MODEL_DEVICES; d++) {
-			struct mem_image *cupti = &im->gpu_cupti[d];
-			if (!wrapped && recorded) {
-				free(im->gpu[d].ops);
-				free(im->gpu[d].sites);
-				im->gpu[d] = *cupti;
-			} else {
-				free(cupti->ops);
-				free(cupti->sites);
-			}
-			memset(cupti, 0, sizeof(*cupti));
+		if (!wrapped && recorded) {
+			model_free_gpu(im->gpu);
+			im->gpu = im->gpu_cupti;
+		} else {
+			model_free_gpu(im->gpu_cupti);
 		}
+		im->gpu_cupti = (struct mem_image *)model_no_gpu;
 		im->gpu_from_cupti = !wrapped && recorded;
 	}
 }

@@ -73,12 +73,17 @@ struct image {
 	struct mem_image mem;
 	/* device memory (category gpu_memory) per device ordinal: from the CUDA calls
 	 * libprof wraps, or, when they made none in this process, from CUPTI's memory
-	 * records (gpu_from_cupti); see model_read */
-	struct mem_image gpu[MODEL_DEVICES];
-	struct mem_image gpu_cupti[MODEL_DEVICES]; /* CUPTI's, until model_read picks */
+	 * records (gpu_from_cupti); see model_read. MODEL_DEVICES of each, allocated at
+	 * the image's first device memory event; until then model_no_gpu (all zero, read
+	 * only): 20 KiB per image would let a capture of bare CAP_PROCESS records (32
+	 * bytes each) take gigabytes. */
+	struct mem_image *gpu;
+	struct mem_image *gpu_cupti; /* CUPTI's, until model_read picks */
 	int gpu_from_cupti;
 	int gpu_cat;        /* the image's category index of gpu_memory, or -1 */
 };
+
+extern const struct mem_image model_no_gpu[MODEL_DEVICES];
 
 struct thread {
 	uint32_t image, tid;

@@ -77,7 +77,14 @@ static int gpu_memory_event(struct model *m, uint32_t image, const struct prof_e
 {
 	struct image *im = &m->img[image];
 	int cupti = (e->flags & PROF_EVF_NS) != 0;
-	struct mem_image *per_device = cupti ? im->gpu_cupti : im->gpu;
+	struct mem_image **devices = cupti ? &im->gpu_cupti : &im->gpu;
+	if (*devices == model_no_gpu) {
+		struct mem_image *d = calloc(MODEL_DEVICES, sizeof(*d));
+		if (!d)
+			return -1;
+		*devices = d;
+	}
+	struct mem_image *per_device = *devices;
 	struct u64map *live = cupti ? &m->gpu_cupti_blocks : &m->gpu_blocks;
 	uint64_t base = (uint64_t)image << 47, dev;
 	if ((e->flags & PROF_EVF_FREES) && e->c &&
