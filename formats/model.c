@@ -19,6 +19,7 @@ void model_init(struct model *m)
 	strtab_init(&m->str);
 	u64map_init(&m->names);
 	u64map_init(&m->pid_image);
+	u64map_init(&m->pid_exec);
 	u64map_init(&m->thread_ix);
 	u64map_init(&m->stack_ix);
 	u64map_init(&m->frame_names);
@@ -55,6 +56,7 @@ void model_free(struct model *m)
 	strtab_free(&m->str);
 	u64map_free(&m->names);
 	u64map_free(&m->pid_image);
+	u64map_free(&m->pid_exec);
 	u64map_free(&m->thread_ix);
 	free(m->img);
 	free(m->thr);
@@ -259,6 +261,11 @@ static int process(struct model *m, const unsigned char *p, uint32_t len)
 	m->img[ix].exec_seq = cp.exec_seq;
 	m->img[ix].start_ns = cp.start_ns;
 	m->img[ix].announced = 1;
+	int created;
+	uint64_t *seq = u64map_upsert(&m->pid_exec, (uint64_t)cp.pid << 32 | cp.exec_seq, &created);
+	if (!seq)
+		return -1;
+	*seq = (uint64_t)ix + 1;
 	return command_line(m, &m->img[ix], (const char *)p + sizeof(cp), len - sizeof(cp));
 }
 
@@ -406,5 +413,9 @@ int model_read(struct model *m, const char *path, char *err, size_t errlen)
 		return CAP_READ_UNUSABLE;
 	}
 	pick_gpu_source(m);
+	if (model_modules_index(m)) {
+		snprintf(err, errlen, "%s: out of memory while reading the capture", path);
+		return CAP_READ_UNUSABLE;
+	}
 	return rc;
 }

@@ -133,6 +133,7 @@ struct model {
 	struct strtab str;
 	struct u64map names;     /* image << 32 | string id -> gid */
 	struct u64map pid_image; /* pid -> its current image */
+	struct u64map pid_exec;  /* pid << 32 | exec_seq -> the latest such image + 1 */
 	struct u64map thread_ix; /* image << 32 | tid -> thread index */
 	struct image *img;
 	size_t nimg, img_cap;
@@ -154,6 +155,10 @@ struct model {
 	struct u64map stack_ix; /* image << 32 | stack id -> stack index + 1 */
 	struct model_module *mods;
 	size_t nmods, mods_cap;
+	/* mods by (image, start, index), made when the capture is read (model_read): a
+	 * frame's module is found by binary search, not a walk over every module */
+	uint32_t *mod_order;
+	size_t nmod_order;
 	struct u64map frame_names; /* image << 47 | pc -> gid (CAP_FRAME_NAME) */
 	struct u64map gpu_blocks;  /* image << 47 | device pointer -> device (live blocks) */
 	struct u64map gpu_cupti_blocks; /* the same, of CUPTI's memory records */
