@@ -59,6 +59,11 @@ void model_free(struct model *m)
 	u64map_free(&m->pid_exec);
 	u64map_free(&m->thread_ix);
 	free(m->img);
+	for (i = 0; i < m->nthr; i++) {
+		free(m->thr[i].child);
+		free(m->thr[i].mem_direct);
+		free(m->thr[i].mem_nested);
+	}
 	free(m->thr);
 	free(m->gaps);
 	free(m->session);

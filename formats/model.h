@@ -91,11 +91,15 @@ struct thread {
 	/* A PROF_EV_STACK seen, waiting for the event it belongs to (same t0). */
 	uint32_t pending_stack;
 	uint64_t pending_t0;
-	/* Time spent in completed children, per depth: the streaming self-time state. */
-	uint64_t child[MODEL_MAX_DEPTH + 2];
+	/* Time spent in completed children, per depth: the streaming self-time state.
+	 * ndepth entries each (stats.c grows them as deep as the thread's events go, up to
+	 * MODEL_MAX_DEPTH + 2: a fixed 257 made every row 6 KiB, and a capture of many
+	 * short threads, or of CUPTI-style records naming many tids, gigabytes). */
+	uint64_t *child;
 	/* Net bytes per depth: of allocator calls made there, of completed calls there. */
-	int64_t mem_direct[MODEL_MAX_DEPTH + 2];
-	int64_t mem_nested[MODEL_MAX_DEPTH + 2];
+	int64_t *mem_direct;
+	int64_t *mem_nested;
+	size_t ndepth;
 };
 
 struct lost_gap {

@@ -93,6 +93,34 @@ static int net_bytes(struct stats *s, uint32_t image, const struct prof_event *e
 	return 0;
 }
 
+/* Room in t's per-depth arrays for an event at depth d (and its children's level). */
+static int depths(struct thread *t, unsigned d)
+{
+	size_t need = (size_t)d + 2, cap = t->ndepth ? t->ndepth : 4;
+	if (need <= t->ndepth)
+		return 0;
+	while (cap < need)
+		cap *= 2;
+	if (cap > MODEL_MAX_DEPTH + 2)
+		cap = MODEL_MAX_DEPTH + 2;
+	uint64_t *c = realloc(t->child, cap * sizeof(*c));
+	if (c)
+		t->child = c;
+	int64_t *md = c ? realloc(t->mem_direct, cap * sizeof(*md)) : NULL;
+	if (md)
+		t->mem_direct = md;
+	int64_t *mn = md ? realloc(t->mem_nested, cap * sizeof(*mn)) : NULL;
+	if (!mn)
+		return -1;
+	t->mem_nested = mn;
+	size_t old = t->ndepth, more = cap - old;
+	memset(c + old, 0, more * sizeof(*c));
+	memset(md + old, 0, more * sizeof(*md));
+	memset(mn + old, 0, more * sizeof(*mn));
+	t->ndepth = cap;
+	return 0;
+}
+
 /* Memory follows the same streaming rule as self time: an allocator call adds its net
  * bytes to its level; a call that ends takes what its level below gathered. */
 static void complete_mem(struct stats *s, struct row *r, struct thread *t,
@@ -233,6 +261,8 @@ static int one_event(struct stats *s, struct model *m, uint32_t image, struct th
 			return -1;
 		if ((e->flags & PROF_EVF_GPU) && gpu_copy(s, m, cat, name, e))
 			return -1;
+		if (depths(t, e->depth))
+			return -1;
 		complete_mem(s, r, t, e, e->cat == PROF_CAT_MEMORY, net);
 		return complete(r, t, e);
 	case PROF_EV_INSTANT:
@@ -256,9 +286,11 @@ int stats_on_events(void *ctx, struct model *m, uint32_t image, uint32_t thread,
 	for (i = 0; i < n; i++) {
 		if (ev[i].type == PROF_EV_LOST) {
 			/* Ranges that ended in the gap never reported to their parents. */
-			memset(t->child, 0, sizeof(t->child));
-			memset(t->mem_direct, 0, sizeof(t->mem_direct));
-			memset(t->mem_nested, 0, sizeof(t->mem_nested));
+			if (t->ndepth) {
+				memset(t->child, 0, t->ndepth * sizeof(*t->child));
+				memset(t->mem_direct, 0, t->ndepth * sizeof(*t->mem_direct));
+				memset(t->mem_nested, 0, t->ndepth * sizeof(*t->mem_nested));
+			}
 			continue;
 		}
 		if (one_event(s, m, image, t, &ev[i]))

@@ -4,7 +4,7 @@
  * result to prof report and prof export.
  * usage: damaged_capture OUT KIND
  * KIND: undefined_ids, unknown_pid, end_before_start, huge_values, dangling_stacks,
- *       many_images, many_modules, none */
+ *       many_images, many_tids, many_modules, none */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -152,6 +152,15 @@ int main(int argc, char **argv)
 		/* 40,000 processes announced and nothing else: 32 bytes each on disk */
 		for (uint32_t i = 0; i < 40000; i++)
 			process(1000 + i, 1000);
+	} else if (!strcmp(kind, "many_tids")) {
+		/* 100,000 API records (PROF_EVF_TID) of pid 100, each naming another thread */
+		static struct prof_event e[100000];
+		for (uint32_t i = 0; i < 100000; i++) {
+			e[i] = ev(7000 + i, 7001 + i, 1, PROF_CAT_USER, PROF_EV_COMPLETE, 0);
+			e[i].flags = PROF_EVF_TID;
+			e[i].c = 5000 + i;
+		}
+		events(100, 102, e, 100000);
 	} else if (!strcmp(kind, "many_modules")) {
 		/* 120,000 modules of pid 100 and a stack of 120,000 frames outside them all;
 		 * 20,000 processes and 300,000 frame names of an image never seen */
