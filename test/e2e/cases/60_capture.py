@@ -78,6 +78,13 @@ def capture_damaged_values_readers(c):
             reader_ok(r, "prof report --format %s (%s)" % (fmt, kind))
             if fmt == "json" and r.rc != 2:
                 strict_json(out)
+        if kind == "huge_values":
+            # an allocation of 2^64 - 1 bytes must not wrap the process's sum below the
+            # sound malloc's 64 bytes
+            rep = c.report_json(cap)
+            procs = [p for p in rep["processes"] if p["pid"] == 100]
+            check(procs and procs[0]["bytes_allocated"] >= 64,
+                  "bytes allocated wrapped: %r" % procs)
         r = c.prof("report", cap, "--group-by", "stack")
         reader_ok(r, "prof report --group-by stack (%s)" % kind)
         out = c.path(kind + ".trace.json")
