@@ -5,7 +5,8 @@
 #   make test     unit tests (cmocka) and end-to-end tests
 #   make asan     the same suite built with AddressSanitizer and UndefinedBehaviorSanitizer
 #   make bench    overhead and throughput benchmarks (ratios measured side by side)
-#   make fuzz     the shared-memory fuzzer, FUZZ_RUNS executions (clang; test/fuzz)
+#   make fuzz     the shared-memory and capture fuzzers, FUZZ_RUNS executions each (clang;
+#                 test/fuzz)
 #   make install  PREFIX=/usr/local (library, command, header, Python module)
 
 BUILD   ?= build
@@ -110,12 +111,15 @@ bench: all
 	@$(MAKE) --no-print-directory -C bench BUILD=$(abspath $(BUILD))
 	@BUILD=$(abspath $(BUILD)) $(PYTHON) bench/run.py
 
-# The shared-memory fuzzer (test/fuzz/README.md): libFuzzer under ASan and UBSan, clang
-# only. `make fuzz` runs FUZZ_RUNS executions; `make test` runs a short smoke run.
+# The fuzzers (test/fuzz/README.md): the shared-memory drain and the capture readers,
+# libFuzzer under ASan and UBSan, clang only. `make fuzz` runs FUZZ_RUNS executions of
+# each; `make test` runs a short smoke run of each.
 FUZZ_CC   ?= clang
 FUZZ_RUNS ?= 10000000
+FUZZ_CAP_SMOKE ?= 3000
 FUZZ_SAN   = -fsanitize=address,undefined -fno-sanitize-recover=undefined -fno-omit-frame-pointer
 FUZZ_BIN  := $(BUILD)/fuzz/fuzz_shm
+FUZZ_CAP_BIN := $(BUILD)/fuzz/fuzz_capture
 fuzzobj = $(patsubst %.c,$(BUILD)/fuzz/obj/%.o,$(1))
 .PHONY: fuzz fuzz-smoke
 $(BUILD)/fuzz/obj/%.o: %.c $(wildcard include/*.h formats/*.h preload/*.h collector/*.h)
@@ -126,10 +130,21 @@ $(FUZZ_BIN): test/fuzz/fuzz_shm.c $(call fuzzobj,$(CORE_SRC))
 	@echo "  LD $@"
 	@$(FUZZ_CC) -O1 -g $(BASE_CFLAGS) $(FUZZ_SAN) -fsanitize=fuzzer -o $@ $^ \
 	  -lzstd -lm -lpthread -lstdc++
-fuzz: $(FUZZ_BIN)
+$(FUZZ_CAP_BIN): test/fuzz/fuzz_capture.c $(call fuzzobj,$(CORE_SRC))
+	@echo "  LD $@"
+	@$(FUZZ_CC) -O1 -g $(BASE_CFLAGS) $(FUZZ_SAN) -fsanitize=fuzzer -o $@ $^ \
+	  -lzstd -lm -lpthread -lstdc++
+# turns a capture into a fuzz_capture seed (test/fuzz/capture_seeds/ were made with it)
+$(BUILD)/fuzz/capture_to_seed: test/fuzz/capture_to_seed.c $(CORE)
+	@mkdir -p $(dir $@)
+	@echo "  LD $@"
+	@$(CC) $(CFLAGS) $(XCFLAGS) -o $@ $< $(CORE) $(LDFLAGS) -lzstd -lm -lpthread -lstdc++
+fuzz: $(FUZZ_BIN) $(FUZZ_CAP_BIN)
 	@BUILD=$(abspath $(BUILD)) test/fuzz/run.sh $(FUZZ_RUNS)
-fuzz-smoke: $(FUZZ_BIN)
+	@BUILD=$(abspath $(BUILD)) FUZZER=capture test/fuzz/run.sh $(FUZZ_RUNS)
+fuzz-smoke: $(FUZZ_BIN) $(FUZZ_CAP_BIN)
 	@BUILD=$(abspath $(BUILD)) test/fuzz/run.sh 20000
+	@BUILD=$(abspath $(BUILD)) FUZZER=capture test/fuzz/run.sh $(FUZZ_CAP_SMOKE)
 
 #   make perf-check  libprof's overhead on a bundled workload against PERF_BASE (default
 #                    HEAD~1), both builds measured here; exit 1 when libprof got slower

@@ -19,12 +19,26 @@ void model_init(struct model *m)
 	strtab_init(&m->str);
 	u64map_init(&m->names);
 	u64map_init(&m->pid_image);
+	u64map_init(&m->pid_exec);
 	u64map_init(&m->thread_ix);
 	u64map_init(&m->stack_ix);
 	u64map_init(&m->frame_names);
 	u64map_init(&m->gpu_blocks);
 	u64map_init(&m->gpu_cupti_blocks);
 	m->first_t = UINT64_MAX;
+}
+
+const struct mem_image model_no_gpu[MODEL_DEVICES];
+
+void model_free_gpu(struct mem_image *gpu)
+{
+	if (gpu == model_no_gpu)
+		return;
+	for (size_t d = 0; d < MODEL_DEVICES; d++) {
+		free(gpu[d].ops);
+		free(gpu[d].sites);
+	}
+	free(gpu);
 }
 
 void model_free(struct model *m)
@@ -34,20 +48,22 @@ void model_free(struct model *m)
 	for (i = 0; i < m->nimg; i++) {
 		free(m->img[i].mem.ops);
 		free(m->img[i].mem.sites);
-		for (size_t d = 0; d < MODEL_DEVICES; d++) {
-			free(m->img[i].gpu[d].ops);
-			free(m->img[i].gpu[d].sites);
-			free(m->img[i].gpu_cupti[d].ops);
-			free(m->img[i].gpu_cupti[d].sites);
-		}
+		model_free_gpu(m->img[i].gpu);
+		model_free_gpu(m->img[i].gpu_cupti);
 	}
 	u64map_free(&m->gpu_blocks);
 	u64map_free(&m->gpu_cupti_blocks);
 	strtab_free(&m->str);
 	u64map_free(&m->names);
 	u64map_free(&m->pid_image);
+	u64map_free(&m->pid_exec);
 	u64map_free(&m->thread_ix);
 	free(m->img);
+	for (i = 0; i < m->nthr; i++) {
+		free(m->thr[i].child);
+		free(m->thr[i].mem_direct);
+		free(m->thr[i].mem_nested);
+	}
 	free(m->thr);
 	free(m->gaps);
 	free(m->session);
@@ -73,6 +89,7 @@ static int64_t new_image(struct model *m, uint32_t pid)
 	im->command = im->label = STR_NONE;
 	im->status = INT32_MIN;
 	memset(im->cat, 0xff, sizeof(im->cat));
+	im->gpu = im->gpu_cupti = (struct mem_image *)model_no_gpu;
 	im->gpu_cat = -1;
 	im->pid_order = created ? (uint32_t)m->pid_image.len - 1 : m->img[*slot].pid_order;
 	*slot = m->nimg;
@@ -249,6 +266,11 @@ static int process(struct model *m, const unsigned char *p, uint32_t len)
 	m->img[ix].exec_seq = cp.exec_seq;
 	m->img[ix].start_ns = cp.start_ns;
 	m->img[ix].announced = 1;
+	int created;
+	uint64_t *seq = u64map_upsert(&m->pid_exec, (uint64_t)cp.pid << 32 | cp.exec_seq, &created);
+	if (!seq)
+		return -1;
+	*seq = (uint64_t)ix + 1;
 	return command_line(m, &m->img[ix], (const char *)p + sizeof(cp), len - sizeof(cp));
 }
 
@@ -367,18 +389,13 @@ static void pick_gpu_source(struct model *m)
 			wrapped |= im->gpu[d].allocs || im->gpu[d].frees;
 			recorded |= im->gpu_cupti[d].allocs || im->gpu_cupti[d].frees;
 		}
-		for (size_t d = 0; d < MODEL_DEVICES; d++) {
-			struct mem_image *cupti = &im->gpu_cupti[d];
-			if (!wrapped && recorded) {
-				free(im->gpu[d].ops);
-				free(im->gpu[d].sites);
-				im->gpu[d] = *cupti;
-			} else {
-				free(cupti->ops);
-				free(cupti->sites);
-			}
-			memset(cupti, 0, sizeof(*cupti));
+		if (!wrapped && recorded) {
+			model_free_gpu(im->gpu);
+			im->gpu = im->gpu_cupti;
+		} else {
+			model_free_gpu(im->gpu_cupti);
 		}
+		im->gpu_cupti = (struct mem_image *)model_no_gpu;
 		im->gpu_from_cupti = !wrapped && recorded;
 	}
 }
@@ -401,5 +418,9 @@ int model_read(struct model *m, const char *path, char *err, size_t errlen)
 		return CAP_READ_UNUSABLE;
 	}
 	pick_gpu_source(m);
+	if (model_modules_index(m)) {
+		snprintf(err, errlen, "%s: out of memory while reading the capture", path);
+		return CAP_READ_UNUSABLE;
+	}
 	return rc;
 }

@@ -73,12 +73,17 @@ struct image {
 	struct mem_image mem;
 	/* device memory (category gpu_memory) per device ordinal: from the CUDA calls
 	 * libprof wraps, or, when they made none in this process, from CUPTI's memory
-	 * records (gpu_from_cupti); see model_read */
-	struct mem_image gpu[MODEL_DEVICES];
-	struct mem_image gpu_cupti[MODEL_DEVICES]; /* CUPTI's, until model_read picks */
+	 * records (gpu_from_cupti); see model_read. MODEL_DEVICES of each, allocated at
+	 * the image's first device memory event; until then model_no_gpu (all zero, read
+	 * only): 20 KiB per image would let a capture of bare CAP_PROCESS records (32
+	 * bytes each) take gigabytes. */
+	struct mem_image *gpu;
+	struct mem_image *gpu_cupti; /* CUPTI's, until model_read picks */
 	int gpu_from_cupti;
 	int gpu_cat;        /* the image's category index of gpu_memory, or -1 */
 };
+
+extern const struct mem_image model_no_gpu[MODEL_DEVICES];
 
 struct thread {
 	uint32_t image, tid;
@@ -86,11 +91,15 @@ struct thread {
 	/* A PROF_EV_STACK seen, waiting for the event it belongs to (same t0). */
 	uint32_t pending_stack;
 	uint64_t pending_t0;
-	/* Time spent in completed children, per depth: the streaming self-time state. */
-	uint64_t child[MODEL_MAX_DEPTH + 2];
+	/* Time spent in completed children, per depth: the streaming self-time state.
+	 * ndepth entries each (stats.c grows them as deep as the thread's events go, up to
+	 * MODEL_MAX_DEPTH + 2: a fixed 257 made every row 6 KiB, and a capture of many
+	 * short threads, or of CUPTI-style records naming many tids, gigabytes). */
+	uint64_t *child;
 	/* Net bytes per depth: of allocator calls made there, of completed calls there. */
-	int64_t mem_direct[MODEL_MAX_DEPTH + 2];
-	int64_t mem_nested[MODEL_MAX_DEPTH + 2];
+	int64_t *mem_direct;
+	int64_t *mem_nested;
+	size_t ndepth;
 };
 
 struct lost_gap {
@@ -128,6 +137,7 @@ struct model {
 	struct strtab str;
 	struct u64map names;     /* image << 32 | string id -> gid */
 	struct u64map pid_image; /* pid -> its current image */
+	struct u64map pid_exec;  /* pid << 32 | exec_seq -> the latest such image + 1 */
 	struct u64map thread_ix; /* image << 32 | tid -> thread index */
 	struct image *img;
 	size_t nimg, img_cap;
@@ -149,6 +159,10 @@ struct model {
 	struct u64map stack_ix; /* image << 32 | stack id -> stack index + 1 */
 	struct model_module *mods;
 	size_t nmods, mods_cap;
+	/* mods by (image, start, index), made when the capture is read (model_read): a
+	 * frame's module is found by binary search, not a walk over every module */
+	uint32_t *mod_order;
+	size_t nmod_order;
 	struct u64map frame_names; /* image << 47 | pc -> gid (CAP_FRAME_NAME) */
 	struct u64map gpu_blocks;  /* image << 47 | device pointer -> device (live blocks) */
 	struct u64map gpu_cupti_blocks; /* the same, of CUPTI's memory records */

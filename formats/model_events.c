@@ -25,6 +25,14 @@ static int lost_gap(struct model *m, uint32_t pid, uint32_t tid, const struct pr
 	return 0;
 }
 
+/* Byte sums saturate: a damaged capture's absurd size must not wrap a total below what
+ * the sound allocations alone made. */
+static inline uint64_t sat_add(uint64_t a, uint64_t b)
+{
+	uint64_t s;
+	return __builtin_add_overflow(a, b, &s) ? UINT64_MAX : s;
+}
+
 static int mem_push(struct mem_image *mi, uint64_t t, uint64_t ptr, uint64_t size)
 {
 	if (VEC_RESERVE(mi->ops, mi->cap, mi->nops + 1))
@@ -51,13 +59,13 @@ static int memory_event(struct model *m, struct mem_image *mi, const struct prof
 	}
 	if ((e->flags & PROF_EVF_ALLOCS) && e->a) {
 		mi->allocs++;
-		mi->bytes += e->b;
+		mi->bytes = sat_add(mi->bytes, e->b);
 		/* bucket k >= 1 holds sizes up to 2^(k-1) above the previous bucket's */
 		unsigned k = e->b <= 1 ? (unsigned)e->b : 65 - (unsigned)__builtin_clzll(e->b - 1);
 		if (k >= MEM_SIZE_BUCKETS)
 			k = MEM_SIZE_BUCKETS - 1;
 		mi->size_count[k]++;
-		mi->size_bytes[k] += e->b;
+		mi->size_bytes[k] = sat_add(mi->size_bytes[k], e->b);
 		/* A size of MEM_OP_FREE cannot be allocated; one less keeps it an allocation. */
 		if (m->track_memory &&
 		    mem_push(mi, e->t1, e->a, e->b == MEM_OP_FREE ? e->b - 1 : e->b))
@@ -77,7 +85,14 @@ static int gpu_memory_event(struct model *m, uint32_t image, const struct prof_e
 {
 	struct image *im = &m->img[image];
 	int cupti = (e->flags & PROF_EVF_NS) != 0;
-	struct mem_image *per_device = cupti ? im->gpu_cupti : im->gpu;
+	struct mem_image **devices = cupti ? &im->gpu_cupti : &im->gpu;
+	if (*devices == model_no_gpu) {
+		struct mem_image *d = calloc(MODEL_DEVICES, sizeof(*d));
+		if (!d)
+			return -1;
+		*devices = d;
+	}
+	struct mem_image *per_device = *devices;
 	struct u64map *live = cupti ? &m->gpu_cupti_blocks : &m->gpu_blocks;
 	uint64_t base = (uint64_t)image << 47, dev;
 	if ((e->flags & PROF_EVF_FREES) && e->c &&
@@ -98,7 +113,7 @@ static int gpu_memory_event(struct model *m, uint32_t image, const struct prof_e
 		*slot = dev;
 		struct mem_image *mi = &per_device[dev];
 		mi->allocs++;
-		mi->bytes += e->b;
+		mi->bytes = sat_add(mi->bytes, e->b);
 		if (m->track_memory &&
 		    mem_push(mi, e->t1, e->a, e->b == MEM_OP_FREE ? e->b - 1 : e->b))
 			return -1;

@@ -1,5 +1,6 @@
 /* Call stacks and code mappings of the model's images, and the pairing of each
  * PROF_EV_STACK record with the event it belongs to (the thread's next one, same t0). */
+#define _GNU_SOURCE
 #include <stdlib.h>
 #include <string.h>
 
@@ -22,7 +23,9 @@ int model_stack_record(struct model *m, const void *payload, uint32_t len)
 	uint64_t *slot = u64map_upsert(&m->stack_ix, (uint64_t)im << 32 | cs.id, &created);
 	if (!slot)
 		return -1;
-	memcpy(m->frames + m->nframes, (const char *)payload + sizeof cs, (size_t)cs.nframes * 8);
+	if (cs.nframes) /* an empty stack of a damaged capture: frames may still be NULL */
+		memcpy(m->frames + m->nframes, (const char *)payload + sizeof cs,
+		       (size_t)cs.nframes * 8);
 	m->stacks[m->nstacks] = (struct model_stack){(uint32_t)im, cs.nframes, m->nframes};
 	m->nframes += cs.nframes;
 	*slot = ++m->nstacks;
@@ -55,13 +58,11 @@ int model_frame_name_record(struct model *m, const void *payload, uint32_t len)
 	if (len < sizeof cf)
 		return 0;
 	memcpy(&cf, payload, sizeof cf);
-	/* written when the session ended: the image it names may not be the pid's last */
-	int64_t im = -1;
-	for (size_t i = m->nimg; i-- > 0 && im < 0;)
-		if (m->img[i].pid == cf.pid && m->img[i].exec_seq == cf.exec_seq)
-			im = (int64_t)i;
-	if (im < 0)
-		im = model_image_of(m, cf.pid);
+	/* written when the session ended: the image it names may not be the pid's last
+	 * (a map, not a walk over the images: a capture of many processes and names of
+	 * images it lacks would take quadratic time) */
+	const uint64_t *seq = u64map_find(&m->pid_exec, (uint64_t)cf.pid << 32 | cf.exec_seq);
+	int64_t im = seq ? (int64_t)*seq - 1 : model_image_of(m, cf.pid);
 	if (im < 0 || strtab_intern(&m->str, (const char *)payload + sizeof cf, len - sizeof cf,
 				    &gid))
 		return -1;
@@ -84,14 +85,68 @@ uint32_t model_stack_index(const struct model *m, uint32_t image, uint32_t id)
 	return v ? (uint32_t)*v : 0;
 }
 
-/* Few modules per image (tens to hundreds), looked up once per distinct frame. */
+static int mod_cmp(const void *a, const void *b, void *ctx)
+{
+	const struct model *m = ctx;
+	uint32_t i = *(const uint32_t *)a, j = *(const uint32_t *)b;
+	const struct model_module *x = &m->mods[i], *y = &m->mods[j];
+	if (x->image != y->image)
+		return x->image < y->image ? -1 : 1;
+	if (x->start != y->start)
+		return x->start < y->start ? -1 : 1;
+	return i < j ? -1 : i > j;
+}
+
+int model_modules_index(struct model *m)
+{
+	free(m->mod_order);
+	m->mod_order = NULL;
+	m->nmod_order = 0;
+	if (!m->nmods || m->nmods > UINT32_MAX)
+		return 0; /* past 2^32 modules: the walk below, slow but right */
+	m->mod_order = malloc(m->nmods * sizeof(*m->mod_order));
+	if (!m->mod_order)
+		return -1;
+	for (size_t i = 0; i < m->nmods; i++)
+		m->mod_order[i] = (uint32_t)i;
+	qsort_r(m->mod_order, m->nmods, sizeof(*m->mod_order), mod_cmp, m);
+	m->nmod_order = m->nmods;
+	return 0;
+}
+
+/* Mappings of a process do not overlap, but for a range mapped again (the latest
+ * wins): of the image's modules starting at or below pc, the last MOD_BACK by start
+ * are looked at. A capture that overlaps more than that (damaged or hostile) may see
+ * an older mapping win; it no longer costs a walk over every module per frame. */
+#define MOD_BACK 64
+
 static const struct model_module *own_module(const struct model *m, uint32_t image, uint64_t pc)
 {
 	const struct model_module *best = 0;
-	for (size_t i = 0; i < m->nmods; i++) {
-		const struct model_module *d = &m->mods[i];
-		if (d->image == image && pc >= d->start && pc < d->end)
-			best = d; /* the latest mapping of the range wins */
+	if (m->nmod_order != m->nmods) { /* not indexed yet (still reading) */
+		for (size_t i = 0; i < m->nmods; i++) {
+			const struct model_module *d = &m->mods[i];
+			if (d->image == image && pc >= d->start && pc < d->end)
+				best = d; /* the latest mapping of the range wins */
+		}
+		return best;
+	}
+	/* the first entry past (image, pc) */
+	size_t lo = 0, hi = m->nmod_order;
+	while (lo < hi) {
+		size_t mid = lo + (hi - lo) / 2;
+		const struct model_module *d = &m->mods[m->mod_order[mid]];
+		if (d->image < image || (d->image == image && d->start <= pc))
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	for (size_t k = lo, n = 0; k-- > 0 && n < MOD_BACK; n++) {
+		const struct model_module *d = &m->mods[m->mod_order[k]];
+		if (d->image != image)
+			break;
+		if (pc < d->end && (!best || d > best))
+			best = d;
 	}
 	return best;
 }
@@ -118,6 +173,7 @@ void model_stacks_free(struct model *m)
 	free(m->stacks);
 	free(m->frames);
 	free(m->mods);
+	free(m->mod_order);
 	free(m->ev_stacks_buf);
 	free(m->ev_buf);
 	u64map_free(&m->stack_ix);

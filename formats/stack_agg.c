@@ -142,7 +142,7 @@ int stack_agg_on_events(void *ctx, struct model *m, uint32_t image, uint32_t thr
 	struct stack_agg *a = ctx;
 
 	for (uint32_t i = 0; i < n; i++) {
-		if (ev[i].type == PROF_EV_LOST && thread < a->nthr) {
+		if (ev[i].type == PROF_EV_LOST && thread < a->nthr && a->thr[thread].cap) {
 			/* calls that ended in the gap never reported to their callers */
 			struct stack_agg_thread *t = &a->thr[thread];
 			memset(t->child, 0, t->cap * sizeof(*t->child));

@@ -73,6 +73,16 @@ static struct row *row_for(struct stats *s, uint32_t cat, uint32_t name)
 	return &s->rows[i];
 }
 
+/* Net byte sums saturate: sizes from a damaged capture (2^63 and up) must not overflow
+ * (undefined behaviour in C). */
+static inline int64_t sat_i64(int64_t a, int64_t b)
+{
+	int64_t s;
+	if (!__builtin_add_overflow(a, b, &s))
+		return s;
+	return b > 0 ? INT64_MAX : INT64_MIN;
+}
+
 /* An allocator call's net bytes: + the block it returned, - the one it released (its
  * size known when its allocation was seen: blocks from before the capture count 0). */
 static int net_bytes(struct stats *s, uint32_t image, const struct prof_event *e, int64_t *net)
@@ -81,15 +91,43 @@ static int net_bytes(struct stats *s, uint32_t image, const struct prof_event *e
 	*net = 0;
 	if ((e->flags & PROF_EVF_FREES) && e->c &&
 	    u64map_remove(&s->block_size, key_base ^ e->c, &old))
-		*net -= (int64_t)old;
+		*net = old > INT64_MAX ? INT64_MIN : -(int64_t)old;
 	if ((e->flags & PROF_EVF_ALLOCS) && e->a) {
 		int created;
 		uint64_t *v = u64map_upsert(&s->block_size, key_base ^ e->a, &created);
 		if (!v)
 			return -1;
 		*v = e->b;
-		*net += (int64_t)e->b;
+		*net = sat_i64(*net, e->b > INT64_MAX ? INT64_MAX : (int64_t)e->b);
 	}
+	return 0;
+}
+
+/* Room in t's per-depth arrays for an event at depth d (and its children's level). */
+static int depths(struct thread *t, unsigned d)
+{
+	size_t need = (size_t)d + 2, cap = t->ndepth ? t->ndepth : 4;
+	if (need <= t->ndepth)
+		return 0;
+	while (cap < need)
+		cap *= 2;
+	if (cap > MODEL_MAX_DEPTH + 2)
+		cap = MODEL_MAX_DEPTH + 2;
+	uint64_t *c = realloc(t->child, cap * sizeof(*c));
+	if (c)
+		t->child = c;
+	int64_t *md = c ? realloc(t->mem_direct, cap * sizeof(*md)) : NULL;
+	if (md)
+		t->mem_direct = md;
+	int64_t *mn = md ? realloc(t->mem_nested, cap * sizeof(*mn)) : NULL;
+	if (!mn)
+		return -1;
+	t->mem_nested = mn;
+	size_t old = t->ndepth, more = cap - old;
+	memset(c + old, 0, more * sizeof(*c));
+	memset(md + old, 0, more * sizeof(*md));
+	memset(mn + old, 0, more * sizeof(*mn));
+	t->ndepth = cap;
 	return 0;
 }
 
@@ -99,16 +137,17 @@ static void complete_mem(struct stats *s, struct row *r, struct thread *t,
 			 const struct prof_event *e, int is_memory, int64_t net)
 {
 	if (is_memory) {
-		r->mem += net;
-		r->self_mem += net;
-		t->mem_direct[e->depth] += net;
+		r->mem = sat_i64(r->mem, net);
+		r->self_mem = sat_i64(r->self_mem, net);
+		t->mem_direct[e->depth] = sat_i64(t->mem_direct[e->depth], net);
 		return;
 	}
 	int64_t direct = t->mem_direct[e->depth + 1], nested = t->mem_nested[e->depth + 1];
+	int64_t both = sat_i64(direct, nested);
 	t->mem_direct[e->depth + 1] = t->mem_nested[e->depth + 1] = 0;
-	r->self_mem += direct;
-	r->mem += direct + nested;
-	t->mem_nested[e->depth] += direct + nested;
+	r->self_mem = sat_i64(r->self_mem, direct);
+	r->mem = sat_i64(r->mem, both);
+	t->mem_nested[e->depth] = sat_i64(t->mem_nested[e->depth], both);
 	s->has_mem |= direct || nested;
 }
 
@@ -233,6 +272,8 @@ static int one_event(struct stats *s, struct model *m, uint32_t image, struct th
 			return -1;
 		if ((e->flags & PROF_EVF_GPU) && gpu_copy(s, m, cat, name, e))
 			return -1;
+		if (depths(t, e->depth))
+			return -1;
 		complete_mem(s, r, t, e, e->cat == PROF_CAT_MEMORY, net);
 		return complete(r, t, e);
 	case PROF_EV_INSTANT:
@@ -256,9 +297,11 @@ int stats_on_events(void *ctx, struct model *m, uint32_t image, uint32_t thread,
 	for (i = 0; i < n; i++) {
 		if (ev[i].type == PROF_EV_LOST) {
 			/* Ranges that ended in the gap never reported to their parents. */
-			memset(t->child, 0, sizeof(t->child));
-			memset(t->mem_direct, 0, sizeof(t->mem_direct));
-			memset(t->mem_nested, 0, sizeof(t->mem_nested));
+			if (t->ndepth) {
+				memset(t->child, 0, t->ndepth * sizeof(*t->child));
+				memset(t->mem_direct, 0, t->ndepth * sizeof(*t->mem_direct));
+				memset(t->mem_nested, 0, t->ndepth * sizeof(*t->mem_nested));
+			}
 			continue;
 		}
 		if (one_event(s, m, image, t, &ev[i]))
