@@ -130,15 +130,25 @@ def capture_many_images_memory(c):
         argv = [Setup.prof] + args
         e = dict(c.env)
         e.update(Setup.prof_env())
+        # A process's ru_maxrss keeps what it had before exec: a child of this (large)
+        # test runner would start from the runner's size. A small fresh interpreter forks
+        # prof and reports prof's own peak.
+        helper = ("import os, sys\n"
+                  "pid = os.fork()\n"
+                  "if pid == 0:\n"
+                  "    os.dup2(os.open(os.devnull, os.O_WRONLY), 1)\n"
+                  "    os.execv(sys.argv[1], sys.argv[1:])\n"
+                  "_, st, ru = os.wait4(pid, 0)\n"
+                  "sys.stdout.write('%d' % ru.ru_maxrss)\n"
+                  "sys.exit(os.waitstatus_to_exitcode(st))\n")
         with open(c.path("many.err"), "w+") as err:
-            p = subprocess.Popen(argv, cwd=c.dir, env=e, stdin=subprocess.DEVNULL,
-                                 stdout=subprocess.DEVNULL, stderr=err)
-            _, status, usage = os.wait4(p.pid, 0)
-            p.returncode = os.waitstatus_to_exitcode(status)
+            p = subprocess.run([sys.executable, "-c", helper] + argv, cwd=c.dir, env=e,
+                               stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=err,
+                               text=True, timeout=300)
             err.seek(0)
             text = err.read()
         check(p.returncode == 0, "prof %s: exit %d: %s" % (args[0], p.returncode, text))
-        peak_mb = usage.ru_maxrss / 1024
+        peak_mb = int(p.stdout) / 1024
         # ASan's shadow and quarantine roughly double a sanitized prof's footprint
         limit = 600 if sanitizers(Setup.prof) else 300
         what = "prof %s %s" % (args[0], os.path.basename(args[1]))
