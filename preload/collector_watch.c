@@ -8,6 +8,7 @@
 #include <signal.h>
 #include <unistd.h>
 
+#include "session.h"
 #include "state.h"
 
 #define SILENT_CHECK_NS 2000000ull      /* heartbeat still for 2 ms: look at the collector */
@@ -23,26 +24,10 @@ static int collector_stalled(void);
  * *ticks: its start time (field 22), 0 when unreadable. */
 static char proc_state_at(pid_t pid, uint64_t *ticks)
 {
-	*ticks = 0;
-	char path[64], buf[512];
+	char path[64], st = 0;
 	snprintf(path, sizeof path, "/proc/%d/stat", (int)pid);
-	int fd = open(path, O_RDONLY | O_CLOEXEC);
-	if (fd < 0)
-		return 0;
-	ssize_t n = read(fd, buf, sizeof buf - 1);
-	close(fd);
-	if (n <= 0)
-		return 0;
-	buf[n] = 0;
-	char *p = strrchr(buf, ')'); /* the command may hold spaces and parentheses */
-	if (!p || p[1] != ' ')
-		return 0;
-	char st = p[2];
-	for (int field = 2; *p && field < 22; p++) /* the space before field N makes it N */
-		field += *p == ' ';
-	while (*p >= '0' && *p <= '9')
-		*ticks = *ticks * 10 + (uint64_t)(*p++ - '0');
-	return st;
+	*ticks = prof_proc_stat(path, &st);
+	return *ticks ? st : 0;
 }
 
 /* The collector's state as proc_state_at, where a process with its pid but another

@@ -226,8 +226,7 @@ void prof_proc_unmap(struct prof_proc_shm *p)
 	munmap(p, p->segment_size);
 }
 
-/* State and start time (fields 3 and 22) of /proc/<path>/stat; 0 when unreadable. */
-static uint64_t read_stat(const char *path, char *state)
+uint64_t prof_proc_stat(const char *path, char *state)
 {
 	char buf[1024];
 	int fd = open(path, O_RDONLY | O_CLOEXEC);
@@ -247,8 +246,9 @@ static uint64_t read_stat(const char *path, char *state)
 	for (p += 2; *p && field < 22; p++)
 		if (*p == ' ')
 			field++;
-	unsigned long long v = 0;
-	sscanf(p, "%llu", &v);
+	uint64_t v = 0; /* digits by hand: no stdio inside an interposed call */
+	while (*p >= '0' && *p <= '9')
+		v = v * 10 + (uint64_t)(*p++ - '0');
 	return v ? v : 1;
 }
 
@@ -266,7 +266,7 @@ static int any_thread_running(pid_t pid)
 		if (e->d_name[0] == '.')
 			continue;
 		snprintf(path, sizeof path, "%s/%.20s/stat", dir, e->d_name);
-		running = read_stat(path, &state) && state != 'Z' && state != 'X';
+		running = prof_proc_stat(path, &state) && state != 'Z' && state != 'X';
 	}
 	closedir(d);
 	return running;
@@ -276,7 +276,7 @@ uint64_t prof_proc_start_ticks(pid_t pid)
 {
 	char path[64], state = 'Z';
 	snprintf(path, sizeof path, "/proc/%d/stat", (int)pid);
-	uint64_t ticks = read_stat(path, &state);
+	uint64_t ticks = prof_proc_stat(path, &state);
 	if (!ticks || ((state == 'Z' || state == 'X') && !any_thread_running(pid)))
 		return 0;
 	return ticks;

@@ -48,6 +48,9 @@ void prof_proc_unmap(struct prof_proc_shm *p);
 int prof_commit_memory(void *addr, size_t len);
 
 /* Start time of a process (field 22 of /proc/<pid>/stat), 0 if it is gone. */
+/* State (field 3) and start time (field 22) of a /proc/.../stat file: the start time
+ * (1 when it reads 0), or 0 when unreadable. No stdio, no heap. */
+uint64_t prof_proc_stat(const char *path, char *state);
 uint64_t prof_proc_start_ticks(pid_t pid);
 /* 1 while pid runs as the same process that had start_ticks (zombies count as gone). */
 int prof_proc_alive(pid_t pid, uint64_t start_ticks);
