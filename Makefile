@@ -17,16 +17,20 @@ PYTHON  ?= python3
 WARN     = -Wall -Wextra -Werror
 CFLAGS  ?= -O2 -g
 # what the build needs whatever CFLAGS the user gives
-BASE_CFLAGS = -std=gnu11 $(WARN) -fPIC -Iinclude -Iformats -Ipreload -Icollector
+# Includes name their path from the repository root ("preload/common/ring.h").
+BASE_CFLAGS = -std=gnu11 $(WARN) -fPIC -I. -Iinclude
+# header dependencies, written next to each object
+DEPFLAGS = -MMD -MP
 XCFLAGS  = $(BASE_CFLAGS) $(SAN)
 LDFLAGS += $(SAN)
 
-PRELOAD_SRC   := $(sort $(wildcard preload/*.c preload/*.S))
-FORMATS_SRC   := $(sort $(wildcard formats/*.c))
-COLLECTOR_SRC := $(sort $(wildcard collector/*.c))
-# The pure preload pieces the collector and the unit tests share.
-SHARED_PRELOAD_SRC := preload/ring.c preload/config.c preload/session.c preload/clock.c
-CORE_SRC := $(FORMATS_SRC) $(filter-out collector/main.c,$(COLLECTOR_SRC)) $(SHARED_PRELOAD_SRC)
+# Sources are found by folder (docs/ARCHITECTURE.md, Layout): libprof.so is preload/*/;
+# prof is collector/ and formats/ plus preload/common/, the contract both sides compile.
+PRELOAD_SRC   := $(sort $(wildcard preload/*/*.c preload/*/*.S))
+FORMATS_SRC   := $(sort $(wildcard formats/*/*.c))
+COLLECTOR_SRC := $(sort $(wildcard collector/*.c collector/*/*.c))
+COMMON_SRC    := $(sort $(wildcard preload/common/*.c))
+CORE_SRC := $(FORMATS_SRC) $(filter-out collector/main.c,$(COLLECTOR_SRC)) $(COMMON_SRC)
 UNIT_SRC := $(sort $(wildcard test/unit/test_*.c))
 
 obj = $(patsubst %.c,$(BUILD)/obj/%.o,$(1))
@@ -43,10 +47,10 @@ UNIT_BINS := $(patsubst test/unit/%.c,$(BUILD)/test/%,$(UNIT_SRC))
 .PHONY: all run test unit e2e asan bench install deps clean
 all: $(LIB) $(PROF)
 
-$(BUILD)/obj/lib/%.o: %.c $(wildcard include/*.h formats/*.h preload/*.h)
+$(BUILD)/obj/lib/%.o: %.c
 	@mkdir -p $(dir $@)
 	@echo "  CC $< (libprof.so)"
-	@$(CC) $(CFLAGS) $(BASE_CFLAGS) $(PRELOAD_SAN) -fvisibility=hidden \
+	@$(CC) $(CFLAGS) $(BASE_CFLAGS) $(DEPFLAGS) $(PRELOAD_SAN) -fvisibility=hidden \
 	  -ftls-model=initial-exec -c $< -o $@
 
 $(BUILD)/obj/lib/%.o: %.S
@@ -54,10 +58,10 @@ $(BUILD)/obj/lib/%.o: %.S
 	@echo "  AS $<"
 	@$(CC) -c $< -o $@
 
-$(BUILD)/obj/%.o: %.c $(wildcard include/*.h formats/*.h preload/*.h collector/*.h)
+$(BUILD)/obj/%.o: %.c
 	@mkdir -p $(dir $@)
 	@echo "  CC $<"
-	@$(CC) $(CFLAGS) $(XCFLAGS) -c $< -o $@
+	@$(CC) $(CFLAGS) $(XCFLAGS) $(DEPFLAGS) -c $< -o $@
 
 $(LIB): $(call libobj,$(PRELOAD_SRC)) preload/libprof.map
 	@echo "  LD $@"
@@ -75,7 +79,7 @@ $(PROF): $(call obj,collector/main.c) $(CORE)
 $(BUILD)/test/%: test/unit/%.c $(CORE)
 	@mkdir -p $(dir $@)
 	@echo "  LD $@"
-	@$(CC) $(CFLAGS) $(XCFLAGS) -o $@ $< $(CORE) $(LDFLAGS) -lcmocka -lzstd -lm -lpthread -lstdc++
+	@$(CC) $(CFLAGS) $(XCFLAGS) $(DEPFLAGS) -o $@ $< $(CORE) $(LDFLAGS) -lcmocka -lzstd -lm -lpthread -lstdc++
 
 deps:
 	@scripts/install-deps.sh
@@ -122,10 +126,10 @@ FUZZ_BIN  := $(BUILD)/fuzz/fuzz_shm
 FUZZ_CAP_BIN := $(BUILD)/fuzz/fuzz_capture
 fuzzobj = $(patsubst %.c,$(BUILD)/fuzz/obj/%.o,$(1))
 .PHONY: fuzz fuzz-smoke
-$(BUILD)/fuzz/obj/%.o: %.c $(wildcard include/*.h formats/*.h preload/*.h collector/*.h)
+$(BUILD)/fuzz/obj/%.o: %.c
 	@mkdir -p $(dir $@)
 	@echo "  CC $< (fuzz)"
-	@$(FUZZ_CC) -O1 -g $(BASE_CFLAGS) $(FUZZ_SAN) -fsanitize=fuzzer-no-link -c $< -o $@
+	@$(FUZZ_CC) -O1 -g $(BASE_CFLAGS) $(DEPFLAGS) $(FUZZ_SAN) -fsanitize=fuzzer-no-link -c $< -o $@
 $(FUZZ_BIN): test/fuzz/fuzz_shm.c $(call fuzzobj,$(CORE_SRC))
 	@echo "  LD $@"
 	@$(FUZZ_CC) -O1 -g $(BASE_CFLAGS) $(FUZZ_SAN) -fsanitize=fuzzer -o $@ $^ \
@@ -167,3 +171,5 @@ install: all
 clean:
 	rm -rf build build-asan
 	@$(MAKE) --no-print-directory -C examples clean BUILD=$(abspath $(BUILD)) 2>/dev/null || true
+
+-include $(shell find $(BUILD) -name '*.d' 2>/dev/null)

@@ -1,6 +1,6 @@
 /* Option parsing helpers; see cmd_args.h. Hand-made rather than getopt_long so that
  * every problem gets the one-line "prof <command>: ..." message and exit status 2. */
-#include "cmd_args.h"
+#include "collector/cmd_args.h"
 
 #include <errno.h>
 #include <stdarg.h>
@@ -9,7 +9,7 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "outfile.h"
+#include "collector/output/outfile.h"
 
 int arg_value(int argc, char **argv, int *i, const char *name, const char **value)
 {

@@ -14,7 +14,7 @@ int arg_number(const char *v, uint64_t min, uint64_t max, uint64_t *out);
 /* "CMD: message" on stderr; returns 2, the exit status of bad usage. */
 int arg_error(const char *cmd, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 /* Writes buf to path (outputs are made in memory first, so an unusable input leaves no
- * empty file behind) by a temporary file renamed into place (collector/outfile.h). An
+ * empty file behind) by a temporary file renamed into place (collector/output/outfile.h). An
  * existing file is replaced only with force; anything else at path (a symbolic link, a
  * FIFO...) never is. 0, or 2 after one "cmd: ..." line. */
 int arg_save(const char *cmd, const char *path, const char *buf, size_t len, int force);

@@ -4,10 +4,10 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "cmd_args.h"
-#include "commands.h"
-#include "reclaim.h"
-#include "session.h"
+#include "collector/cmd_args.h"
+#include "collector/commands.h"
+#include "collector/shm/reclaim.h"
+#include "preload/common/session.h"
 
 static void said(void *ctx, const char *sid, unsigned segments, uint64_t bytes,
 		 uint64_t memory)

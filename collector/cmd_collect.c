@@ -8,9 +8,9 @@
 #include <sys/mman.h>
 #include <unistd.h>
 
-#include "collector.h"
-#include "commands.h"
-#include "reclaim.h"
+#include "collector/drain/collector.h"
+#include "collector/commands.h"
+#include "collector/shm/reclaim.h"
 
 /* The program's descriptors (pipes above all) must not stay open in the collector, or a
  * reader at the other end would wait for the collector too; stderr stays for messages. */

@@ -1,14 +1,14 @@
 /* prof diff: compare a baseline with current runs and say whether anything got slower
- * or hungrier (formats/diff.h). Exit status 0 no regression, 1 regression, 2 unusable
+ * or hungrier (formats/perfcheck/diff.h). Exit status 0 no regression, 1 regression, 2 unusable
  * input. */
 #define _GNU_SOURCE /* open_memstream */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
-#include "cmd_args.h"
-#include "commands.h"
-#include "diff.h"
+#include "collector/cmd_args.h"
+#include "collector/commands.h"
+#include "formats/perfcheck/diff.h"
 
 #define bad(...) arg_error("prof diff", __VA_ARGS__)
 

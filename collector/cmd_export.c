@@ -8,11 +8,11 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "cmd_args.h"
-#include "commands.h"
-#include "folded.h"
-#include "outfile.h"
-#include "outputs.h"
+#include "collector/cmd_args.h"
+#include "collector/commands.h"
+#include "formats/export/folded.h"
+#include "collector/output/outfile.h"
+#include "formats/model/outputs.h"
 
 static void help(void)
 {
@@ -161,7 +161,7 @@ static int save(const char *path, const char *buf, size_t len)
 }
 
 /* The trace goes to a new temporary file beside OUT, renamed into place once complete:
- * nothing at OUT is ever opened (collector/outfile.h). */
+ * nothing at OUT is ever opened (collector/output/outfile.h). */
 static int export_chrome(struct export_args *a, struct output_summary *sum, char *err,
 			 size_t errlen)
 {

@@ -11,10 +11,10 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-#include "collector.h"
-#include "commands.h"
-#include "reclaim.h"
-#include "config.h"
+#include "collector/drain/collector.h"
+#include "collector/commands.h"
+#include "collector/shm/reclaim.h"
+#include "preload/common/config.h"
 
 extern char **environ;
 

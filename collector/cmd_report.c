@@ -5,10 +5,10 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "cmd_args.h"
-#include "commands.h"
-#include "outputs.h"
-#include "table_stacks.h"
+#include "collector/cmd_args.h"
+#include "collector/commands.h"
+#include "formats/model/outputs.h"
+#include "formats/tables/table_stacks.h"
 
 /* --force-overwrite: OUT may replace an existing file */
 static int force_overwrite;

@@ -1,13 +1,13 @@
 /* prof summary: the compact summary of one or more runs, for a baseline `prof diff` can
- * compare against (formats/summary.h). */
+ * compare against (formats/perfcheck/summary.h). */
 #define _GNU_SOURCE /* open_memstream */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
-#include "cmd_args.h"
-#include "commands.h"
-#include "summary.h"
+#include "collector/cmd_args.h"
+#include "collector/commands.h"
+#include "formats/perfcheck/summary.h"
 
 #define bad(...) arg_error("prof summary", __VA_ARGS__)
 

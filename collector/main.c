@@ -2,7 +2,7 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "commands.h"
+#include "collector/commands.h"
 
 static void usage(FILE *f)
 {

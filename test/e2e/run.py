@@ -39,7 +39,7 @@ PROF = os.path.join(BUILD, "prof")
 BIN = os.path.join(BUILD, "e2e")
 PROGS = os.path.join(HERE, "progs")
 SCRIPTS = os.path.join(ROOT, "scripts")
-# the outputs' prefix when PROFILER_OUTPUT is not set (preload/config.c)
+# the outputs' prefix when PROFILER_OUTPUT is not set (preload/common/config.c)
 DEFAULT_PREFIX = "libprof"
 
 SUMMARY_RE = re.compile(r"^libprof: (\d+) events \((\d+) lost\) from (\d+) process(?:es)? -> ")
@@ -2629,7 +2629,7 @@ def torch_memory_columns_match_profile_memory(c):
 
 
 # ---------------------------------------------------------------------------------------
-# CUDA runtime and driver API calls (category cuda_api; preload/cuda_api.c,
+# CUDA runtime and driver API calls (category cuda_api; preload/gpu/cuda_api.c,
 # cuda_getproc.c), with no GPU: a fake libcuda.so.1 and libcudart.so.13 built here from
 # test/e2e/cuda with the toolkit's headers, and the real libcudart.so.13 with no driver
 
@@ -2727,7 +2727,7 @@ def read_capture(path):
                 for k in range(count):
                     v = struct.unpack_from("<QQQQQIBBBB", pay, 16 + 48 * k)
                     raw_events.append((pid, tid, v))
-    fixed = ("memory", "user", "mark", "step", "counter", "lost")  # formats/event.h
+    fixed = ("memory", "user", "mark", "step", "counter", "lost")  # preload/common/event.h
     out = []
     for pid, tid, (t0, t1, a, b, c, name, cat, typ, flags, depth) in raw_events:
         out.append({"pid": pid, "tid": tid, "t0": t0, "t1": t1, "a": a, "b": b, "c": c,
@@ -3104,14 +3104,14 @@ def build_cupti_programs():
     fake = os.path.join(out, "libcupti.so.13")
     bins = {n: os.path.join(out, n) for n in ("gpu_app", "gpu_app_dl", "no_cuda", "layout")}
     deps = ([src(n) for n in os.listdir(CUPTI_SRC)] +
-            [os.path.join(ROOT, "preload", "cupti_abi.h")])
+            [os.path.join(ROOT, "preload", "gpu", "cupti_abi.h")])
     if all(os.path.exists(f) and all(os.path.getmtime(d) <= os.path.getmtime(f) for d in deps)
            for f in [fake] + list(bins.values())):
         return out, bins
     cc = os.environ.get("CC", "cc")
     flags = ["-O1", "-g", "-Wall", "-Wextra", "-Werror"]
     cmds = [
-        [cc] + flags + ["-I", inc, "-I", os.path.join(ROOT, "preload"), "-o", bins["layout"],
+        [cc] + flags + ["-I", inc, "-I", ROOT, "-o", bins["layout"],
                         src("layout.c")],
         [cc] + flags + ["-fPIC", "-shared", "-Wl,-Bsymbolic", "-Wl,-soname,libcupti.so.13",
                         "-Wl,--version-script=" + src("fake_cupti.map"), "-I", inc, "-o", fake,

@@ -5,7 +5,7 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "capture.h"
+#include "formats/capture/capture.h"
 
 #define MAX_EVENTS 40
 #define MAX_BYTES 8192

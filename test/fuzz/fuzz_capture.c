@@ -20,12 +20,12 @@
 #include <sys/mman.h>
 #include <unistd.h>
 
-#include "capture.h"
-#include "diff.h"
-#include "folded.h"
-#include "outputs.h"
-#include "summary.h"
-#include "table_stacks.h"
+#include "formats/capture/capture.h"
+#include "formats/perfcheck/diff.h"
+#include "formats/export/folded.h"
+#include "formats/model/outputs.h"
+#include "formats/perfcheck/summary.h"
+#include "formats/tables/table_stacks.h"
 
 static FILE *devnull(void)
 {

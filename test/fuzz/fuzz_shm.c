@@ -1,6 +1,6 @@
 /* libFuzzer harness: process segments as libprof writes them (the real layout and ring
  * writer), then changed the way a buggy or hostile program could, drained by the
- * collector's real code (collector/drain.c through drain_fuzz.h) into a capture written
+ * collector's real code (collector/drain/drain.c through drain_fuzz.h) into a capture written
  * to /dev/null. The collector must never crash, hang or read outside a mapping.
  *
  * Input: 4 bytes of shape (slots, ring size, events, flags), then patches of 11 bytes:
@@ -13,9 +13,9 @@
 #include <sys/mman.h>
 #include <unistd.h>
 
-#include "drain_fuzz.h"
-#include "ring.h"
-#include "session.h"
+#include "collector/drain/drain_fuzz.h"
+#include "preload/common/ring.h"
+#include "preload/common/session.h"
 
 /* above any pid_max (2^22) */
 #define FAKE_PID 0x7fff0000u

@@ -8,7 +8,7 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "capture.h"
+#include "formats/capture/capture.h"
 
 struct fx {
 	struct cap_writer *w;

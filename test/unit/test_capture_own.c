@@ -1,4 +1,4 @@
-/* collector/capture_own.c: a capture whose name another session took over is found out
+/* collector/output/capture_own.c: a capture whose name another session took over is found out
  * by device and inode, read through its descriptor, and kept under the next suffix. */
 #define _GNU_SOURCE
 #include <fcntl.h>
@@ -12,8 +12,8 @@
 
 #include <cmocka.h>
 
-#include "capture_own.h"
-#include "outfile.h"
+#include "collector/output/capture_own.h"
+#include "collector/output/outfile.h"
 
 static char dir[] = "/tmp/test_capture_own.XXXXXX";
 

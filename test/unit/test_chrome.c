@@ -14,8 +14,8 @@
 
 #include "capture_fixture.h"
 #include "json_check.h"
-#include "json_writer.h"
-#include "outputs.h"
+#include "formats/util/json_writer.h"
+#include "formats/model/outputs.h"
 
 static void escapes_to(const char *in, size_t n, const char *want)
 {

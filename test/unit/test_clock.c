@@ -8,7 +8,7 @@
 
 #include <cmocka.h>
 
-#include "clock.h"
+#include "preload/common/clock.h"
 
 static void mono_is_identity_and_has_a_start(void **state)
 {

@@ -1,4 +1,4 @@
-/* preload/collector_watch.c: the collector is judged by its pid and /proc start time
+/* preload/core/collector_watch.c: the collector is judged by its pid and /proc start time
  * (a reused pid is not the collector), and asking leaves errno alone. The file is
  * compiled in here with the few libprof globals it reads defined by the test. */
 #include <errno.h>
@@ -13,7 +13,7 @@
 
 #include <cmocka.h>
 
-#include "../../preload/collector_watch.c"
+#include "preload/core/collector_watch.c"
 
 struct prof_session_shm *prof_session;
 struct prof_proc_shm *prof_proc;

@@ -8,7 +8,7 @@
 
 #include <cmocka.h>
 
-#include "config.h"
+#include "preload/common/config.h"
 
 static char warnings[8][700];
 static int nwarn;

@@ -15,9 +15,9 @@
 #include <cmocka.h>
 
 #include "capture_fixture.h"
-#include "diff.h"
-#include "json_read.h"
-#include "summary.h"
+#include "formats/perfcheck/diff.h"
+#include "formats/util/json_read.h"
+#include "formats/perfcheck/summary.h"
 
 static int cmp_u64(const void *a, const void *b)
 {

@@ -1,4 +1,4 @@
-/* The one writer of GOT entries (preload/got_write.c): a read-only RELRO page is written
+/* The one writer of GOT entries (preload/trace/got_write.c): a read-only RELRO page is written
  * and put back as it was, exec bit included; a RELRO page still writable (the loader is
  * relocating its object) is left alone; two threads writing entries of one page never
  * fault. Compiled in here: a libprof.so source, not part of libprofcore. */
@@ -14,7 +14,7 @@
 
 #include <cmocka.h>
 
-#include "got_write.c"
+#include "preload/trace/got_write.c"
 
 static size_t pagesize(void)
 {

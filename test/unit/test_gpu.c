@@ -14,7 +14,7 @@
 
 #include "capture_fixture.h"
 #include "json_check.h"
-#include "outputs.h"
+#include "formats/model/outputs.h"
 
 #define PID 10
 #define MAIN 10     /* the program's thread */

@@ -1,4 +1,4 @@
-/* Output file creation (collector/outfile.c): nothing at an output name is opened or
+/* Output file creation (collector/output/outfile.c): nothing at an output name is opened or
  * followed, temporary names are new and unpredictable, a taken name is not replaced
  * unless asked, and sessions claiming one prefix at the same moment get distinct ones. */
 #define _GNU_SOURCE
@@ -18,7 +18,7 @@
 
 #include <cmocka.h>
 
-#include "outfile.h"
+#include "collector/output/outfile.h"
 
 static char dir[64];
 

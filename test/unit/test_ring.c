@@ -9,7 +9,7 @@
 
 #include <cmocka.h>
 
-#include "ring.h"
+#include "preload/common/ring.h"
 
 #define CAP 64
 

@@ -12,7 +12,7 @@
 
 #include <cmocka.h>
 
-#include "session.h"
+#include "preload/common/session.h"
 
 /* field 22 of /proc/self/stat, counted independently of the code under test */
 static unsigned long long start_time_by_sscanf(void)

@@ -1,5 +1,5 @@
-/* The collector's checks of a process segment (collector/shm_check.c) and the reader's
- * refusal of impossible ring spans (preload/ring.c): each bad value is refused with a
+/* The collector's checks of a process segment (collector/shm/shm_check.c) and the reader's
+ * refusal of impossible ring spans (preload/common/ring.c): each bad value is refused with a
  * reason, a good layout passes. */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -9,8 +9,8 @@
 
 #include <cmocka.h>
 
-#include "ring.h"
-#include "shm_check.h"
+#include "preload/common/ring.h"
+#include "collector/shm/shm_check.h"
 
 #define SLOTS 4
 #define CAP 64

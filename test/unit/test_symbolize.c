@@ -24,7 +24,7 @@
 
 #include <cmocka.h>
 
-#include "symbolize.h"
+#include "formats/symbols/symbolize.h"
 
 extern char **environ;
 

@@ -14,8 +14,8 @@
 
 #include "capture_fixture.h"
 #include "json_check.h"
-#include "outputs.h"
-#include "stats.h"
+#include "formats/model/outputs.h"
+#include "formats/model/stats.h"
 
 /* The tables of path in the given form; *rc gets tables_write's result. */
 static char *tables(const char *path, enum table_format fmt, enum table_sort sort, long top,

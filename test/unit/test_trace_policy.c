@@ -1,6 +1,6 @@
 /* Tracing's helpers that need no running profiler: which functions are traced at entry
- * only (preload/trace_policy.c) and finding a function in one loaded object from its
- * own symbol table (preload/elf_sym.c). Both are compiled in here: they are libprof.so
+ * only (preload/trace/trace_policy.c) and finding a function in one loaded object from its
+ * own symbol table (preload/trace/elf_sym.c). Both are compiled in here: they are libprof.so
  * sources, not part of libprofcore. */
 #define _GNU_SOURCE
 #include <dlfcn.h>
@@ -11,8 +11,8 @@
 
 #include <cmocka.h>
 
-#include "elf_sym.c"
-#include "trace_policy.c"
+#include "preload/trace/elf_sym.c"
+#include "preload/trace/trace_policy.c"
 
 static void entry_only_table(void **state)
 {

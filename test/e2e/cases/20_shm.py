@@ -9,7 +9,7 @@
 import mmap
 
 SHM_N, SHM_SIZE = 200, 40001
-# struct prof_proc_shm / prof_slot offsets (preload/shm_layout.h)
+# struct prof_proc_shm / prof_slot offsets (preload/common/shm_layout.h)
 HDR = {"nslots": (20, 4), "ring_cap": (40, 8), "strings_off": (48, 8), "slots_off": (64, 8),
        "segment_size": (80, 8), "strings_used": (96, 8), "lost_no_slot": (104, 8),
        "stacks_off": (112, 8), "stacks_reserved": (128, 8)}
@@ -17,8 +17,8 @@ SLOT_SIZE, SLOT_TID, SLOT_HEAD, SLOT_LOST_PENDING, SLOT_TAIL = 192, 4, 64, 72, 1
 
 
 
-# the segments' layout version (preload/shm_layout.h), for segments planted by hand
-with open(os.path.join(ROOT, "preload", "shm_layout.h")) as _f:
+# the segments' layout version (preload/common/shm_layout.h), for segments planted by hand
+with open(os.path.join(ROOT, "preload", "common", "shm_layout.h")) as _f:
     SHM_VERSION = int(re.search(r"#define PROF_SHM_VERSION (\d+)", _f.read()).group(1))
 
 def shm_names(prefix):

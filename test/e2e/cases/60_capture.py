@@ -21,7 +21,7 @@ def damaged_capture_tool():
     if not os.path.exists(out) or os.path.getmtime(out) < newest:
         san = ["-fsanitize=address,undefined"] if sanitizers(PROF) else []
         cmd = ([os.environ.get("CC", "cc"), "-O1", "-g", "-std=gnu11", "-pthread",
-                "-I", os.path.join(ROOT, "include"), "-I", os.path.join(ROOT, "formats")]
+                "-I", os.path.join(ROOT, "include"), "-I", ROOT]
                + san + ["-o", out + ".tmp", CAP_SRC, core, "-lzstd", "-lm", "-lpthread",
                         "-lstdc++"])
         r = subprocess.run(cmd, capture_output=True, text=True)

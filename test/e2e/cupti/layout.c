@@ -1,11 +1,11 @@
-/* libprof's mirror of CUPTI 13's ABI (preload/cupti_abi.h) against the real headers:
+/* libprof's mirror of CUPTI 13's ABI (preload/gpu/cupti_abi.h) against the real headers:
  * every offset and constant libprof relies on. Compiling this is the check; the program
  * only says so. */
 #include <cupti.h>
 #include <stddef.h>
 #include <stdio.h>
 
-#include "cupti_abi.h"
+#include "preload/gpu/cupti_abi.h"
 
 #define SAME_OFFSET(mine, field, real, real_field)                                          \
 	_Static_assert(offsetof(struct mine, field) == offsetof(real, real_field),           \

@@ -1,4 +1,4 @@
-# Checks preload/pyframes.c from inside a CPython process: stub.so (pyframes.c plus stand-ins
+# Checks preload/stacks/pyframes.c from inside a CPython process: stub.so (pyframes.c plus stand-ins
 # for the rest of libprof) is called through ctypes from Python code, and the frames it
 # reads must be the ones sys._getframe() sees, innermost first: "qualname (file:line)".
 # The innermost Python frame is the caller of the ctypes call.

@@ -1,4 +1,4 @@
-/* Prints the CPython struct offsets preload/pyframes.c hard-codes, taken from the
+/* Prints the CPython struct offsets preload/stacks/pyframes.c hard-codes, taken from the
  * headers of the Python it is compiled against (Py_BUILD_CORE for the internal ones):
  * run.sh compares this with the table compiled into pyframes.c. Not part of the build:
  * libprof needs no Python headers.

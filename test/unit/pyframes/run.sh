@@ -1,5 +1,5 @@
 #!/bin/sh
-# Unit test of preload/pyframes.c (CPython frames read from inside the process), run under
+# Unit test of preload/stacks/pyframes.c (CPython frames read from inside the process), run under
 # each Python given (default /usr/bin/python3): builds stub.so (pyframes.c with stand-ins
 # for the rest of libprof), checks pyframes.c's struct offsets against layout_probe built
 # from that Python's headers (skipped, with a note, where they are not installed), then
@@ -12,7 +12,7 @@ out=${BUILD:-$root/build}/test/pyframes
 cc=${CC:-cc}
 mkdir -p "$out"
 $cc ${CFLAGS:--O2 -g} -std=gnu11 -Wall -Wextra -Werror -fPIC -shared -fvisibility=hidden \
-	-ftls-model=initial-exec -I"$root/include" -I"$root/formats" -I"$root/preload" \
+	-ftls-model=initial-exec -I"$root" -I"$root/include" \
 	-o "$out/pyframes_stub.so" "$here/stub.c" -ldl -lpthread
 
 [ $# -gt 0 ] || set -- /usr/bin/python3

@@ -1,9 +1,9 @@
-/* preload/pyframes.c on its own, for test/unit/pyframes/driver.py: this file includes it
+/* preload/stacks/pyframes.c on its own, for test/unit/pyframes/driver.py: this file includes it
  * (so the test also sees its static layout table) and stands in for what it takes from
  * the rest of libprof (prof_intern, prof_proc, prof_warn, prof_real_dlsym). The driver
  * loads the result with ctypes and calls the exported functions below from Python.
  * Build and run: test/unit/pyframes/run.sh. */
-#include "pyframes.c"
+#include "preload/stacks/pyframes.c"
 
 #include <pthread.h>
 #include <signal.h>

@@ -1,4 +1,4 @@
-/* Writes a capture with the real writer (formats/capture_write.c): a sound process (pid
+/* Writes a capture with the real writer (formats/capture/capture_write.c): a sound process (pid
  * 100: three "good_range" ranges and a malloc on thread 101), followed by damage of one
  * kind, as a corrupted segment or a hostile file could hold it. 60_capture.py gives the
  * result to prof report and prof export.
@@ -9,7 +9,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "capture.h"
+#include "formats/capture/capture.h"
 
 static struct cap_writer *w;
 

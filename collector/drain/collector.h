@@ -1,0 +1,47 @@
+/* The drain loop: finds the session's process segments, drains their rings into the raw
+ * capture, notices exits, deaths and execs, answers dump requests, and at the end makes
+ * the outputs. */
+#ifndef PROF_COLLECTOR_COLLECTOR_H
+#define PROF_COLLECTOR_COLLECTOR_H
+
+#include <stdint.h>
+#include <sys/types.h>
+
+#include "preload/common/session.h"
+
+struct collector_options {
+	const char *sid;
+	struct prof_session_shm *session;
+	pid_t child;      /* `prof record`: the command it started (reaped here), else 0 */
+	int child_status; /* out: its wait status when child > 0 */
+};
+
+/* Runs until every process of the session is gone, then writes the outputs. Returns 0,
+ * or 1 when the outputs could not be written (the reason is on stderr). */
+int collector_run(struct collector_options *o);
+
+struct output_request {
+	uint64_t max_json_events;
+	int tables;    /* write <prefix>.txt too */
+	int quiet;     /* no summary line */
+	int write_failed; /* the capture lost its end: compare with drained */
+	uint64_t drained; /* events the collector handed to the capture */
+};
+
+/* Maps the record of the outputs this session made, shared with the dump children, and
+ * sets whether outputs replace what is at their names (PROFILER_OVERWRITE): call before
+ * any dump. */
+void collector_outputs_init(int overwrite);
+
+/* Writes <prefix>.json and (with tables) <prefix>.txt from the capture, created safely
+ * (collector/output/outfile.h): a file this session did not make is never replaced (unless
+ * the session overwrites); the name then gets a suffix, -2, -3, ... Prints the one-line summary
+ * naming the files written unless quiet. Returns 0 or -1. */
+int collector_make_outputs(const char *capture, const char *prefix,
+			   const struct output_request *q);
+
+/* Writes the tables of capture to path (atomically, replacing a regular file there but
+ * nothing else). Returns 0 or -1. */
+int collector_write_tables(const char *capture, const char *path);
+
+#endif

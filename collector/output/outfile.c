@@ -1,0 +1,200 @@
+/* Safe creation of output files; see outfile.h. Why: outputs often go to shared
+ * directories (a job's scratch space, /tmp). Opening a name there with O_CREAT|O_TRUNC
+ * follows a symbolic link another user planted (overwriting a file of whoever runs the
+ * collector), blocks forever on a FIFO, and a predictable temporary name can be
+ * pre-created by someone else, who then owns the output. */
+#define _GNU_SOURCE
+#include "collector/output/outfile.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/random.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+
+/* a suffix past this means something is wrong with the directory, not a busy one */
+#define MAX_SUFFIX 1000
+
+static const char *kind(mode_t m)
+{
+	return S_ISLNK(m)                ? "a symbolic link"
+	       : S_ISFIFO(m)             ? "a FIFO"
+	       : S_ISDIR(m)              ? "a directory"
+	       : S_ISCHR(m) || S_ISBLK(m) ? "a device"
+	       : S_ISSOCK(m)             ? "a socket"
+				       : "not a regular file";
+}
+
+int outfile_probe(const char *path, char *err, size_t errlen)
+{
+	struct stat st;
+	if (lstat(path, &st))
+		return 0;
+	if (S_ISREG(st.st_mode))
+		return 1;
+	snprintf(err, errlen, "%s is %s", path, kind(st.st_mode));
+	return -1;
+}
+
+static unsigned long long random64(void)
+{
+	unsigned long long r;
+	if (getrandom(&r, sizeof r, GRND_NONBLOCK) == (ssize_t)sizeof r)
+		return r;
+	struct timespec ts;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	/* no entropy yet (early boot): still unique, the O_EXCL retry handles the rest */
+	return ((unsigned long long)getpid() << 40) ^ (unsigned long long)ts.tv_nsec ^
+	       ((unsigned long long)ts.tv_sec << 20) ^ (unsigned long long)(size_t)&r;
+}
+
+int outfile_temp(const char *final, char *tmp, size_t tmplen)
+{
+	const char *slash = strrchr(final, '/');
+	int dirlen = slash ? (int)(slash - final + 1) : 0;
+	const char *name = slash ? slash + 1 : final;
+	for (int tries = 0; tries < 100; tries++) {
+		if (snprintf(tmp, tmplen, "%.*s.%s.%016llx.tmp", dirlen, final, name,
+			     random64()) >= (int)tmplen) {
+			errno = ENAMETOOLONG;
+			return -1;
+		}
+		int fd = open(tmp, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0666);
+		if (fd >= 0 || errno != EEXIST)
+			return fd;
+	}
+	return -1;
+}
+
+int outfile_place(const char *tmp, const char *final, int replace)
+{
+	char why[64];
+	if (replace) {
+		/* rename never follows a link at final, but a FIFO or a directory there is
+		 * someone else's: leave it */
+		if (outfile_probe(final, why, 0) < 0)
+			return 1;
+		return rename(tmp, final) ? -1 : 0;
+	}
+	if (!renameat2(AT_FDCWD, tmp, AT_FDCWD, final, RENAME_NOREPLACE))
+		return 0;
+	if (errno == EEXIST)
+		return 1;
+	if (errno != EINVAL && errno != ENOSYS)
+		return -1;
+	/* a file system without RENAME_NOREPLACE: link() does not replace either */
+	if (link(tmp, final))
+		return errno == EEXIST ? 1 : -1;
+	unlink(tmp);
+	return 0;
+}
+
+static int write_all(int fd, const char *p, size_t n)
+{
+	while (n) {
+		ssize_t w = write(fd, p, n);
+		if (w < 0 && errno == EINTR)
+			continue;
+		if (w <= 0)
+			return -1;
+		p += w;
+		n -= (size_t)w;
+	}
+	return 0;
+}
+
+int outfile_save(const char *path, const char *buf, size_t len, int replace)
+{
+	char tmp[4352];
+	int fd = outfile_temp(path, tmp, sizeof tmp);
+	if (fd < 0)
+		return -1;
+	int rc = write_all(fd, buf, len);
+	int e = errno;
+	if (close(fd) && !rc) {
+		rc = -1;
+		e = errno;
+	}
+	if (!rc) {
+		rc = outfile_place(tmp, path, replace);
+		e = errno;
+	}
+	if (rc)
+		unlink(tmp);
+	errno = e;
+	return rc;
+}
+
+int outfile_suffixed(char *out, size_t len, const char *prefix, unsigned n, const char *ext)
+{
+	int w = n > 1 ? snprintf(out, len, "%s-%u%s", prefix, n, ext)
+		      : snprintf(out, len, "%s%s", prefix, ext);
+	return w < 0 || (size_t)w >= len ? -1 : 0;
+}
+
+/* With overwrite: the capture is made under a temporary name and renamed over a regular
+ * file at path, so the old file is never opened. 1 when path cannot be used. */
+static int replace_capture(const char *path, int *fd)
+{
+	char tmp[4352];
+	*fd = outfile_temp(path, tmp, sizeof tmp);
+	if (*fd < 0)
+		return -1;
+	int rc = outfile_place(tmp, path, 1);
+	if (rc) {
+		int e = errno;
+		unlink(tmp);
+		close(*fd);
+		*fd = -1;
+		errno = e;
+	}
+	return rc;
+}
+
+int outfile_claim(char *prefix, size_t len, int overwrite, char *err, size_t errlen)
+{
+	char base[4200], name[3][4300], why[4400];
+	static const char *const ext[3] = {".json", ".txt", ".prof"};
+	if (snprintf(base, sizeof base, "%s", prefix) >= (int)sizeof base) {
+		snprintf(err, errlen, "%s: output name too long", prefix);
+		return -1;
+	}
+	for (unsigned n = 1; n <= MAX_SUFFIX; n++) {
+		int taken = 0, odd = 0;
+		for (int k = 0; k < 3; k++) {
+			if (outfile_suffixed(name[k], sizeof name[k], base, n, ext[k]) ||
+			    outfile_suffixed(why, len, base, n, "")) {
+				snprintf(err, errlen, "%s: output name too long", base);
+				return -1;
+			}
+			int p = outfile_probe(name[k], why, sizeof why);
+			if (p < 0 && !odd) {
+				fprintf(stderr, "libprof: %s; not writing there\n", why);
+				odd = 1;
+			}
+			taken |= p != 0;
+		}
+		if (odd || (taken && !overwrite))
+			continue;
+		int fd, rc = 0;
+		if (overwrite) {
+			rc = replace_capture(name[2], &fd);
+		} else {
+			fd = open(name[2], O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0666);
+			rc = fd >= 0 ? 0 : errno == EEXIST ? 1 : -1; /* lost a race: move on */
+		}
+		if (rc == 1)
+			continue;
+		if (rc < 0) {
+			snprintf(err, errlen, "%s: %s", name[2], strerror(errno));
+			return -1;
+		}
+		outfile_suffixed(prefix, len, base, n, "");
+		return fd;
+	}
+	snprintf(err, errlen, "%s: every name up to %s-%d is taken", base, base, MAX_SUFFIX);
+	return -1;
+}

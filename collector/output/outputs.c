@@ -1,0 +1,232 @@
+/* The end of a session: the trace and the tables from the raw capture, and the one-line
+ * summary on stderr. */
+#define _GNU_SOURCE
+#include <errno.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "formats/capture/capture.h"
+#include "collector/drain/collector.h"
+#include "collector/output/outfile.h"
+#include "formats/model/outputs.h"
+
+#define NAME_MAX_LEN 4352
+
+/* An output this session put in place, so a later dump or the end may replace it (and
+ * nothing else). */
+struct owned_file {
+	dev_t dev;
+	ino_t ino;
+	char path[NAME_MAX_LEN];
+};
+
+struct owned {
+	struct owned_file json, txt;
+};
+
+/* Shared with the forked children that make dumps (collector/drain/dump.c), so the end knows
+ * the files they made; a private copy when collector_outputs_init was not called. */
+static struct owned *owned;
+static struct owned owned_here;
+static int overwrite_all;
+
+void collector_outputs_init(int overwrite)
+{
+	overwrite_all = overwrite;
+	void *m = mmap(NULL, sizeof *owned, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS,
+		       -1, 0);
+	owned = m == MAP_FAILED ? &owned_here : m;
+}
+
+static struct owned *mine(void)
+{
+	return owned ? owned : &owned_here;
+}
+
+static const char *base(const char *path)
+{
+	const char *s = strrchr(path, '/');
+	return s ? s + 1 : path;
+}
+
+static int is_owned(const struct owned_file *o)
+{
+	struct stat st;
+	return o->path[0] && !lstat(o->path, &st) && S_ISREG(st.st_mode) && st.st_dev == o->dev &&
+	       st.st_ino == o->ino;
+}
+
+/* Puts tmp in place as prefix+ext: over the file this session put there before, else
+ * under the first free name of prefix, prefix-2, ... (one whose .prof is not another
+ * session's), never replacing what someone else made meanwhile. final gets the name.
+ * 0 or -1. */
+static int put_in_place(const char *tmp, const char *prefix, const char *ext, int overwrite,
+			struct owned_file *o, char *final, size_t len)
+{
+	struct stat st;
+	int rc;
+	if (overwrite) {
+		snprintf(final, len, "%s%s", prefix, ext);
+		return outfile_place(tmp, final, 1) ? -1 : 0;
+	}
+	rc = 1;
+	if (is_owned(o)) {
+		snprintf(final, len, "%s", o->path);
+		rc = rename(tmp, final) ? 1 : 0;
+	}
+	for (unsigned n = 1; rc > 0 && n <= 1000; n++) {
+		char claim[NAME_MAX_LEN];
+		if (outfile_suffixed(final, len, prefix, n, ext) ||
+		    outfile_suffixed(claim, sizeof claim, prefix, n, ".prof"))
+			return -1;
+		if (n > 1 && !lstat(claim, &st))
+			continue;
+		rc = outfile_place(tmp, final, 0);
+	}
+	if (rc) {
+		if (rc > 0)
+			errno = EEXIST;
+		return -1;
+	}
+	/* the file now at final is tmp's: the next dump or the end may replace it */
+	if (!lstat(final, &st)) {
+		o->dev = st.st_dev;
+		o->ino = st.st_ino;
+		snprintf(o->path, sizeof o->path, "%s", final);
+	}
+	return 0;
+}
+
+/* The tables into a new temporary file beside path; its name in tmp. 0 or -1. */
+static int tables_to_temp(const char *capture, const char *path, char *tmp, size_t len)
+{
+	char err[512];
+	struct table_options opt = {.sort = SORT_TOTAL};
+	struct output_summary sum;
+	int fd = outfile_temp(path, tmp, len);
+	FILE *f = fd >= 0 ? fdopen(fd, "w") : NULL;
+	if (!f && fd >= 0)
+		close(fd);
+	int rc = f && tables_write(capture, f, &opt, &sum, err, sizeof err) != 2 ? 0 : -1;
+	if (f && fclose(f))
+		rc = -1;
+	if (rc && fd >= 0)
+		unlink(tmp);
+	return rc;
+}
+
+int collector_write_tables(const char *capture, const char *path)
+{
+	char tmp[NAME_MAX_LEN], why[NAME_MAX_LEN + 64];
+	if (outfile_probe(path, why, sizeof why) < 0) {
+		fprintf(stderr, "libprof: %s; not writing there\n", why);
+		return -1;
+	}
+	/* a path the program named (prof_dumps): replacing a regular file is asked for */
+	if (tables_to_temp(capture, path, tmp, sizeof tmp) || outfile_place(tmp, path, 1)) {
+		unlink(tmp);
+		fprintf(stderr, "libprof: cannot write %s\n", path);
+		return -1;
+	}
+	return 0;
+}
+
+static int count_events(void *ctx, uint32_t type, const void *payload, uint32_t len)
+{
+	struct cap_events h;
+	if (type == CAP_EVENTS && len >= sizeof h) {
+		memcpy(&h, payload, sizeof h);
+		*(uint64_t *)ctx += h.count;
+	}
+	return 0;
+}
+
+/* Events the collector drained but the capture does not hold (a write failed). */
+static uint64_t unwritten(const char *capture, uint64_t drained)
+{
+	uint64_t kept = 0;
+	char err[512];
+	if (cap_read(capture, count_events, &kept, err, sizeof err) == CAP_READ_UNUSABLE)
+		return drained;
+	return drained > kept ? drained - kept : 0;
+}
+
+int collector_make_outputs(const char *capture, const char *prefix,
+			   const struct output_request *q)
+{
+	char json[NAME_MAX_LEN], tmp[NAME_MAX_LEN], txt[NAME_MAX_LEN], err[NAME_MAX_LEN + 512];
+	char made[3 * NAME_MAX_LEN];
+	struct output_summary sum = {0};
+	struct owned *own = mine();
+	int rc = 0, r = 2;
+	snprintf(json, sizeof json, "%s.json", prefix);
+	int fd = outfile_temp(json, tmp, sizeof tmp);
+	FILE *f = fd >= 0 ? fdopen(fd, "w") : NULL;
+	if (!f) {
+		snprintf(err, sizeof err, "cannot write the trace %s: %s", json, strerror(errno));
+		if (fd >= 0)
+			close(fd);
+	} else {
+		r = chrome_export_to(capture, json, f, q->max_json_events, &sum, err, sizeof err);
+	}
+	int json_ok = r != 2;
+	if (json_ok && put_in_place(tmp, prefix, ".json", overwrite_all, &own->json, json,
+				    sizeof json)) {
+		snprintf(err, sizeof err, "cannot put the trace in place as %s: %s", json,
+			 strerror(errno));
+		json_ok = 0;
+	}
+	if (!json_ok) {
+		/* the tables are still made: a disk too full for the trace may hold them */
+		fprintf(stderr, "libprof: %s\n", err);
+		if (fd >= 0)
+			unlink(tmp);
+		rc = -1;
+	}
+	int txt_ok = 0;
+	if (q->tables) {
+		snprintf(txt, sizeof txt, "%s.txt", prefix);
+		txt_ok = !tables_to_temp(capture, txt, tmp, sizeof tmp);
+		if (txt_ok && put_in_place(tmp, prefix, ".txt", overwrite_all, &own->txt, txt,
+					   sizeof txt)) {
+			unlink(tmp);
+			txt_ok = 0;
+		}
+		if (!txt_ok) {
+			fprintf(stderr, "libprof: cannot write %s\n", txt);
+			rc = -1;
+		}
+	}
+	/* said even when quiet: events lost without a word are what must never happen */
+	uint64_t gone = q->write_failed ? unwritten(capture, q->drained) : 0;
+	if (gone)
+		fprintf(stderr,
+			"libprof: %llu events drained after writing %s failed are not in it "
+			"(counted as lost)\n",
+			(unsigned long long)gone, base(capture));
+	if (q->quiet || (!json_ok && !sum.processes))
+		return rc; /* nothing read from the capture: its error said it all */
+	if (sum.damaged)
+		fprintf(stderr, "libprof: %s\n", sum.damage);
+	if (json_ok && sum.json_dropped)
+		fprintf(stderr,
+			"libprof: the trace keeps %llu of %llu events (the shortest are left out, "
+			"see otherData.json_rule); the tables and %s have them all\n",
+			/* of the captured events: json_events also counts the trace's own
+			 * metadata and counter points */
+			(unsigned long long)(sum.events > sum.json_dropped
+						     ? sum.events - sum.json_dropped
+						     : 0),
+			(unsigned long long)sum.events, base(capture));
+	/* the names actually written: a clash at the end may have given them a suffix */
+	snprintf(made, sizeof made, "%s%s%s%s%s", json_ok ? json : "", json_ok ? ", " : "",
+		 txt_ok ? (json_ok ? base(txt) : txt) : "", txt_ok ? ", " : "",
+		 json_ok || txt_ok ? base(capture) : capture);
+	fprintf(stderr, "libprof: %llu events (%llu lost) from %llu process%s -> %s\n",
+		(unsigned long long)sum.events, (unsigned long long)(sum.lost + gone),
+		(unsigned long long)sum.processes, sum.processes == 1 ? "" : "es", made);
+	return rc;
+}

@@ -1,0 +1,155 @@
+/* The raw capture (profile.prof): the source of truth every output is made from.
+ *
+ * File:  "LIBPROF\0" (8 bytes) | u32 version | u32 reserved | frames...
+ * Frame: u32 magic 'LPF1' | u32 compressed length | u32 raw length | u32 sequence |
+ *        one zstd frame (with content checksum) holding raw-length bytes of records.
+ * Record: struct cap_rec_hdr then payload, payload padded to a multiple of 8 bytes.
+ * All integers little-endian (the machines this runs on). */
+#ifndef PROF_FORMATS_CAPTURE_H
+#define PROF_FORMATS_CAPTURE_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "preload/common/event.h"
+
+#define CAP_FILE_MAGIC "LIBPROF"  /* 8 bytes with its NUL */
+#define CAP_VERSION 1
+#define CAP_FRAME_MAGIC 0x3146504cu /* "LPF1" */
+#define CAP_MAX_FRAME_RAW (64u << 20)
+
+enum cap_type {
+	CAP_SESSION = 1,     /* text "key=value\n" lines: command, host, clock, start_ns, ... */
+	CAP_PROCESS = 2,     /* struct cap_process + command line (NUL-separated args) */
+	CAP_PROCESS_END = 3, /* struct cap_process_end */
+	CAP_THREAD = 4,      /* struct cap_thread + name bytes */
+	CAP_STRING = 5,      /* struct cap_string + bytes (no NUL) */
+	CAP_CATEGORY = 6,    /* struct cap_string (id = category index) + name bytes */
+	CAP_EVENTS = 7,      /* struct cap_events + n * struct prof_event (times in ns) */
+	CAP_SESSION_END = 8, /* text "key=value\n" lines: end_ns, events, lost, ... */
+	CAP_STACK = 9,       /* struct cap_stack + nframes * u64 (return addresses) */
+	CAP_MODULE = 10,     /* struct cap_module + path bytes (as /proc/<pid>/maps names it) */
+	CAP_FRAME_NAME = 11, /* struct cap_frame_name + the frame's name, given at the end */
+};
+
+struct cap_rec_hdr {
+	uint32_t type; /* enum cap_type */
+	uint32_t len;  /* payload bytes, before padding */
+};
+
+struct cap_process {
+	uint32_t pid;
+	uint32_t ppid;
+	uint64_t start_ns; /* session clock */
+	uint32_t exec_seq; /* 0 for the first image of this pid, +1 per exec */
+	uint32_t reserved;
+	/* followed by the command line, args separated by NUL */
+};
+
+struct cap_process_end {
+	uint32_t pid;
+	int32_t status;  /* exit code, or -signal, or INT32_MIN when unknown */
+	uint64_t end_ns;
+	uint64_t lost;   /* events this process dropped in total */
+};
+
+struct cap_thread {
+	uint32_t pid;
+	uint32_t tid;
+	/* followed by the thread name */
+};
+
+struct cap_string {
+	uint32_t pid;
+	uint32_t id;
+	/* followed by the bytes */
+};
+
+struct cap_events {
+	uint32_t pid;
+	uint32_t tid;
+	uint32_t count;
+	uint32_t reserved;
+	/* followed by count * struct prof_event */
+};
+
+/* A distinct call stack of a process (PROF_EV_STACK events name it by id). Frames are
+ * innermost first: the first a program address, the rest return addresses; bit 63 set
+ * marks a Python frame whose low 32 bits are a string id of that process. */
+struct cap_stack {
+	uint32_t pid;
+	uint32_t id;
+	uint32_t nframes;
+	uint32_t reserved;
+	/* followed by nframes * u64 */
+};
+
+/* An executable mapping of a process: [start, end) maps the module from file offset
+ * offset. */
+struct cap_module {
+	uint32_t pid;
+	uint32_t reserved;
+	uint64_t start;
+	uint64_t end;
+	uint64_t offset;
+	/* followed by the path */
+};
+
+/* The name of a native frame of a process ("function (file:line)", "function (module)",
+ * "0xOFFSET (module)"), symbolized by the collector when the session ended, from the
+ * modules that ran. */
+struct cap_frame_name {
+	uint32_t pid;
+	uint32_t exec_seq; /* the process image (CAP_PROCESS's exec_seq) */
+	uint64_t pc;
+	/* followed by the name */
+};
+
+/* ---- writer ---- */
+struct cap_writer;
+
+/* Creates (truncates) path and writes the file header. NULL on error, with a one-line
+ * reason in err. */
+struct cap_writer *cap_writer_open(const char *path, char *err, size_t errlen);
+/* The same with n compressing threads (at most 4; 0: frames are compressed and written
+ * by the calling thread). cap_writer_open picks a quarter of the CPUs, 1 to 4. */
+struct cap_writer *cap_writer_open_workers(const char *path, unsigned n, char *err,
+					   size_t errlen);
+/* The same on fd, a new empty file opened for writing (the writer owns it from here,
+ * even on failure); path names it in messages. */
+struct cap_writer *cap_writer_fdopen(int fd, const char *path, unsigned n, char *err,
+				     size_t errlen);
+/* The compressing threads cap_writer_open would start. */
+unsigned cap_writer_workers(void);
+/* Appends one record to the current frame; a full frame is handed to be compressed and
+ * written (in order; a failure shows on a later call at the latest on cap_flush).
+ * Returns 0, or -1 with errno set (the reason is kept for cap_writer_error). */
+int cap_write(struct cap_writer *w, uint32_t type, const void *payload, size_t len);
+/* The same with the payload in two pieces (a fixed struct then variable bytes). */
+int cap_write2(struct cap_writer *w, uint32_t type, const void *head, size_t head_len,
+	       const void *tail, size_t tail_len);
+/* Hands the pending records over as one frame (nothing when empty) and waits until
+ * every frame is written. */
+int cap_flush(struct cap_writer *w);
+/* Flushes and closes. Returns 0 or -1. */
+int cap_writer_close(struct cap_writer *w);
+const char *cap_writer_error(const struct cap_writer *w);
+uint64_t cap_writer_bytes(const struct cap_writer *w); /* compressed bytes written */
+
+/* ---- reader ---- */
+
+/* Called for every record of every complete frame, in file order. Return non-zero to
+ * stop reading (cap_read then returns that value). */
+typedef int (*cap_visit_fn)(void *ctx, uint32_t type, const void *payload, uint32_t len);
+
+enum cap_read_result {
+	CAP_READ_OK = 0,
+	CAP_READ_DAMAGED = 1,  /* every complete frame before the damage was visited */
+	CAP_READ_UNUSABLE = 2, /* cannot open, not a capture, unsupported version */
+};
+
+/* Reads path, visiting each record. Returns an enum cap_read_result (or the visitor's
+ * non-zero value); err gets one line naming the problem and where it is. */
+int cap_read(const char *path, cap_visit_fn visit, void *ctx, char *err, size_t errlen);
+
+#endif

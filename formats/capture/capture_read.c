@@ -1,0 +1,247 @@
+/* The raw capture reader. Each frame is checked whole (magic, lengths, zstd checksum,
+ * record lengths) before any of its records is handed to the visitor, so a damaged
+ * frame is never half visited and every complete frame before it is. */
+#include "formats/capture/capture.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+#include <zstd.h>
+
+#include "formats/capture/capture_internal.h"
+
+struct reader {
+	const char *path;
+	int fd;
+	uint64_t size;  /* file size when opened */
+	uint64_t pos;   /* offset of the current frame */
+	uint64_t frame; /* 1-based number of the current frame */
+	int numbered;   /* the first frame had a sequence number: every frame must */
+	ZSTD_DCtx *dctx;
+	unsigned char *cbuf, *raw;
+	size_t ccap, rawcap;
+	char *err;
+	size_t errlen;
+};
+
+/* A damage line: "<path>: frame N at byte P <what>; K complete frames read". */
+static int damaged(struct reader *r, const char *fmt, ...)
+{
+	char what[160];
+	va_list ap;
+
+	va_start(ap, fmt);
+	vsnprintf(what, sizeof(what), fmt, ap);
+	va_end(ap);
+	snprintf(r->err, r->errlen, "%s: frame %llu at byte %llu %s; %llu complete frame%s read",
+		 r->path, (unsigned long long)r->frame, (unsigned long long)r->pos, what,
+		 (unsigned long long)(r->frame - 1), r->frame == 2 ? "" : "s");
+	return CAP_READ_DAMAGED;
+}
+
+static int read_exact(int fd, void *p, size_t n)
+{
+	unsigned char *q = p;
+
+	while (n > 0) {
+		ssize_t got = read(fd, q, n);
+		if (got < 0 && errno == EINTR)
+			continue;
+		if (got <= 0)
+			return -1;
+		q += got;
+		n -= (size_t)got;
+	}
+	return 0;
+}
+
+static int grow(unsigned char **buf, size_t *cap, size_t need)
+{
+	unsigned char *p;
+
+	if (need <= *cap)
+		return 0;
+	p = realloc(*buf, need);
+	if (!p)
+		return -1;
+	*buf = p;
+	*cap = need;
+	return 0;
+}
+
+/* Minimum (or exact) payload length per record type; a payload that cannot hold its
+ * fixed part means the frame is damaged. */
+static int record_len_ok(uint32_t type, const unsigned char *payload, uint32_t len)
+{
+	struct cap_events ev;
+
+	switch (type) {
+	case CAP_PROCESS:
+		return len >= sizeof(struct cap_process);
+	case CAP_PROCESS_END:
+		return len >= sizeof(struct cap_process_end);
+	case CAP_THREAD:
+		return len >= sizeof(struct cap_thread);
+	case CAP_STRING:
+	case CAP_CATEGORY:
+		return len >= sizeof(struct cap_string);
+	case CAP_EVENTS:
+		if (len < sizeof(ev))
+			return 0;
+		memcpy(&ev, payload, sizeof(ev));
+		return len == sizeof(ev) + (uint64_t)ev.count * sizeof(struct prof_event);
+	default:
+		return 1; /* session text and unknown (newer) types: any length */
+	}
+}
+
+static int check_records(struct reader *r, size_t rawlen)
+{
+	size_t off = 0;
+
+	while (off < rawlen) {
+		struct cap_rec_hdr h;
+		size_t left = rawlen - off;
+
+		if (left < sizeof(h))
+			return damaged(r, "has %zu stray bytes at its end", left);
+		memcpy(&h, r->raw + off, sizeof(h));
+		if (CAP_PAD8((uint64_t)h.len) > left - sizeof(h) ||
+		    !record_len_ok(h.type, r->raw + off + sizeof(h), h.len))
+			return damaged(r, "has a record of type %u with a bad length (%u bytes at "
+				       "offset %zu, %zu bytes left in the frame)",
+				       h.type, h.len, off, left - sizeof(h));
+		off += sizeof(h) + CAP_PAD8((size_t)h.len);
+	}
+	return 0;
+}
+
+static int visit_records(struct reader *r, size_t rawlen, cap_visit_fn visit, void *ctx)
+{
+	size_t off = 0;
+
+	while (off < rawlen) {
+		struct cap_rec_hdr h;
+		int rc;
+
+		memcpy(&h, r->raw + off, sizeof(h));
+		/* Records are 8-aligned in a malloc'd buffer: payloads can be used in place. */
+		rc = visit(ctx, h.type, r->raw + off + sizeof(h), h.len);
+		if (rc)
+			return rc;
+		off += sizeof(h) + CAP_PAD8((size_t)h.len);
+	}
+	return 0;
+}
+
+/* Reads, checks and decompresses the frame at r->pos into r->raw; gives its raw length
+ * and the offset of the next frame, or returns a damage result. */
+static int load_frame(struct reader *r, size_t *rawlen, uint64_t *next)
+{
+	struct cap_frame_header fh;
+	uint64_t remain = r->size - r->pos;
+	size_t got;
+
+	if (remain < sizeof(fh))
+		return damaged(r, "is truncated (frame header needs %zu bytes, %llu remain)",
+			       sizeof(fh), (unsigned long long)remain);
+	if (read_exact(r->fd, &fh, sizeof(fh)))
+		return damaged(r, "cannot be read (%s)", strerror(errno ? errno : EIO));
+	remain -= sizeof(fh);
+	if (fh.magic != CAP_FRAME_MAGIC)
+		return damaged(r, "has a bad frame magic (0x%08x)", fh.magic);
+	if (fh.rawlen > CAP_MAX_FRAME_RAW || fh.clen == 0 ||
+	    fh.clen > ZSTD_compressBound(fh.rawlen) + 64)
+		return damaged(r, "has impossible lengths (%u compressed, %u raw bytes)", fh.clen,
+			       fh.rawlen);
+	/* A frame repeated or moved (a copy gone wrong, two writers on one file) has good
+	 * checksums: only its number tells. Captures from before numbering have 0s. */
+	if (r->frame == 1)
+		r->numbered = fh.seq != 0;
+	if (r->numbered && fh.seq != r->frame)
+		return damaged(r, "is out of sequence (numbered %u)", fh.seq);
+	if (!r->numbered && fh.seq)
+		return damaged(r, "is numbered %u in a capture without frame numbers", fh.seq);
+	if (fh.clen > remain)
+		return damaged(r, "is truncated (header says %u bytes, %llu remain)", fh.clen,
+			       (unsigned long long)remain);
+	if (grow(&r->cbuf, &r->ccap, fh.clen) || grow(&r->raw, &r->rawcap, fh.rawlen + 1))
+		return damaged(r, "cannot be read (out of memory)");
+	if (read_exact(r->fd, r->cbuf, fh.clen))
+		return damaged(r, "cannot be read (%s)", strerror(errno ? errno : EIO));
+	/* One more byte of room than announced, so a frame holding more than its header says
+	 * is caught as a size mismatch rather than overwriting anything. */
+	got = ZSTD_decompressDCtx(r->dctx, r->raw, fh.rawlen + 1, r->cbuf, fh.clen);
+	if (ZSTD_isError(got))
+		return damaged(r, "is corrupt (zstd: %s)", ZSTD_getErrorName(got));
+	if (got != fh.rawlen)
+		return damaged(r, "is corrupt (holds %zu bytes, header says %u)", got, fh.rawlen);
+	*rawlen = got;
+	*next = r->pos + sizeof(fh) + fh.clen;
+	return check_records(r, got);
+}
+
+static int open_capture(struct reader *r)
+{
+	struct cap_file_header h;
+	struct stat st;
+
+	r->fd = open(r->path, O_RDONLY | O_CLOEXEC);
+	if (r->fd < 0 || fstat(r->fd, &st)) {
+		snprintf(r->err, r->errlen, "%s: %s", r->path, strerror(errno));
+		return CAP_READ_UNUSABLE;
+	}
+	if (!S_ISREG(st.st_mode)) {
+		snprintf(r->err, r->errlen, "%s: not a regular file", r->path);
+		return CAP_READ_UNUSABLE;
+	}
+	r->size = (uint64_t)st.st_size;
+	if (r->size < sizeof(h) || read_exact(r->fd, &h, sizeof(h)) ||
+	    memcmp(h.magic, CAP_FILE_MAGIC, sizeof(h.magic))) {
+		snprintf(r->err, r->errlen, "%s: not a libprof capture", r->path);
+		return CAP_READ_UNUSABLE;
+	}
+	if (h.version != CAP_VERSION) {
+		snprintf(r->err, r->errlen, "%s: capture version %u is not supported (this "
+			 "reader knows version %u)", r->path, h.version, CAP_VERSION);
+		return CAP_READ_UNUSABLE;
+	}
+	r->pos = sizeof(h);
+	r->dctx = ZSTD_createDCtx();
+	if (!r->dctx) {
+		snprintf(r->err, r->errlen, "%s: out of memory", r->path);
+		return CAP_READ_UNUSABLE;
+	}
+	return 0;
+}
+
+int cap_read(const char *path, cap_visit_fn visit, void *ctx, char *err, size_t errlen)
+{
+	struct reader r = { .path = path, .fd = -1, .frame = 1, .err = err, .errlen = errlen };
+	int rc;
+
+	if (errlen)
+		err[0] = '\0';
+	rc = open_capture(&r);
+	while (!rc && r.pos < r.size) {
+		size_t rawlen = 0;
+		uint64_t next = 0;
+
+		rc = load_frame(&r, &rawlen, &next);
+		if (!rc)
+			rc = visit_records(&r, rawlen, visit, ctx);
+		r.pos = next;
+		r.frame++;
+	}
+	if (r.fd >= 0)
+		close(r.fd);
+	ZSTD_freeDCtx(r.dctx);
+	free(r.cbuf);
+	free(r.raw);
+	return rc;
+}

@@ -1,0 +1,577 @@
+/* The raw capture writer: records are gathered in a raw buffer (a frame) and handed,
+ * once it reaches CAP_FRAME_TARGET or on cap_flush, to worker threads that compress it
+ * into one zstd frame; frames are written in the order they were made, each with a
+ * single write(), and a failed write is cut off again, so that the file always ends at
+ * a frame boundary and keeps every frame written before the failure.
+ *
+ * Why workers: compressing (zstd level 1, ~500 MB/s a core) is most of the collector's
+ * work. Done inline, it made the drain loop ten times slower than a program allocating
+ * in a tight loop writes events, and the rings overflowed within milliseconds. Frames
+ * waiting for a worker are held in memory up to STAGED_MAX raw bytes, so bursts (a
+ * framework's import, a data loader's start) are absorbed whole; past that, the caller
+ * waits for room. */
+#include "formats/capture/capture.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/resource.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+#include <zstd.h>
+
+#include "formats/capture/capture_internal.h"
+
+#define MAX_WORKERS 4
+/* raw bytes of frames handed over and not yet written, at most */
+#define STAGED_MAX (256u << 20)
+/* spare frames kept for reuse after a burst; the rest are freed */
+#define SPARES_KEPT 16
+/* A frame's first buffer: mapped with its pages made at once (MAP_POPULATE) rather than
+ * faulted in one by one while the drain loop fills it (page faults were most of the
+ * drain loop's own time in a burst); room for the usual overshoot of the target by one
+ * record of events. Spares keep theirs, so a later burst reuses them. */
+#define FRAME_MAP (CAP_FRAME_TARGET + (256u << 10))
+/* the workers' niceness, above the drain loop's */
+#define WORKER_NICE 10
+
+struct frame {
+	struct frame *next;
+	uint64_t seq;
+	unsigned char *raw;
+	size_t raw_len, raw_cap;
+	int raw_mapped; /* raw is a FRAME_MAP mapping, else malloc'd */
+	unsigned char *out; /* frame header + compressed bytes; NULL if compressing failed */
+	size_t out_len;
+	int zstd_failed;
+	char zstd_error[96];
+};
+
+struct cap_writer {
+	int fd;
+	char *path;
+	struct frame *cur; /* being filled by the caller */
+	pthread_mutex_t lock;
+	pthread_cond_t work, room, written;
+	struct frame *pending, *pending_tail; /* handed over, not yet taken by a worker */
+	struct frame *done;             /* compressed, waiting for their turn */
+	struct frame *spare;
+	unsigned nspare;
+	uint64_t next_seq, next_write;
+	size_t staged; /* raw bytes of frames between hand-over and written */
+	int writing;   /* a worker is writing frames in order */
+	int stop;
+	unsigned nworkers;
+	pthread_t workers[MAX_WORKERS];
+	ZSTD_CCtx *cctx[MAX_WORKERS]; /* one per worker; [0] also for writing inline */
+	unsigned char *scratch[MAX_WORKERS];
+	size_t scratch_cap[MAX_WORKERS];
+	uint64_t bytes; /* file size after the last complete frame */
+	_Atomic int err; /* errno of the first failure; later calls fail fast with it */
+	char msg[256];
+};
+
+static int fail(struct cap_writer *w, int err, const char *what, const char *reason)
+{
+	pthread_mutex_lock(&w->lock);
+	if (!atomic_load(&w->err)) {
+		snprintf(w->msg, sizeof(w->msg), "%s %s: %s", what, w->path,
+			 reason ? reason : strerror(err));
+		atomic_store(&w->err, err);
+	}
+	int e = atomic_load(&w->err);
+	pthread_mutex_unlock(&w->lock);
+	errno = e;
+	return -1;
+}
+
+static int failed(struct cap_writer *w)
+{
+	int e = atomic_load(&w->err);
+	if (e)
+		errno = e;
+	return e != 0;
+}
+
+static int write_all(int fd, const unsigned char *p, size_t n)
+{
+	while (n > 0) {
+		ssize_t r = write(fd, p, n);
+		if (r < 0) {
+			if (errno == EINTR)
+				continue;
+			return -1;
+		}
+		if (r == 0) {
+			errno = EIO;
+			return -1;
+		}
+		p += r;
+		n -= (size_t)r;
+	}
+	return 0;
+}
+
+static void frame_free(struct frame *f)
+{
+	if (!f)
+		return;
+	if (f->raw_mapped)
+		munmap(f->raw, f->raw_cap);
+	else
+		free(f->raw);
+	free(f->out);
+	free(f);
+}
+
+/* Compresses f->raw into f->out (header included), with worker k's context. */
+static void compress_frame(struct cap_writer *w, unsigned k, struct frame *f)
+{
+	struct cap_frame_header fh;
+	size_t bound = sizeof(fh) + ZSTD_compressBound(f->raw_len), clen;
+
+	f->out = NULL;
+	if (bound > w->scratch_cap[k]) {
+		unsigned char *p = realloc(w->scratch[k], bound);
+		if (!p) {
+			f->zstd_failed = ENOMEM;
+			return;
+		}
+		w->scratch[k] = p;
+		w->scratch_cap[k] = bound;
+	}
+	clen = ZSTD_compress2(w->cctx[k], w->scratch[k] + sizeof(fh), bound - sizeof(fh), f->raw,
+			      f->raw_len);
+	if (ZSTD_isError(clen)) {
+		f->zstd_failed = EIO;
+		snprintf(f->zstd_error, sizeof(f->zstd_error), "%s", ZSTD_getErrorName(clen));
+		return;
+	}
+	fh.magic = CAP_FRAME_MAGIC;
+	fh.clen = (uint32_t)clen;
+	fh.rawlen = (uint32_t)f->raw_len;
+	/* 1-based, so the reader refuses a frame repeated or moved (0: older writers) */
+	fh.seq = (uint32_t)(f->seq + 1);
+	memcpy(w->scratch[k], &fh, sizeof(fh));
+	/* kept at its compressed size until its turn: a seventh of the raw bytes */
+	f->out = malloc(sizeof(fh) + clen);
+	if (!f->out) {
+		f->zstd_failed = ENOMEM;
+		return;
+	}
+	memcpy(f->out, w->scratch[k], sizeof(fh) + clen);
+	f->out_len = sizeof(fh) + clen;
+}
+
+/* Writes f (its turn has come), or drops it after an earlier failure. Under no lock:
+ * only the thread holding w->writing (or the caller when there are no workers) writes. */
+static void write_frame(struct cap_writer *w, struct frame *f)
+{
+	if (atomic_load(&w->err))
+		return;
+	if (f->zstd_failed) {
+		fail(w, f->zstd_failed, f->zstd_failed == ENOMEM ? "buffering records for"
+								  : "compressing",
+		     f->zstd_error[0] ? f->zstd_error : NULL);
+		return;
+	}
+	if (write_all(w->fd, f->out, f->out_len)) {
+		int e = errno;
+		/* Cut a partly written frame off, so the file ends on a frame boundary. */
+		if (ftruncate(w->fd, (off_t)w->bytes) == 0)
+			lseek(w->fd, (off_t)w->bytes, SEEK_SET);
+		fail(w, e, "writing", NULL);
+		return;
+	}
+	pthread_mutex_lock(&w->lock);
+	w->bytes += f->out_len;
+	pthread_mutex_unlock(&w->lock);
+}
+
+/* A written frame's buffers go back to the spares (under the lock). */
+static void recycle_locked(struct cap_writer *w, struct frame *f)
+{
+	w->staged -= f->raw_cap;
+	free(f->out);
+	f->out = NULL;
+	f->out_len = 0;
+	f->raw_len = 0;
+	f->zstd_failed = 0;
+	f->zstd_error[0] = 0;
+	if (w->nspare < SPARES_KEPT) {
+		f->next = w->spare;
+		w->spare = f;
+		w->nspare++;
+	} else {
+		frame_free(f);
+	}
+	pthread_cond_broadcast(&w->room);
+}
+
+/* The done frame whose turn it is, taken off the list; NULL when it is not done yet. */
+static struct frame *take_next_locked(struct cap_writer *w)
+{
+	for (struct frame **p = &w->done; *p; p = &(*p)->next)
+		if ((*p)->seq == w->next_write) {
+			struct frame *f = *p;
+			*p = f->next;
+			return f;
+		}
+	return NULL;
+}
+
+/* Writes every frame whose turn has come, in order; one thread at a time. Called and
+ * returns with the lock held. */
+static void write_in_order_locked(struct cap_writer *w)
+{
+	struct frame *f;
+
+	if (w->writing)
+		return; /* that thread will find ours too */
+	w->writing = 1;
+	while ((f = take_next_locked(w))) {
+		pthread_mutex_unlock(&w->lock);
+		write_frame(w, f);
+		pthread_mutex_lock(&w->lock);
+		w->next_write++;
+		recycle_locked(w, f);
+		pthread_cond_broadcast(&w->written);
+	}
+	w->writing = 0;
+}
+
+struct worker_arg {
+	struct cap_writer *w;
+	unsigned k;
+};
+
+static void *worker(void *p)
+{
+	struct worker_arg *a = p;
+	struct cap_writer *w = a->w;
+	unsigned k = a->k;
+
+	free(a);
+	/* Below the thread that drains the rings: it must keep up with the program, while
+	 * compressing can catch up from the staged frames after a burst. */
+	setpriority(PRIO_PROCESS, (id_t)syscall(SYS_gettid), WORKER_NICE);
+	pthread_mutex_lock(&w->lock);
+	for (;;) {
+		while (!w->pending && !w->stop)
+			pthread_cond_wait(&w->work, &w->lock);
+		if (!w->pending)
+			break;
+		struct frame *f = w->pending;
+		w->pending = f->next;
+		if (!w->pending)
+			w->pending_tail = NULL;
+		pthread_mutex_unlock(&w->lock);
+		if (!atomic_load(&w->err))
+			compress_frame(w, k, f);
+		pthread_mutex_lock(&w->lock);
+		f->next = w->done;
+		w->done = f;
+		write_in_order_locked(w);
+	}
+	pthread_mutex_unlock(&w->lock);
+	return NULL;
+}
+
+/* A frame for the caller to fill: a spare, else a new one. */
+static struct frame *fresh_frame(struct cap_writer *w)
+{
+	struct frame *f = NULL;
+
+	pthread_mutex_lock(&w->lock);
+	if (w->spare) {
+		f = w->spare;
+		w->spare = f->next;
+		w->nspare--;
+	}
+	pthread_mutex_unlock(&w->lock);
+	if (!f)
+		f = calloc(1, sizeof(*f));
+	if (f)
+		f->next = NULL;
+	return f;
+}
+
+/* Hands the current frame to the workers (or compresses and writes it here when there
+ * are none), waiting while STAGED_MAX bytes are in flight. */
+static int hand_over(struct cap_writer *w)
+{
+	struct frame *f = w->cur;
+
+	if (!f || !f->raw_len)
+		return 0;
+	pthread_mutex_lock(&w->lock);
+	while (w->staged && w->staged + f->raw_cap > STAGED_MAX && !atomic_load(&w->err))
+		pthread_cond_wait(&w->room, &w->lock);
+	f->seq = w->next_seq++;
+	w->staged += f->raw_cap;
+	if (w->nworkers) {
+		if (w->pending_tail)
+			w->pending_tail->next = f;
+		else
+			w->pending = f;
+		w->pending_tail = f;
+		pthread_cond_signal(&w->work);
+		pthread_mutex_unlock(&w->lock);
+	} else {
+		pthread_mutex_unlock(&w->lock);
+		compress_frame(w, 0, f);
+		pthread_mutex_lock(&w->lock);
+		f->next = w->done;
+		w->done = f;
+		write_in_order_locked(w);
+		pthread_mutex_unlock(&w->lock);
+	}
+	w->cur = fresh_frame(w);
+	if (!w->cur)
+		return fail(w, ENOMEM, "buffering records for", NULL);
+	return failed(w) ? -1 : 0;
+}
+
+unsigned cap_writer_workers(void)
+{
+	long cpus = sysconf(_SC_NPROCESSORS_ONLN);
+	/* a quarter of the machine at most: the program being profiled comes first */
+	long n = cpus / 4;
+	return n < 1 ? 1 : n > MAX_WORKERS ? MAX_WORKERS : (unsigned)n;
+}
+
+static void writer_free(struct cap_writer *w)
+{
+	struct frame *f, *next;
+
+	if (w->fd >= 0)
+		close(w->fd);
+	for (unsigned k = 0; k < MAX_WORKERS; k++) {
+		ZSTD_freeCCtx(w->cctx[k]);
+		free(w->scratch[k]);
+	}
+	frame_free(w->cur);
+	for (f = w->spare; f; f = next) {
+		next = f->next;
+		frame_free(f);
+	}
+	pthread_mutex_destroy(&w->lock);
+	pthread_cond_destroy(&w->work);
+	pthread_cond_destroy(&w->room);
+	pthread_cond_destroy(&w->written);
+	free(w->path);
+	free(w);
+}
+
+static int writer_setup(struct cap_writer *w, unsigned n)
+{
+	for (unsigned k = 0; k < n; k++) {
+		size_t r;
+		w->cctx[k] = ZSTD_createCCtx();
+		if (!w->cctx[k])
+			return -1;
+		/* Level 1: the collector compresses while the application runs; the
+		 * checksum lets the reader tell a damaged frame from a good one. */
+		r = ZSTD_CCtx_setParameter(w->cctx[k], ZSTD_c_compressionLevel, 1);
+		if (!ZSTD_isError(r))
+			r = ZSTD_CCtx_setParameter(w->cctx[k], ZSTD_c_checksumFlag, 1);
+		if (ZSTD_isError(r))
+			return -1;
+	}
+	w->cur = calloc(1, sizeof(*w->cur));
+	return w->cur ? 0 : -1;
+}
+
+/* Without threads the writer still works: frames are compressed and written inline. */
+static void start_workers(struct cap_writer *w, unsigned n)
+{
+	for (unsigned k = 0; k < n; k++) {
+		struct worker_arg *a = malloc(sizeof(*a));
+		if (!a)
+			break;
+		a->w = w;
+		a->k = k;
+		if (pthread_create(&w->workers[k], NULL, worker, a)) {
+			free(a);
+			break;
+		}
+		w->nworkers++;
+	}
+}
+
+struct cap_writer *cap_writer_open(const char *path, char *err, size_t errlen)
+{
+	return cap_writer_open_workers(path, cap_writer_workers(), err, errlen);
+}
+
+struct cap_writer *cap_writer_open_workers(const char *path, unsigned n, char *err,
+					   size_t errlen)
+{
+	/* O_NOFOLLOW: never write through a link planted at the name */
+	int fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_NOFOLLOW | O_CLOEXEC, 0644);
+
+	if (fd < 0) {
+		snprintf(err, errlen, "%s: %s", path, strerror(errno));
+		return NULL;
+	}
+	return cap_writer_fdopen(fd, path, n, err, errlen);
+}
+
+struct cap_writer *cap_writer_fdopen(int fd, const char *path, unsigned n, char *err,
+				     size_t errlen)
+{
+	struct cap_file_header h;
+	struct cap_writer *w = calloc(1, sizeof(*w));
+
+	if (!w || !(w->path = strdup(path))) {
+		snprintf(err, errlen, "%s: %s", path, strerror(ENOMEM));
+		free(w);
+		close(fd);
+		return NULL;
+	}
+	w->fd = -1;
+	pthread_mutex_init(&w->lock, NULL);
+	pthread_cond_init(&w->work, NULL);
+	pthread_cond_init(&w->room, NULL);
+	pthread_cond_init(&w->written, NULL);
+	if (n > MAX_WORKERS)
+		n = MAX_WORKERS;
+	w->fd = fd;
+	if (writer_setup(w, n ? n : 1)) {
+		snprintf(err, errlen, "%s: cannot set up zstd compression", path);
+		writer_free(w);
+		return NULL;
+	}
+	memset(&h, 0, sizeof(h));
+	memcpy(h.magic, CAP_FILE_MAGIC, sizeof(h.magic));
+	h.version = CAP_VERSION;
+	if (w->fd < 0 || write_all(w->fd, (const unsigned char *)&h, sizeof(h))) {
+		int e = errno;
+		snprintf(err, errlen, "%s: %s", path, strerror(e));
+		writer_free(w);
+		errno = e;
+		return NULL;
+	}
+	w->bytes = sizeof(h);
+	start_workers(w, n);
+	return w;
+}
+
+int cap_flush(struct cap_writer *w)
+{
+	if (failed(w))
+		return -1;
+	if (hand_over(w))
+		return -1;
+	pthread_mutex_lock(&w->lock);
+	while (w->next_write < w->next_seq)
+		pthread_cond_wait(&w->written, &w->lock);
+	pthread_mutex_unlock(&w->lock);
+	return failed(w) ? -1 : 0;
+}
+
+static int append(struct cap_writer *w, const void *p, size_t n)
+{
+	struct frame *f = w->cur;
+
+	if (!f->raw && f->raw_len + n <= FRAME_MAP) {
+		void *m = mmap(NULL, FRAME_MAP, PROT_READ | PROT_WRITE,
+			       MAP_PRIVATE | MAP_ANONYMOUS | MAP_POPULATE, -1, 0);
+		if (m != MAP_FAILED) {
+			f->raw = m;
+			f->raw_cap = FRAME_MAP;
+			f->raw_mapped = 1;
+		}
+	}
+	if (f->raw_len + n > f->raw_cap) {
+		size_t cap = f->raw_cap ? f->raw_cap : CAP_FRAME_TARGET + 4096;
+		unsigned char *q;
+		while (cap < f->raw_len + n)
+			cap *= 2;
+		q = f->raw_mapped ? malloc(cap) : realloc(f->raw, cap);
+		if (!q)
+			return fail(w, ENOMEM, "buffering records for", NULL);
+		if (f->raw_mapped) {
+			memcpy(q, f->raw, f->raw_len);
+			munmap(f->raw, f->raw_cap);
+			f->raw_mapped = 0;
+		}
+		f->raw = q;
+		f->raw_cap = cap;
+	}
+	if (n)
+		memcpy(f->raw + f->raw_len, p, n);
+	f->raw_len += n;
+	return 0;
+}
+
+int cap_write2(struct cap_writer *w, uint32_t type, const void *head, size_t head_len,
+	       const void *tail, size_t tail_len)
+{
+	static const unsigned char zeros[8];
+	struct cap_rec_hdr rh;
+	size_t len = head_len + tail_len, rec;
+
+	if (failed(w))
+		return -1;
+	rec = sizeof(rh) + CAP_PAD8(len);
+	if (len < head_len || len > UINT32_MAX || rec > CAP_MAX_FRAME_RAW) {
+		/* Not sticky: the file is still fine, only this record cannot be stored. */
+		errno = EMSGSIZE;
+		return -1;
+	}
+	if (w->cur->raw_len + rec > CAP_MAX_FRAME_RAW && hand_over(w))
+		return -1;
+	rh.type = type;
+	rh.len = (uint32_t)len;
+	if (append(w, &rh, sizeof(rh)) || append(w, head, head_len) ||
+	    append(w, tail, tail_len) || append(w, zeros, CAP_PAD8(len) - len))
+		return -1;
+	if (w->cur->raw_len >= CAP_FRAME_TARGET)
+		return hand_over(w);
+	return 0;
+}
+
+int cap_write(struct cap_writer *w, uint32_t type, const void *payload, size_t len)
+{
+	return cap_write2(w, type, payload, len, NULL, 0);
+}
+
+int cap_writer_close(struct cap_writer *w)
+{
+	int rc = cap_flush(w), e = errno;
+
+	pthread_mutex_lock(&w->lock);
+	w->stop = 1;
+	pthread_cond_broadcast(&w->work);
+	pthread_mutex_unlock(&w->lock);
+	for (unsigned k = 0; k < w->nworkers; k++)
+		pthread_join(w->workers[k], NULL);
+	if (close(w->fd) && !rc) {
+		e = errno;
+		rc = fail(w, e, "closing", NULL);
+	}
+	w->fd = -1;
+	writer_free(w);
+	errno = e;
+	return rc;
+}
+
+const char *cap_writer_error(const struct cap_writer *w)
+{
+	return atomic_load(&w->err) ? w->msg : NULL;
+}
+
+uint64_t cap_writer_bytes(const struct cap_writer *w)
+{
+	struct cap_writer *m = (struct cap_writer *)w;
+	pthread_mutex_lock(&m->lock);
+	uint64_t b = m->bytes;
+	pthread_mutex_unlock(&m->lock);
+	return b;
+}

@@ -1,0 +1,74 @@
+/* Shared state of the Chrome trace export (chrome_trace.c drives it in two passes over
+ * the capture: count and plan, then write). */
+#ifndef PROF_FORMATS_CHROME_H
+#define PROF_FORMATS_CHROME_H
+
+#include "formats/export/chrome_heap.h"
+#include "formats/export/dur_hist.h"
+#include "formats/util/json_writer.h"
+#include "formats/model/model.h"
+#include "formats/model/outputs.h"
+
+struct esc_cache {
+	uint64_t *off; /* per gid: offset + 1 into bytes, 0 = not escaped yet */
+	uint32_t *len;
+	size_t n, cap_off, cap_len;
+	char *bytes;
+	size_t used, cap;
+};
+
+struct chrome {
+	uint64_t max_events;
+	uint64_t origin;
+	struct model plan;  /* pass 1: the whole capture, for metadata and the plan */
+	struct model out;   /* pass 2: names as they were at each point of the capture */
+	/* pass 1 */
+	uint64_t always;    /* events the size rule keeps whatever their duration */
+	uint64_t droppable; /* complete events other than user ranges */
+	uint64_t hist[DUR_HIST_BUCKETS];
+	struct heap_track heap;
+	struct dur_rule rule;
+	/* pass 2 */
+	struct jw w;
+	int first;
+	uint64_t written, dropped, tie_left;
+	struct esc_cache esc;
+	const char *damage;
+	/* GPU work (chrome_gpu.c): image << 32 | correlation id -> FLOW_* bits */
+	struct u64map flows;
+	uint64_t flows_written;
+	uint32_t kernel_cat; /* gid of "cuda_kernel" in the pass-2 model, or STR_NONE */
+};
+
+/* Pass 1 hook: counts and the duration histogram. */
+int chrome_plan_events(void *ctx, struct model *m, uint32_t image, uint32_t thread,
+		       const struct prof_event *ev, uint32_t n);
+/* Pass 2 hook: writes the trace events the rule keeps. */
+int chrome_write_events(void *ctx, struct model *m, uint32_t image, uint32_t thread,
+			const struct prof_event *ev, uint32_t n);
+/* GPU work and CUPTI's API records (chrome_gpu.c). Pass 1: notes the correlation ids
+ * of GPU work. Pass 2: the args of an X event (p has room for them), and the flow arrow
+ * from a launch to its GPU work, after the X event of either end. */
+int chrome_gpu_plan(struct chrome *c, uint32_t image, const struct prof_event *e);
+char *chrome_gpu_args(struct chrome *c, char *p, uint32_t cat, const struct prof_event *e);
+int chrome_gpu_flow(struct chrome *c, uint32_t image, const char *pidtid, size_t pidtid_len,
+		    const struct prof_event *e);
+#define CHROME_GPU_ARGS_MAX 160
+
+/* The metadata events, the heap counter track and otherData. */
+void chrome_write_meta(struct chrome *c);
+void chrome_write_heap(struct chrome *c);
+void chrome_write_other(struct chrome *c);
+
+/* Separator before each element of traceEvents. */
+static inline void chrome_sep(struct chrome *c)
+{
+	if (c->first) {
+		c->first = 0;
+		jw_lit(&c->w, "\n");
+	} else {
+		jw_lit(&c->w, ",\n");
+	}
+}
+
+#endif

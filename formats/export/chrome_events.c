@@ -1,0 +1,263 @@
+/* Pass 2 of the Chrome trace: one JSON object per kept event. This is the hot loop of
+ * `prof export`: names are escaped once per string and cached, numbers are formatted by
+ * hand, and everything goes through one large buffer. */
+#include <string.h>
+
+#include "formats/export/chrome.h"
+#include "formats/util/vec.h"
+
+/* Makes sure the escaped, quoted form of string gid of the pass-2 model is cached.
+ * -1 when out of memory. */
+static int escape_once(struct chrome *c, uint32_t gid)
+{
+	struct esc_cache *e = &c->esc;
+	const char *s;
+	size_t len;
+
+	if (gid == STR_NONE)
+		return -1;
+	if (gid >= e->n) {
+		if (VEC_RESERVE(e->off, e->cap_off, (size_t)gid + 1) ||
+		    VEC_RESERVE(e->len, e->cap_len, (size_t)gid + 1))
+			return -1;
+		memset(e->off + e->n, 0, ((size_t)gid + 1 - e->n) * sizeof(*e->off));
+		e->n = (size_t)gid + 1;
+	}
+	if (!e->off[gid]) {
+		s = model_str(&c->out, gid, &len);
+		if (VEC_RESERVE(e->bytes, e->cap, e->used + json_escaped_max(len)))
+			return -1;
+		e->len[gid] = (uint32_t)json_escape(e->bytes + e->used, s, len);
+		e->off[gid] = e->used + 1;
+		e->used += e->len[gid];
+	}
+	return 0;
+}
+
+/* The cached form: valid until the next escape_once, which may move the cache. */
+static const char *escaped(const struct chrome *c, uint32_t gid, size_t *n)
+{
+	*n = c->esc.len[gid];
+	return c->esc.bytes + c->esc.off[gid] - 1;
+}
+
+static int put_str(struct chrome *c, uint32_t gid)
+{
+	const char *p;
+	size_t n;
+
+	if (escape_once(c, gid))
+		return -1;
+	p = escaped(c, gid, &n);
+	jw_raw(&c->w, p, n);
+	return 0;
+}
+
+struct rec {
+	char pidtid[64]; /* ,"pid":P,"tid":T */
+	size_t pidtid_len;
+	uint32_t image;
+};
+
+static void ts(struct chrome *c, uint64_t t)
+{
+	jw_us(&c->w, (int64_t)(t - c->origin));
+}
+
+static char *memory_args(char *p, const struct prof_event *e)
+{
+	int alloc = (e->flags & PROF_EVF_ALLOCS) != 0, frees = (e->flags & PROF_EVF_FREES) != 0;
+
+	if (alloc) {
+		p = jp_lit(p, ",\"args\":{\"bytes\":");
+		p = jp_u64(p, e->b);
+		p = jp_lit(p, ",\"ptr\":");
+		p = jp_hex(p, e->a);
+		if (frees) {
+			p = jp_lit(p, ",\"old_ptr\":");
+			p = jp_hex(p, e->c);
+		}
+		return jp_lit(p, "}");
+	}
+	if (frees || !e->b) {
+		/* A release; free(NULL) has no flag and no size and shows "ptr":"0x0". */
+		p = jp_lit(p, ",\"args\":{\"ptr\":");
+		p = jp_hex(p, e->c);
+		return jp_lit(p, "}");
+	}
+	/* An allocation that failed: the size asked for, and the NULL it returned. */
+	p = jp_lit(p, ",\"args\":{\"bytes\":");
+	p = jp_u64(p, e->b);
+	p = jp_lit(p, ",\"ptr\":\"0x0\"}");
+	return p;
+}
+
+/* Whether the size rule keeps this complete event. */
+static int keep_complete(struct chrome *c, const struct prof_event *e, uint64_t dur)
+{
+	unsigned b;
+
+	if (e->cat == PROF_CAT_USER || !c->rule.dropping)
+		return 1;
+	b = dur_bucket(dur);
+	if (b > c->rule.bucket)
+		return 1;
+	if (b == c->rule.bucket && c->tie_left > 0) {
+		c->tie_left--;
+		return 1;
+	}
+	c->dropped++;
+	return 0;
+}
+
+/* Room for an X event beyond its strings: literals, four numbers, three pointers, or
+ * the args of GPU work. */
+#define X_EVENT_FIXED (256 + CHROME_GPU_ARGS_MAX)
+
+static int complete(struct chrome *c, const struct rec *r, const struct prof_event *e)
+{
+	uint64_t dur = e->t1 > e->t0 ? e->t1 - e->t0 : 0;
+	uint32_t name_id, cat_id;
+	const char *name, *cat;
+	size_t nlen, clen;
+	char *p;
+
+	if (!keep_complete(c, e, dur))
+		return 0;
+	c->written++;
+	name_id = model_name(&c->out, r->image, e->name);
+	cat_id = model_category(&c->out, r->image, e->cat);
+	/* Both cached before either pointer is taken: caching may move the cache. */
+	if (escape_once(c, name_id) || escape_once(c, cat_id))
+		return -1;
+	name = escaped(c, name_id, &nlen);
+	cat = escaped(c, cat_id, &clen);
+	/* One reservation per event, then unchecked writes: the export's hot path. */
+	p = jw_space(&c->w, nlen + clen + r->pidtid_len + X_EVENT_FIXED);
+	if (!p)
+		return -1;
+	if (!c->first)
+		*p++ = ',';
+	c->first = 0;
+	p = jp_lit(p, "\n{\"ph\":\"X\",\"name\":");
+	p = jp_mem(p, name, nlen);
+	p = jp_lit(p, ",\"cat\":");
+	p = jp_mem(p, cat, clen);
+	p = jp_mem(p, r->pidtid, r->pidtid_len);
+	p = jp_lit(p, ",\"ts\":");
+	p = jp_us(p, (int64_t)(e->t0 - c->origin));
+	p = jp_lit(p, ",\"dur\":");
+	p = jp_us(p, (int64_t)dur);
+	if (e->cat == PROF_CAT_MEMORY)
+		p = memory_args(p, e);
+	else if (e->flags & (PROF_EVF_GPU | PROF_EVF_TID))
+		p = chrome_gpu_args(c, p, cat_id, e);
+	p = jp_lit(p, "}");
+	c->w.len = (size_t)(p - c->w.buf);
+	if (e->flags & (PROF_EVF_GPU | PROF_EVF_TID))
+		return chrome_gpu_flow(c, r->image, r->pidtid, r->pidtid_len, e);
+	return 0;
+}
+
+static int instant(struct chrome *c, const struct rec *r, const struct prof_event *e)
+{
+	chrome_sep(c);
+	jw_lit(&c->w, "{\"ph\":\"i\",\"s\":\"t\",\"name\":");
+	if (put_str(c, model_name(&c->out, r->image, e->name)))
+		return -1;
+	jw_lit(&c->w, ",\"cat\":");
+	if (put_str(c, model_category(&c->out, r->image, e->cat)))
+		return -1;
+	jw_raw(&c->w, r->pidtid, r->pidtid_len);
+	jw_lit(&c->w, ",\"ts\":");
+	ts(c, e->t0);
+	if (e->cat == PROF_CAT_STEP) {
+		jw_lit(&c->w, ",\"args\":{\"step\":");
+		jw_u64(&c->w, e->a);
+		jw_lit(&c->w, "}");
+	}
+	jw_lit(&c->w, "}");
+	return 0;
+}
+
+static int counter(struct chrome *c, const struct rec *r, const struct prof_event *e)
+{
+	uint32_t name = model_name(&c->out, r->image, e->name);
+	double v;
+
+	chrome_sep(c);
+	jw_lit(&c->w, "{\"ph\":\"C\",\"name\":");
+	if (put_str(c, name))
+		return -1;
+	jw_raw(&c->w, r->pidtid, r->pidtid_len);
+	jw_lit(&c->w, ",\"ts\":");
+	ts(c, e->t0);
+	jw_lit(&c->w, ",\"args\":{");
+	put_str(c, name);
+	jw_lit(&c->w, ":");
+	if (e->flags & PROF_EVF_DOUBLE) {
+		memcpy(&v, &e->a, sizeof(v));
+		jw_double(&c->w, v);
+	} else {
+		jw_i64(&c->w, (int64_t)e->a);
+	}
+	jw_lit(&c->w, "}}");
+	return 0;
+}
+
+static void lost(struct chrome *c, const struct rec *r, const struct prof_event *e)
+{
+	chrome_sep(c);
+	jw_lit(&c->w, "{\"ph\":\"i\",\"s\":\"p\",\"name\":\"lost ");
+	jw_u64(&c->w, e->a);
+	jw_lit(&c->w, " events\",\"cat\":\"lost\"");
+	jw_raw(&c->w, r->pidtid, r->pidtid_len);
+	jw_lit(&c->w, ",\"ts\":");
+	ts(c, e->t0);
+	jw_lit(&c->w, ",\"args\":{\"count\":");
+	jw_u64(&c->w, e->a);
+	jw_lit(&c->w, ",\"gap_us\":");
+	jw_us(&c->w, (int64_t)(e->t1 > e->t0 ? e->t1 - e->t0 : 0));
+	jw_lit(&c->w, "}}");
+}
+
+static int one(struct chrome *c, const struct rec *r, const struct prof_event *e)
+{
+	switch (e->type) {
+	case PROF_EV_COMPLETE:
+		return complete(c, r, e);
+	case PROF_EV_INSTANT:
+		c->written++;
+		return instant(c, r, e);
+	case PROF_EV_COUNTER:
+		c->written++;
+		return counter(c, r, e);
+	case PROF_EV_LOST:
+		c->written++;
+		lost(c, r, e);
+		return 0;
+	default:
+		return 0;
+	}
+}
+
+int chrome_write_events(void *ctx, struct model *m, uint32_t image, uint32_t thread,
+			const struct prof_event *ev, uint32_t n)
+{
+	struct chrome *c = ctx;
+	struct rec r = { .image = image };
+	uint32_t i;
+	size_t k;
+
+	memcpy(r.pidtid, ",\"pid\":", 7);
+	k = 7 + fmt_u64(r.pidtid + 7, m->img[image].pid);
+	memcpy(r.pidtid + k, ",\"tid\":", 7);
+	k += 7;
+	k += fmt_u64(r.pidtid + k, m->thr[thread].tid);
+	r.pidtid_len = k;
+	for (i = 0; i < n; i++)
+		if (one(c, &r, &ev[i]))
+			return -1;
+	/* A failed write (disk full) stops the read; pass2 reports it as such. */
+	return c->w.err ? -1 : 0;
+}

@@ -1,0 +1,33 @@
+/* The live-bytes counter tracks of the Chrome trace: "live heap bytes" per process from
+ * every memory event (even those the size rule leaves out), and "GPU N live bytes" per
+ * process and device from the gpu_memory events; thinned to a point budget. */
+#ifndef PROF_FORMATS_CHROME_HEAP_H
+#define PROF_FORMATS_CHROME_HEAP_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "formats/model/model.h"
+
+struct heap_point {
+	uint64_t t, live;
+	uint32_t pid;
+	int32_t device; /* -1: the host heap; else the GPU's ordinal */
+};
+
+struct heap_track {
+	struct heap_point *pts;
+	size_t n, cap;
+	uint64_t changes; /* points before thinning */
+	int thinned;
+};
+
+/* Analyses every image of m (which must have track_memory set), its heap and each of its
+ * devices, and keeps at most about max_points points: per curve a share of max_points
+ * proportional to its memory operations; a curve longer than its share is cut into share/2 runs of equal point
+ * count and only the lowest and highest point of each run kept (so the peak always is),
+ * plus the last point. 0, or -1 when out of memory. */
+int heap_track_build(struct heap_track *h, struct model *m, uint64_t max_points);
+void heap_track_free(struct heap_track *h);
+
+#endif

@@ -1,0 +1,195 @@
+/* chrome_export: pass 1 reads the whole capture to count events, build the duration
+ * histogram and the live-heap track and pick the size rule; pass 2 reads it again and
+ * writes the events the rule keeps. Two reads cost a second decompression but keep
+ * memory independent of the number of events. */
+#include "formats/model/outputs.h"
+
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "formats/export/chrome.h"
+
+int chrome_plan_events(void *ctx, struct model *m, uint32_t image, uint32_t thread,
+		       const struct prof_event *ev, uint32_t n)
+{
+	struct chrome *c = ctx;
+	uint32_t i;
+
+	(void)m;
+	(void)thread;
+	for (i = 0; i < n; i++) {
+		const struct prof_event *e = &ev[i];
+		if ((e->flags & (PROF_EVF_GPU | PROF_EVF_TID)) && chrome_gpu_plan(c, image, e))
+			return -1;
+		if (e->type == PROF_EV_COMPLETE && e->cat != PROF_CAT_USER) {
+			c->droppable++;
+			c->hist[dur_bucket(e->t1 > e->t0 ? e->t1 - e->t0 : 0)]++;
+		} else if (e->type >= PROF_EV_COMPLETE && e->type <= PROF_EV_LOST) {
+			c->always++;
+		}
+	}
+	return 0;
+}
+
+static void plan_rule(struct chrome *c)
+{
+	uint64_t fixed = c->always + c->heap.n, i;
+
+	for (i = 0; i < c->plan.nimg; i++) { /* the peak markers */
+		fixed += c->plan.img[i].mem.peak != 0;
+		for (int d = 0; d < MODEL_DEVICES; d++)
+			fixed += c->plan.img[i].gpu[d].peak != 0;
+	}
+	uint64_t budget = c->max_events > fixed ? c->max_events - fixed : 0;
+
+	dur_rule_pick(&c->rule, c->hist, c->droppable, budget);
+	c->tie_left = c->rule.tie_keep;
+}
+
+static int pass1(struct chrome *c, const char *path, char *damage, size_t len)
+{
+	int rc;
+
+	c->plan.track_memory = 1;
+	c->plan.on_events = chrome_plan_events;
+	c->plan.ctx = c;
+	rc = model_read(&c->plan, path, damage, len);
+	if (rc != CAP_READ_OK && rc != CAP_READ_DAMAGED)
+		return rc;
+	c->origin = model_origin(&c->plan);
+	/* The heap track gets at most a quarter of the budget, whatever the rest needs. */
+	if (heap_track_build(&c->heap, &c->plan, c->max_events / 4)) {
+		snprintf(damage, len, "%s: out of memory", path);
+		return CAP_READ_UNUSABLE;
+	}
+	plan_rule(c);
+	return rc;
+}
+
+static int pass2(struct chrome *c, const char *path, FILE *f, char *err, size_t errlen)
+{
+	char damage[512];
+	int rc;
+
+	if (jw_init(&c->w, f, 4u << 20)) {
+		snprintf(err, errlen, "%s: out of memory", path);
+		return CAP_READ_UNUSABLE;
+	}
+	c->first = 1;
+	c->out.on_events = chrome_write_events;
+	c->out.ctx = c;
+	jw_lit(&c->w, "{\"traceEvents\":[");
+	chrome_write_meta(c);
+	rc = model_read(&c->out, path, damage, sizeof(damage));
+	if (c->w.err) {
+		jw_finish(&c->w);
+		return -1;
+	}
+	if (rc != CAP_READ_OK && rc != CAP_READ_DAMAGED) {
+		snprintf(err, errlen, "%s", damage);
+		jw_finish(&c->w);
+		return rc;
+	}
+	chrome_write_heap(c);
+	jw_lit(&c->w, "\n],\n\"displayTimeUnit\":\"ns\",\n\"otherData\":");
+	chrome_write_other(c);
+	jw_lit(&c->w, "}\n");
+	return jw_finish(&c->w) ? -1 : rc;
+}
+
+static void summarize(const struct chrome *c, struct output_summary *sum)
+{
+	sum->events = c->plan.events;
+	sum->lost = model_lost(&c->plan);
+	sum->processes = model_npids(&c->plan);
+	sum->json_events = c->written;
+	sum->json_dropped = c->dropped;
+	if (c->damage) {
+		sum->damaged = 1;
+		snprintf(sum->damage, sizeof(sum->damage), "%s", c->damage);
+	}
+}
+
+static void chrome_free(struct chrome *c)
+{
+	model_free(&c->plan);
+	model_free(&c->out);
+	heap_track_free(&c->heap);
+	u64map_free(&c->flows);
+	free(c->esc.off);
+	free(c->esc.len);
+	free(c->esc.bytes);
+	free(c);
+}
+
+static int write_trace(struct chrome *c, const char *capture_path, const char *json_path,
+		       FILE *f, char *err, size_t errlen)
+{
+	int rc;
+
+	if (!f)
+		f = fopen(json_path, "w");
+	if (!f) {
+		snprintf(err, errlen, "%s: %s", json_path, strerror(errno));
+		return 2;
+	}
+	rc = pass2(c, capture_path, f, err, errlen);
+	if (fclose(f) && rc >= 0)
+		rc = -1;
+	if (rc < 0) {
+		snprintf(err, errlen, "writing %s: %s", json_path,
+			 strerror(c->w.err ? c->w.err : errno ? errno : EIO));
+		return 2;
+	}
+	return rc == CAP_READ_UNUSABLE ? 2 : 0;
+}
+
+int chrome_export(const char *capture_path, const char *json_path, uint64_t max_events,
+		  struct output_summary *sum, char *err, size_t errlen)
+{
+	return chrome_export_to(capture_path, json_path, NULL, max_events, sum, err, errlen);
+}
+
+int chrome_export_to(const char *capture_path, const char *json_path, FILE *out,
+		     uint64_t max_events, struct output_summary *sum, char *err, size_t errlen)
+{
+	struct chrome *c = calloc(1, sizeof(*c));
+	char damage[512];
+	int rc;
+
+	if (errlen)
+		err[0] = '\0';
+	if (sum)
+		memset(sum, 0, sizeof(*sum));
+	if (!c) {
+		if (out)
+			fclose(out);
+		snprintf(err, errlen, "%s: out of memory", capture_path);
+		return 2;
+	}
+	c->max_events = max_events ? max_events : CHROME_DEFAULT_MAX_EVENTS;
+	model_init(&c->plan);
+	model_init(&c->out);
+	u64map_init(&c->flows);
+	c->kernel_cat = STR_NONE;
+	rc = pass1(c, capture_path, damage, sizeof(damage));
+	if (rc != CAP_READ_OK && rc != CAP_READ_DAMAGED) {
+		snprintf(err, errlen, "%s", damage);
+		chrome_free(c);
+		if (out)
+			fclose(out);
+		return 2;
+	}
+	c->damage = rc == CAP_READ_DAMAGED ? damage : NULL;
+	rc = write_trace(c, capture_path, json_path, out, err, errlen);
+	if (!rc && c->damage) {
+		snprintf(err, errlen, "%s", damage);
+		rc = 1;
+	}
+	if (sum)
+		summarize(c, sum);
+	chrome_free(c);
+	return rc;
+}

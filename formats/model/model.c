@@ -1,0 +1,426 @@
+/* Building the model from the capture's structural records (session, processes,
+ * threads, strings, categories); events go to model_events.c. */
+#include "formats/symbols/aten_names.h"
+#include "formats/symbols/demangle.h"
+#include "formats/model/model.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "formats/model/model_internal.h"
+#include "formats/util/vec.h"
+
+#define VISIT_OOM 3
+
+void model_init(struct model *m)
+{
+	memset(m, 0, sizeof(*m));
+	strtab_init(&m->str);
+	u64map_init(&m->names);
+	u64map_init(&m->pid_image);
+	u64map_init(&m->pid_exec);
+	u64map_init(&m->thread_ix);
+	u64map_init(&m->stack_ix);
+	u64map_init(&m->frame_names);
+	u64map_init(&m->gpu_blocks);
+	u64map_init(&m->gpu_cupti_blocks);
+	m->first_t = UINT64_MAX;
+}
+
+const struct mem_image model_no_gpu[MODEL_DEVICES];
+
+void model_free_gpu(struct mem_image *gpu)
+{
+	if (gpu == model_no_gpu)
+		return;
+	for (size_t d = 0; d < MODEL_DEVICES; d++) {
+		free(gpu[d].ops);
+		free(gpu[d].sites);
+	}
+	free(gpu);
+}
+
+void model_free(struct model *m)
+{
+	size_t i;
+
+	for (i = 0; i < m->nimg; i++) {
+		free(m->img[i].mem.ops);
+		free(m->img[i].mem.sites);
+		model_free_gpu(m->img[i].gpu);
+		model_free_gpu(m->img[i].gpu_cupti);
+	}
+	u64map_free(&m->gpu_blocks);
+	u64map_free(&m->gpu_cupti_blocks);
+	strtab_free(&m->str);
+	u64map_free(&m->names);
+	u64map_free(&m->pid_image);
+	u64map_free(&m->pid_exec);
+	u64map_free(&m->thread_ix);
+	free(m->img);
+	for (i = 0; i < m->nthr; i++) {
+		free(m->thr[i].child);
+		free(m->thr[i].mem_direct);
+		free(m->thr[i].mem_nested);
+	}
+	free(m->thr);
+	free(m->gaps);
+	free(m->session);
+	free(m->session_end);
+	model_stacks_free(m);
+	memset(m, 0, sizeof(*m));
+}
+
+static int64_t new_image(struct model *m, uint32_t pid)
+{
+	struct image *im;
+	uint64_t *slot;
+	int created;
+
+	if (m->nimg >= UINT32_MAX || VEC_RESERVE(m->img, m->img_cap, m->nimg + 1))
+		return -1;
+	slot = u64map_upsert(&m->pid_image, pid, &created);
+	if (!slot)
+		return -1;
+	im = &m->img[m->nimg];
+	memset(im, 0, sizeof(*im));
+	im->pid = pid;
+	im->command = im->label = STR_NONE;
+	im->status = INT32_MIN;
+	memset(im->cat, 0xff, sizeof(im->cat));
+	im->gpu = im->gpu_cupti = (struct mem_image *)model_no_gpu;
+	im->gpu_cat = -1;
+	im->pid_order = created ? (uint32_t)m->pid_image.len - 1 : m->img[*slot].pid_order;
+	*slot = m->nimg;
+	return (int64_t)m->nimg++;
+}
+
+int64_t model_image_of(struct model *m, uint32_t pid)
+{
+	uint64_t *v = u64map_find(&m->pid_image, pid);
+
+	return v ? (int64_t)*v : new_image(m, pid);
+}
+
+int64_t model_thread_of(struct model *m, uint32_t image, uint32_t tid)
+{
+	uint64_t *slot;
+	struct thread *t;
+	int created;
+
+	slot = u64map_upsert(&m->thread_ix, (uint64_t)image << 32 | tid, &created);
+	if (!slot)
+		return -1;
+	if (!created)
+		return (int64_t)*slot;
+	if (VEC_RESERVE(m->thr, m->thr_cap, m->nthr + 1)) {
+		u64map_remove(&m->thread_ix, (uint64_t)image << 32 | tid, NULL);
+		return -1;
+	}
+	t = &m->thr[m->nthr];
+	memset(t, 0, sizeof(*t));
+	t->image = image;
+	t->tid = tid;
+	t->name = STR_NONE;
+	*slot = m->nthr;
+	return (int64_t)m->nthr++;
+}
+
+uint32_t model_name(struct model *m, uint32_t image, uint32_t id)
+{
+	uint64_t *v = u64map_find(&m->names, (uint64_t)image << 32 | id);
+	char buf[32];
+	uint32_t gid;
+
+	if (v)
+		return (uint32_t)*v;
+	/* Not remembered: a later CAP_STRING for this id still takes effect. */
+	snprintf(buf, sizeof(buf), "<unknown:%u>", id);
+	return strtab_intern_str(&m->str, buf, &gid) ? STR_NONE : gid;
+}
+
+uint32_t model_category(struct model *m, uint32_t image, unsigned cat)
+{
+	struct image *im = &m->img[image];
+	const char *fixed = prof_fixed_category_name(cat);
+	char buf[32];
+
+	if (im->cat[cat & 255] != STR_NONE)
+		return im->cat[cat & 255];
+	if (!fixed) {
+		snprintf(buf, sizeof(buf), "<category:%u>", cat);
+		fixed = buf;
+	}
+	if (strtab_intern_str(&m->str, fixed, &im->cat[cat & 255]))
+		return STR_NONE;
+	return im->cat[cat & 255];
+}
+
+static int key_is(const char *k, size_t klen, const char *want)
+{
+	return klen == strlen(want) && !memcmp(k, want, klen);
+}
+
+/* A decimal number of at most n bytes: the value is not NUL-terminated in the payload. */
+static uint64_t number(const char *v, size_t n)
+{
+	uint64_t x = 0;
+
+	for (; n > 0 && *v >= '0' && *v <= '9'; v++, n--)
+		x = x * 10 + (uint64_t)(*v - '0');
+	return x;
+}
+
+static void known_fact(struct model *m, const char *k, size_t klen, const char *v, size_t vlen,
+		       int end)
+{
+	if (!end && key_is(k, klen, "start_ns")) {
+		m->start_ns = number(v, vlen);
+		m->have_start = 1;
+	} else if (end && key_is(k, klen, "end_ns")) {
+		m->end_ns = number(v, vlen);
+		m->have_end = 1;
+	} else if (end && key_is(k, klen, "events")) {
+		m->end_events = number(v, vlen);
+	} else if (end && key_is(k, klen, "lost")) {
+		m->end_lost = number(v, vlen);
+	}
+}
+
+/* "key=value\n" lines into gid pairs; the known keys also into fields. */
+static int parse_facts(struct model *m, const char *p, uint32_t len, int end)
+{
+	const char *q = p + len;
+
+	while (p < q) {
+		const char *nl = memchr(p, '\n', (size_t)(q - p)), *eq;
+		struct session_kv kv;
+		size_t n = nl ? (size_t)(nl - p) : (size_t)(q - p);
+		size_t *cnt = end ? &m->nsession_end : &m->nsession;
+		size_t *cap = end ? &m->session_end_cap : &m->session_cap;
+		struct session_kv **arr = end ? &m->session_end : &m->session;
+
+		eq = memchr(p, '=', n);
+		if (eq) {
+			if (strtab_intern(&m->str, p, (size_t)(eq - p), &kv.key) ||
+			    strtab_intern(&m->str, eq + 1, n - (size_t)(eq - p) - 1, &kv.val) ||
+			    vec_grow(arr, cap, *cnt + 1, sizeof(kv)))
+				return -1;
+			(*arr)[(*cnt)++] = kv;
+			known_fact(m, p, (size_t)(eq - p), eq + 1, n - (size_t)(eq - p) - 1, end);
+		}
+		p += n + 1;
+	}
+	return 0;
+}
+
+/* Builds "arg0 arg1 ..." and the short label "basename(arg0) arg1 ...". */
+static int command_line(struct model *m, struct image *im, const char *p, size_t n)
+{
+	char *buf, *base, *s;
+	size_t i, lab;
+	int rc;
+
+	while (n > 0 && p[n - 1] == '\0')
+		n--;
+	buf = malloc(n + 4);
+	if (!buf)
+		return -1;
+	for (i = 0; i < n; i++)
+		buf[i] = p[i] ? p[i] : ' ';
+	buf[n] = '\0';
+	rc = strtab_intern(&m->str, buf, n, &im->command);
+	/* basename of arg0 only: "/usr/bin/python3 a/b.py" -> "python3 a/b.py" */
+	s = memchr(p, '\0', n);
+	base = buf;
+	for (i = 0; i < (s ? (size_t)(s - p) : n); i++)
+		if (buf[i] == '/')
+			base = buf + i + 1;
+	lab = strlen(base);
+	if (lab > 60) {
+		lab = 57;
+		while (lab > 0 && ((unsigned char)base[lab] & 0xc0) == 0x80)
+			lab--; /* never cut a UTF-8 sequence */
+		memcpy(base + lab, "...", 3);
+		lab += 3;
+	}
+	if (!rc)
+		rc = strtab_intern(&m->str, base, lab, &im->label);
+	free(buf);
+	return rc;
+}
+
+static int process(struct model *m, const unsigned char *p, uint32_t len)
+{
+	struct cap_process cp;
+	int64_t ix;
+
+	memcpy(&cp, p, sizeof(cp));
+	/* Always a new image: for a pid seen before this is an exec, whose names replace
+	 * the old image's (the collector writes all of the old image's records first). */
+	ix = new_image(m, cp.pid);
+	if (ix < 0)
+		return -1;
+	m->img[ix].ppid = cp.ppid;
+	m->img[ix].exec_seq = cp.exec_seq;
+	m->img[ix].start_ns = cp.start_ns;
+	m->img[ix].announced = 1;
+	int created;
+	uint64_t *seq = u64map_upsert(&m->pid_exec, (uint64_t)cp.pid << 32 | cp.exec_seq, &created);
+	if (!seq)
+		return -1;
+	*seq = (uint64_t)ix + 1;
+	return command_line(m, &m->img[ix], (const char *)p + sizeof(cp), len - sizeof(cp));
+}
+
+static int process_end(struct model *m, const unsigned char *p)
+{
+	struct cap_process_end pe;
+	int64_t ix;
+
+	memcpy(&pe, p, sizeof(pe));
+	ix = model_image_of(m, pe.pid);
+	if (ix < 0)
+		return -1;
+	m->img[ix].ended = 1;
+	m->img[ix].status = pe.status;
+	m->img[ix].end_ns = pe.end_ns;
+	m->img[ix].lost_reported = pe.lost;
+	return 0;
+}
+
+static int thread(struct model *m, const unsigned char *p, uint32_t len)
+{
+	struct cap_thread ct;
+	int64_t im, t;
+
+	memcpy(&ct, p, sizeof(ct));
+	im = model_image_of(m, ct.pid);
+	if (im < 0 || (t = model_thread_of(m, (uint32_t)im, ct.tid)) < 0)
+		return -1;
+	return strtab_intern(&m->str, p + sizeof(ct), len - sizeof(ct), &m->thr[t].name);
+}
+
+static int string(struct model *m, const unsigned char *p, uint32_t len, int category)
+{
+	struct cap_string cs;
+	uint32_t gid;
+	uint64_t *slot;
+	int64_t im;
+	int created;
+
+	memcpy(&cs, p, sizeof(cs));
+	im = model_image_of(m, cs.pid);
+	char *readable = category ? 0 : demangle_name((const char *)p + sizeof(cs),
+							len - sizeof(cs));
+	char *op = readable ? aten_display_name(readable) : 0;
+	if (op) {
+		free(readable);
+		readable = op;
+	}
+	int bad = im < 0 || (readable ? strtab_intern_str(&m->str, readable, &gid)
+				      : strtab_intern(&m->str, p + sizeof(cs), len - sizeof(cs), &gid));
+	free(readable);
+	if (bad)
+		return -1;
+	if (category) {
+		if (cs.id < 256) {
+			m->img[im].cat[cs.id] = gid;
+			if (len - sizeof(cs) == 10 && !memcmp(p + sizeof(cs), "gpu_memory", 10))
+				m->img[im].gpu_cat = (int)cs.id;
+		}
+		return 0;
+	}
+	slot = u64map_upsert(&m->names, (uint64_t)im << 32 | cs.id, &created);
+	if (!slot)
+		return -1;
+	*slot = gid;
+	return 0;
+}
+
+static int record(struct model *m, uint32_t type, const void *p, uint32_t len)
+{
+	switch (type) {
+	case CAP_SESSION:
+		m->have_session = 1;
+		return parse_facts(m, p, len, 0);
+	case CAP_SESSION_END:
+		m->have_session_end = 1;
+		return parse_facts(m, p, len, 1);
+	case CAP_PROCESS:
+		return process(m, p, len);
+	case CAP_PROCESS_END:
+		return process_end(m, p);
+	case CAP_THREAD:
+		return thread(m, p, len);
+	case CAP_STRING:
+		return string(m, p, len, 0);
+	case CAP_CATEGORY:
+		return string(m, p, len, 1);
+	case CAP_EVENTS:
+		return model_events(m, p, len);
+	case CAP_STACK:
+		return model_stack_record(m, p, len);
+	case CAP_MODULE:
+		return model_module_record(m, p, len);
+	case CAP_FRAME_NAME:
+		return model_frame_name_record(m, p, len);
+	default:
+		return 0; /* a newer record type: skipped */
+	}
+}
+
+static int visit(void *ctx, uint32_t type, const void *payload, uint32_t len)
+{
+	return record(ctx, type, payload, len) ? VISIT_OOM : 0;
+}
+
+/* One source of device memory per process, never both (they see the same blocks): the
+ * wrapped CUDA calls, which know the calling thread and nest in its events, unless they
+ * saw nothing (PROFILER_CUDA=0, or allocations reached the driver some way libprof does
+ * not wrap), then CUPTI's memory records. */
+static void pick_gpu_source(struct model *m)
+{
+	for (size_t i = 0; i < m->nimg; i++) {
+		struct image *im = &m->img[i];
+		int wrapped = 0, recorded = 0;
+		for (size_t d = 0; d < MODEL_DEVICES; d++) {
+			wrapped |= im->gpu[d].allocs || im->gpu[d].frees;
+			recorded |= im->gpu_cupti[d].allocs || im->gpu_cupti[d].frees;
+		}
+		if (!wrapped && recorded) {
+			model_free_gpu(im->gpu);
+			im->gpu = im->gpu_cupti;
+		} else {
+			model_free_gpu(im->gpu_cupti);
+		}
+		im->gpu_cupti = (struct mem_image *)model_no_gpu;
+		im->gpu_from_cupti = !wrapped && recorded;
+	}
+}
+
+const char *model_device_name(int d, char *buf, size_t len)
+{
+	if (d == MODEL_PINNED)
+		snprintf(buf, len, "cpu_pinned/0");
+	else
+		snprintf(buf, len, "gpu/%d", d);
+	return buf;
+}
+
+int model_read(struct model *m, const char *path, char *err, size_t errlen)
+{
+	int rc = cap_read(path, visit, m, err, errlen);
+
+	if (rc == VISIT_OOM) {
+		snprintf(err, errlen, "%s: out of memory while reading the capture", path);
+		return CAP_READ_UNUSABLE;
+	}
+	pick_gpu_source(m);
+	if (model_modules_index(m)) {
+		snprintf(err, errlen, "%s: out of memory while reading the capture", path);
+		return CAP_READ_UNUSABLE;
+	}
+	return rc;
+}

@@ -1,0 +1,217 @@
+/* What every output needs from a raw capture besides the events themselves: session
+ * facts, processes (one "image" per exec), threads, names and categories resolved per
+ * process, lost gaps, and the memory operations for the live-heap analysis.
+ *
+ * Names are per process image: a CAP_PROCESS record for a pid already seen starts a new
+ * image whose string and category ids replace the old ones. All strings are interned in
+ * one table (ids called gid here), so outputs key rows by integers. */
+#ifndef PROF_FORMATS_MODEL_H
+#define PROF_FORMATS_MODEL_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "formats/capture/capture.h"
+#include "formats/util/strtab.h"
+#include "formats/util/u64map.h"
+
+#define MODEL_MAX_DEPTH 255
+#define MODEL_GPUS 8 /* device ordinals tracked; higher ones are counted as the last */
+/* Memory the CUDA calls manage, per domain: GPUs 0..MODEL_GPUS-1, then the page-locked
+ * host memory they allocate (cudaMallocHost, cudaHostAlloc: MXNet's cpu_pinned/0). */
+#define MODEL_PINNED MODEL_GPUS
+#define MODEL_DEVICES (MODEL_GPUS + 1)
+/* An image's memory domain d: its heap (d < 0), else device d (const or not). */
+#define MODEL_DOMAIN(im, d) ((d) < 0 ? &(im)->mem : &(im)->gpu[d])
+
+/* One allocation or release on the live-heap timeline; see memtrack.h. */
+struct mem_op {
+	uint64_t t;
+	uint64_t ptr;
+	uint64_t size; /* bytes of an allocation; MEM_OP_FREE for a release */
+	uint32_t stack; /* an allocation's call stack: model stack index + 1, or 0 */
+	uint32_t reserved;
+};
+#define MEM_OP_FREE UINT64_MAX
+
+#define MEM_SIZE_BUCKETS 65
+
+/* Allocations of one call stack (set by memtrack_analyze when stacks were captured). */
+struct mem_site {
+	uint32_t stack;            /* model stack index + 1; 0: allocations without one */
+	uint64_t allocs, bytes;
+	uint64_t peak_bytes;       /* its blocks live at the image's peak */
+	uint64_t live_bytes, live_count; /* still live at the end: leaks */
+};
+
+struct mem_image {
+	struct mem_op *ops;
+	size_t nops, cap;
+	uint64_t allocs, frees, bytes; /* counted as the events arrive */
+	uint64_t peak, peak_t, live_end; /* set by memtrack_analyze */
+	uint64_t frees_unmatched;  /* releases of blocks never seen allocated (allocated
+				      before recording began, or outside the interposed
+				      allocator): set, and taken out of frees, by
+				      memtrack_analyze */
+	struct mem_site *sites;    /* when any allocation had a stack */
+	size_t nsites;
+	/* allocations by requested size: bucket 0 holds size 0, bucket k >= 1 sizes in
+	 * (2^(k-2), 2^(k-1)] */
+	uint64_t size_count[MEM_SIZE_BUCKETS], size_bytes[MEM_SIZE_BUCKETS];
+};
+
+struct image {
+	uint32_t pid, ppid, exec_seq;
+	uint32_t command;   /* gid of the command line, args joined by spaces; STR_NONE */
+	uint32_t label;     /* gid of "basename args", shortened, for trace viewers */
+	uint32_t pid_order; /* rank of this pid among the pids in order of appearance */
+	int announced;      /* a CAP_PROCESS record was seen (else made up for its events) */
+	int ended;          /* a CAP_PROCESS_END record was seen */
+	int32_t status;
+	uint64_t start_ns, end_ns, lost_reported;
+	uint32_t cat[256];  /* category gid per index; STR_NONE until resolved */
+	struct mem_image mem;
+	/* device memory (category gpu_memory) per device ordinal: from the CUDA calls
+	 * libprof wraps, or, when they made none in this process, from CUPTI's memory
+	 * records (gpu_from_cupti); see model_read. MODEL_DEVICES of each, allocated at
+	 * the image's first device memory event; until then model_no_gpu (all zero, read
+	 * only): 20 KiB per image would let a capture of bare CAP_PROCESS records (32
+	 * bytes each) take gigabytes. */
+	struct mem_image *gpu;
+	struct mem_image *gpu_cupti; /* CUPTI's, until model_read picks */
+	int gpu_from_cupti;
+	int gpu_cat;        /* the image's category index of gpu_memory, or -1 */
+};
+
+extern const struct mem_image model_no_gpu[MODEL_DEVICES];
+
+struct thread {
+	uint32_t image, tid;
+	uint32_t name; /* gid, STR_NONE when never named */
+	/* A PROF_EV_STACK seen, waiting for the event it belongs to (same t0). */
+	uint32_t pending_stack;
+	uint64_t pending_t0;
+	/* Time spent in completed children, per depth: the streaming self-time state.
+	 * ndepth entries each (stats.c grows them as deep as the thread's events go, up to
+	 * MODEL_MAX_DEPTH + 2: a fixed 257 made every row 6 KiB, and a capture of many
+	 * short threads, or of CUPTI-style records naming many tids, gigabytes). */
+	uint64_t *child;
+	/* Net bytes per depth: of allocator calls made there, of completed calls there. */
+	int64_t *mem_direct;
+	int64_t *mem_nested;
+	size_t ndepth;
+};
+
+struct lost_gap {
+	uint32_t pid, tid;
+	uint64_t count, t0, t1;
+};
+
+struct session_kv {
+	uint32_t key, val; /* gids */
+};
+
+/* A distinct call stack of an image: frames[at .. at + nframes) in model.frames,
+ * innermost first (see struct cap_stack). */
+struct model_stack {
+	uint32_t image;
+	uint32_t nframes;
+	size_t at;
+};
+
+/* An executable mapping of an image (CAP_MODULE). */
+struct model_module {
+	uint32_t image;
+	uint32_t path; /* gid */
+	uint64_t start, end, offset;
+};
+
+struct model;
+/* Called for each CAP_EVENTS record after the model's own bookkeeping. 0, or -1 when out
+ * of memory. */
+typedef int (*model_events_fn)(void *ctx, struct model *m, uint32_t image, uint32_t thread,
+			       const struct prof_event *ev, uint32_t n);
+
+struct model {
+	int track_memory; /* set before model_read: gather struct mem_op per image */
+	struct strtab str;
+	struct u64map names;     /* image << 32 | string id -> gid */
+	struct u64map pid_image; /* pid -> its current image */
+	struct u64map pid_exec;  /* pid << 32 | exec_seq -> the latest such image + 1 */
+	struct u64map thread_ix; /* image << 32 | tid -> thread index */
+	struct image *img;
+	size_t nimg, img_cap;
+	struct thread *thr;
+	size_t nthr, thr_cap;
+	struct lost_gap *gaps;
+	size_t ngaps, gaps_cap;
+	struct session_kv *session, *session_end;
+	size_t nsession, session_cap, nsession_end, session_end_cap;
+	int have_session, have_session_end, have_start, have_end;
+	uint64_t start_ns, end_ns;   /* from the session records */
+	uint64_t end_events, end_lost; /* what CAP_SESSION_END says */
+	uint64_t first_t, last_t;    /* over every event */
+	uint64_t events, lost;       /* event records (not LOST ones); sum of LOST counts */
+	struct model_stack *stacks;
+	size_t nstacks, stacks_cap;
+	uint64_t *frames;
+	size_t nframes, frames_cap;
+	struct u64map stack_ix; /* image << 32 | stack id -> stack index + 1 */
+	struct model_module *mods;
+	size_t nmods, mods_cap;
+	/* mods by (image, start, index), made when the capture is read (model_read): a
+	 * frame's module is found by binary search, not a walk over every module */
+	uint32_t *mod_order;
+	size_t nmod_order;
+	struct u64map frame_names; /* image << 47 | pc -> gid (CAP_FRAME_NAME) */
+	struct u64map gpu_blocks;  /* image << 47 | device pointer -> device (live blocks) */
+	struct u64map gpu_cupti_blocks; /* the same, of CUPTI's memory records */
+	model_events_fn on_events;
+	/* During on_events: per event, its call stack (stack index + 1) or 0; NULL when
+	 * the record has none. The events handed over never include PROF_EV_STACK
+	 * records themselves. */
+	const uint32_t *ev_stacks;
+	uint32_t *ev_stacks_buf;
+	struct prof_event *ev_buf;
+	size_t ev_buf_cap;
+	void *ctx;
+};
+
+void model_init(struct model *m);
+void model_free(struct model *m);
+/* Reads a capture into m, calling m->on_events for each events record. Returns a
+ * cap_read result; err names the damage or the reason the capture is unusable (out of
+ * memory included). */
+int model_read(struct model *m, const char *path, char *err, size_t errlen);
+/* A memory domain's name, "gpu/N" or "cpu_pinned/0" (d < MODEL_DEVICES), in buf. */
+const char *model_device_name(int d, char *buf, size_t len);
+
+/* The name the capture gives a native frame of an image (CAP_FRAME_NAME), or STR_NONE. */
+uint32_t model_frame_name(const struct model *m, uint32_t image, uint64_t pc);
+/* The module holding pc in an image (a native frame), or NULL. */
+const struct model_module *model_module_of(const struct model *m, uint32_t image, uint64_t pc);
+
+/* The origin of the timeline: the session start, else the first event. */
+uint64_t model_origin(const struct model *m);
+/* The end of the timeline: the session end, else the last event. */
+uint64_t model_end(const struct model *m);
+/* Events lost: the larger of the LOST records' sum and what the session end says. */
+uint64_t model_lost(const struct model *m);
+/* Distinct pids. */
+static inline size_t model_npids(const struct model *m) { return m->pid_image.len; }
+/* A session fact (from CAP_SESSION, else CAP_SESSION_END), or NULL. */
+const char *model_fact(const struct model *m, const char *key);
+/* The session's command: the session fact, else the first process's command line. */
+const char *model_command(const struct model *m);
+
+/* Name of string id of an image, "<unknown:ID>" when undefined; STR_NONE when out of
+ * memory. */
+uint32_t model_name(struct model *m, uint32_t image, uint32_t id);
+/* Name of category index cat in an image; STR_NONE when out of memory. */
+uint32_t model_category(struct model *m, uint32_t image, unsigned cat);
+static inline const char *model_str(const struct model *m, uint32_t gid, size_t *len)
+{
+	return strtab_get(&m->str, gid, len);
+}
+
+#endif

@@ -1,0 +1,276 @@
+/* The model's own pass over each events record: counts, the time span, lost gaps and
+ * (when asked) the memory operations of each image. */
+#include "formats/model/model.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "formats/model/model_internal.h"
+#include "formats/util/vec.h"
+
+static int lost_gap(struct model *m, uint32_t pid, uint32_t tid, const struct prof_event *e)
+{
+	struct lost_gap *g;
+
+	if (VEC_RESERVE(m->gaps, m->gaps_cap, m->ngaps + 1))
+		return -1;
+	g = &m->gaps[m->ngaps++];
+	g->pid = pid;
+	g->tid = tid;
+	g->count = e->a;
+	g->t0 = e->t0;
+	g->t1 = e->t1;
+	m->lost += e->a;
+	return 0;
+}
+
+/* Byte sums saturate: a damaged capture's absurd size must not wrap a total below what
+ * the sound allocations alone made. */
+static inline uint64_t sat_add(uint64_t a, uint64_t b)
+{
+	uint64_t s;
+	return __builtin_add_overflow(a, b, &s) ? UINT64_MAX : s;
+}
+
+static int mem_push(struct mem_image *mi, uint64_t t, uint64_t ptr, uint64_t size)
+{
+	if (VEC_RESERVE(mi->ops, mi->cap, mi->nops + 1))
+		return -1;
+	mi->ops[mi->nops].t = t;
+	mi->ops[mi->nops].ptr = ptr;
+	mi->ops[mi->nops].size = size;
+	mi->ops[mi->nops].stack = 0;
+	mi->ops[mi->nops].reserved = 0;
+	mi->nops++;
+	return 0;
+}
+
+/* A release is placed at the call's start and an allocation at its end: the allocator
+ * can hand a released block to another thread only after the release began, and that
+ * thread's call ends later, so time order never puts a reuse before its release. */
+static int memory_event(struct model *m, struct mem_image *mi, const struct prof_event *e,
+			uint32_t stack)
+{
+	if ((e->flags & PROF_EVF_FREES) && e->c) {
+		mi->frees++;
+		if (m->track_memory && mem_push(mi, e->t0, e->c, MEM_OP_FREE))
+			return -1;
+	}
+	if ((e->flags & PROF_EVF_ALLOCS) && e->a) {
+		mi->allocs++;
+		mi->bytes = sat_add(mi->bytes, e->b);
+		/* bucket k >= 1 holds sizes up to 2^(k-1) above the previous bucket's */
+		unsigned k = e->b <= 1 ? (unsigned)e->b : 65 - (unsigned)__builtin_clzll(e->b - 1);
+		if (k >= MEM_SIZE_BUCKETS)
+			k = MEM_SIZE_BUCKETS - 1;
+		mi->size_count[k]++;
+		mi->size_bytes[k] = sat_add(mi->size_bytes[k], e->b);
+		/* A size of MEM_OP_FREE cannot be allocated; one less keeps it an allocation. */
+		if (m->track_memory &&
+		    mem_push(mi, e->t1, e->a, e->b == MEM_OP_FREE ? e->b - 1 : e->b))
+			return -1;
+		if (m->track_memory)
+			mi->ops[mi->nops - 1].stack = stack;
+	}
+	return 0;
+}
+
+/* Device memory (category gpu_memory, see preload/gpu/cuda_api.c and cupti_records.c): an
+ * allocation names its device (c), a release only its pointer, found among the image's
+ * live device blocks. CUPTI's records (in ns: PROF_EVF_NS) are kept apart until
+ * model_read picks one source per process. */
+static int gpu_memory_event(struct model *m, uint32_t image, const struct prof_event *e,
+			    uint32_t stack)
+{
+	struct image *im = &m->img[image];
+	int cupti = (e->flags & PROF_EVF_NS) != 0;
+	struct mem_image **devices = cupti ? &im->gpu_cupti : &im->gpu;
+	if (*devices == model_no_gpu) {
+		struct mem_image *d = calloc(MODEL_DEVICES, sizeof(*d));
+		if (!d)
+			return -1;
+		*devices = d;
+	}
+	struct mem_image *per_device = *devices;
+	struct u64map *live = cupti ? &m->gpu_cupti_blocks : &m->gpu_blocks;
+	uint64_t base = (uint64_t)image << 47, dev;
+	if ((e->flags & PROF_EVF_FREES) && e->c &&
+	    u64map_remove(live, base ^ (e->c & ((1ull << 47) - 1)), &dev)) {
+		struct mem_image *mi = &per_device[dev];
+		mi->frees++;
+		if (m->track_memory && mem_push(mi, e->t0, e->c, MEM_OP_FREE))
+			return -1;
+	}
+	if ((e->flags & PROF_EVF_ALLOCS) && e->a) {
+		int created;
+		dev = e->c == PROF_GPU_PINNED ? MODEL_PINNED
+		      : e->c < MODEL_GPUS    ? e->c
+					     : MODEL_GPUS - 1;
+		uint64_t *slot = u64map_upsert(live, base ^ (e->a & ((1ull << 47) - 1)), &created);
+		if (!slot)
+			return -1;
+		*slot = dev;
+		struct mem_image *mi = &per_device[dev];
+		mi->allocs++;
+		mi->bytes = sat_add(mi->bytes, e->b);
+		if (m->track_memory &&
+		    mem_push(mi, e->t1, e->a, e->b == MEM_OP_FREE ? e->b - 1 : e->b))
+			return -1;
+		if (m->track_memory)
+			mi->ops[mi->nops - 1].stack = stack;
+	}
+	return 0;
+}
+
+static inline int unlikely_gpu(const struct model *m, int64_t im, const struct prof_event *e)
+{
+	return __builtin_expect(e->cat >= PROF_CAT_FIRST_DYNAMIC, 0) &&
+	       m->img[im].gpu_cat == (int)e->cat && e->type == PROF_EV_COMPLETE;
+}
+
+/* Room for n events and their stacks in the scratch arrays. */
+static int scratch(struct model *m, size_t n)
+{
+	if (n <= m->ev_buf_cap)
+		return 0;
+	struct prof_event *e = realloc(m->ev_buf, n * sizeof *e);
+	if (!e)
+		return -1;
+	m->ev_buf = e;
+	uint32_t *st = realloc(m->ev_stacks_buf, n * sizeof *st);
+	if (!st)
+		return -1;
+	m->ev_stacks_buf = st;
+	m->ev_buf_cap = n;
+	return 0;
+}
+
+/* The row of a GPU event: one thread per (device, stream), named for viewers. */
+static int64_t gpu_row(struct model *m, uint32_t image, uint64_t where)
+{
+	size_t before = m->nthr;
+	int64_t th = model_thread_of(m, image, prof_gpu_tid(where));
+	char name[48];
+
+	if (th >= 0 && m->nthr > before) {
+		snprintf(name, sizeof(name), "GPU %u, stream %u", prof_gpu_device(where),
+			 prof_gpu_stream(where));
+		if (strtab_intern_str(&m->str, name, &m->thr[th].name))
+			return -1;
+	}
+	return th;
+}
+
+/* The thread an event is shown on: the ring's, unless it was written for another row
+ * (CUPTI's records, which its own thread delivers). */
+static int64_t row_of(struct model *m, uint32_t image, uint32_t ring_thread,
+		      const struct prof_event *e)
+{
+	if (e->type == PROF_EV_LOST)
+		return ring_thread;
+	if (e->flags & PROF_EVF_GPU)
+		return gpu_row(m, image, e->c);
+	if (e->flags & PROF_EVF_TID)
+		return model_thread_of(m, image, (uint32_t)e->c);
+	return ring_thread;
+}
+
+/* Hands the events to on_events in runs that share a row (and makes the rows, whether
+ * or not anyone listens: the thread list is the same for every reader). */
+static int by_row(struct model *m, uint32_t image, uint32_t ring_thread,
+		  const struct prof_event *ev, const uint32_t *stacks, uint32_t n)
+{
+	uint32_t i = 0, j;
+
+	while (i < n) {
+		int64_t th = row_of(m, image, ring_thread, &ev[i]), next = -1;
+		if (th < 0)
+			return -1;
+		for (j = i + 1; j < n; j++) {
+			next = row_of(m, image, ring_thread, &ev[j]);
+			if (next != th)
+				break;
+		}
+		if (j < n && next < 0)
+			return -1;
+		if (m->on_events) {
+			m->ev_stacks = stacks ? stacks + i : NULL;
+			int rc = m->on_events(m->ctx, m, image, (uint32_t)th, ev + i, j - i);
+			m->ev_stacks = 0;
+			if (rc)
+				return rc;
+		}
+		i = j;
+	}
+	return 0;
+}
+
+int model_events(struct model *m, const void *payload, uint32_t len)
+{
+	struct cap_events ce;
+	const struct prof_event *ev = (const struct prof_event *)((const char *)payload +
+								  sizeof(ce));
+	int64_t im, th;
+	uint32_t i, out = 0;
+
+	(void)len; /* checked by the reader: len == sizeof(ce) + count * sizeof(*ev) */
+	memcpy(&ce, payload, sizeof(ce));
+	im = model_image_of(m, ce.pid);
+	if (im < 0 || (th = model_thread_of(m, (uint32_t)im, ce.tid)) < 0)
+		return -1;
+	struct thread *t = &m->thr[th];
+	/* stacks are paired with their events here; consumers get events without the
+	 * PROF_EV_STACK records and a parallel array of stack indexes */
+	int stacks = t->pending_stack != 0, routed = 0;
+	for (i = 0; i < ce.count && !stacks; i++)
+		stacks = ev[i].type == PROF_EV_STACK;
+	if (stacks && scratch(m, ce.count))
+		return -1;
+	for (i = 0; i < ce.count; i++) {
+		const struct prof_event *e = &ev[i];
+
+		if (e->t0 < m->first_t)
+			m->first_t = e->t0;
+		if (e->t1 > m->last_t)
+			m->last_t = e->t1;
+		if (e->type == PROF_EV_STACK) {
+			t->pending_stack = model_stack_index(m, (uint32_t)im, (uint32_t)e->a);
+			t->pending_t0 = e->t0;
+			m->events++;
+			continue;
+		}
+		uint32_t stack = 0;
+		if (t->pending_stack) {
+			if (t->pending_t0 == e->t0 && e->type != PROF_EV_LOST)
+				stack = t->pending_stack;
+			t->pending_stack = 0;
+		}
+		if (stacks) {
+			m->ev_buf[out] = *e;
+			m->ev_stacks_buf[out++] = stack;
+		}
+		if (e->type == PROF_EV_LOST) {
+			if (lost_gap(m, ce.pid, ce.tid, e))
+				return -1;
+			continue;
+		}
+		m->events++;
+		routed |= e->flags & (PROF_EVF_GPU | PROF_EVF_TID);
+		if (e->cat == PROF_CAT_MEMORY && memory_event(m, &m->img[im].mem, e, stack))
+			return -1;
+		if (unlikely_gpu(m, im, e) && gpu_memory_event(m, (uint32_t)im, e, stack))
+			return -1;
+	}
+	if (routed) /* new rows: t may have moved */
+		return by_row(m, (uint32_t)im, (uint32_t)th, stacks ? m->ev_buf : ev,
+			      stacks ? m->ev_stacks_buf : NULL, stacks ? out : ce.count);
+	if (!m->on_events)
+		return 0;
+	if (!stacks)
+		return m->on_events(m->ctx, m, (uint32_t)im, (uint32_t)th, ev, ce.count);
+	m->ev_stacks = m->ev_stacks_buf;
+	int rc = m->on_events(m->ctx, m, (uint32_t)im, (uint32_t)th, m->ev_buf, out);
+	m->ev_stacks = 0;
+	return rc;
+}

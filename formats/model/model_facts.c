@@ -1,0 +1,67 @@
+/* Session-level facts derived from the model, robust to missing session records (a
+ * collector that crashed mid-write leaves no CAP_SESSION_END). */
+#include "formats/model/model.h"
+
+#include <string.h>
+
+static const char *find(const struct model *m, const struct session_kv *kv, size_t n,
+			const char *key)
+{
+	size_t i, klen = strlen(key), len;
+	const char *v = NULL;
+
+	/* The last value of a key wins, as for thread names. */
+	for (i = 0; i < n; i++) {
+		const char *k = model_str(m, kv[i].key, &len);
+		if (len == klen && !memcmp(k, key, klen))
+			v = model_str(m, kv[i].val, NULL);
+	}
+	return v;
+}
+
+const char *model_fact(const struct model *m, const char *key)
+{
+	const char *v = find(m, m->session, m->nsession, key);
+
+	return v ? v : find(m, m->session_end, m->nsession_end, key);
+}
+
+const char *model_command(const struct model *m)
+{
+	const char *c = model_fact(m, "command");
+	size_t i;
+
+	if (c && *c)
+		return c;
+	for (i = 0; i < m->nimg; i++)
+		if (m->img[i].command != STR_NONE)
+			return model_str(m, m->img[i].command, NULL);
+	return "?";
+}
+
+uint64_t model_origin(const struct model *m)
+{
+	if (m->have_start)
+		return m->start_ns;
+	return m->first_t == UINT64_MAX ? 0 : m->first_t;
+}
+
+uint64_t model_end(const struct model *m)
+{
+	uint64_t o = model_origin(m);
+	uint64_t e = m->have_end ? m->end_ns : m->last_t;
+
+	return e < o ? o : e;
+}
+
+uint64_t model_lost(const struct model *m)
+{
+	uint64_t lost = m->lost, procs = 0;
+	size_t i;
+
+	for (i = 0; i < m->nimg; i++)
+		procs += m->img[i].lost_reported;
+	if (m->end_lost > lost)
+		lost = m->end_lost;
+	return procs > lost ? procs : lost;
+}

@@ -1,0 +1,361 @@
+/* Aggregation of events into table rows, marks, counters and steps. */
+#include "formats/model/stats.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+#include "formats/util/vec.h"
+
+void stats_init(struct stats *s)
+{
+	memset(s, 0, sizeof(*s));
+	u64map_init(&s->row_ix);
+	u64map_init(&s->mark_ix);
+	u64map_init(&s->ctr_ix);
+	u64map_init(&s->block_size);
+	u64map_init(&s->copy_ix);
+}
+
+void stats_free(struct stats *s)
+{
+	size_t i;
+
+	for (i = 0; i < s->nrows; i++)
+		free(s->rows[i].durs);
+	free(s->rows);
+	free(s->marks);
+	free(s->ctrs);
+	free(s->steps);
+	u64map_free(&s->row_ix);
+	u64map_free(&s->mark_ix);
+	u64map_free(&s->ctr_ix);
+	u64map_free(&s->block_size);
+	free(s->copies);
+	u64map_free(&s->copy_ix);
+	memset(s, 0, sizeof(*s));
+}
+
+/* Index of the entry for key in an array of elem-byte entries, appended (zeroed) when
+ * new; -1 when out of memory. */
+static int64_t slot_for(struct u64map *ix, void *arr, size_t *n, size_t *cap, size_t elem,
+			uint64_t key, int *created)
+{
+	uint64_t *v = u64map_upsert(ix, key, created);
+	char *base;
+
+	if (!v)
+		return -1;
+	if (!*created)
+		return (int64_t)*v;
+	if (vec_grow(arr, cap, *n + 1, elem)) {
+		u64map_remove(ix, key, NULL);
+		return -1;
+	}
+	memcpy(&base, arr, sizeof(base));
+	memset(base + *n * elem, 0, elem);
+	*v = *n;
+	return (int64_t)(*n)++;
+}
+
+static struct row *row_for(struct stats *s, uint32_t cat, uint32_t name)
+{
+	int created;
+	int64_t i = slot_for(&s->row_ix, &s->rows, &s->nrows, &s->rows_cap, sizeof(struct row),
+			     (uint64_t)cat << 32 | name, &created);
+
+	if (i < 0)
+		return NULL;
+	if (created) {
+		s->rows[i].cat = cat;
+		s->rows[i].name = name;
+		s->rows[i].min = UINT64_MAX;
+	}
+	return &s->rows[i];
+}
+
+/* Net byte sums saturate: sizes from a damaged capture (2^63 and up) must not overflow
+ * (undefined behaviour in C). */
+static inline int64_t sat_i64(int64_t a, int64_t b)
+{
+	int64_t s;
+	if (!__builtin_add_overflow(a, b, &s))
+		return s;
+	return b > 0 ? INT64_MAX : INT64_MIN;
+}
+
+/* An allocator call's net bytes: + the block it returned, - the one it released (its
+ * size known when its allocation was seen: blocks from before the capture count 0). */
+static int net_bytes(struct stats *s, uint32_t image, const struct prof_event *e, int64_t *net)
+{
+	uint64_t key_base = (uint64_t)image << 47, old;
+	*net = 0;
+	if ((e->flags & PROF_EVF_FREES) && e->c &&
+	    u64map_remove(&s->block_size, key_base ^ e->c, &old))
+		*net = old > INT64_MAX ? INT64_MIN : -(int64_t)old;
+	if ((e->flags & PROF_EVF_ALLOCS) && e->a) {
+		int created;
+		uint64_t *v = u64map_upsert(&s->block_size, key_base ^ e->a, &created);
+		if (!v)
+			return -1;
+		*v = e->b;
+		*net = sat_i64(*net, e->b > INT64_MAX ? INT64_MAX : (int64_t)e->b);
+	}
+	return 0;
+}
+
+/* Room in t's per-depth arrays for an event at depth d (and its children's level). */
+static int depths(struct thread *t, unsigned d)
+{
+	size_t need = (size_t)d + 2, cap = t->ndepth ? t->ndepth : 4;
+	if (need <= t->ndepth)
+		return 0;
+	while (cap < need)
+		cap *= 2;
+	if (cap > MODEL_MAX_DEPTH + 2)
+		cap = MODEL_MAX_DEPTH + 2;
+	uint64_t *c = realloc(t->child, cap * sizeof(*c));
+	if (c)
+		t->child = c;
+	int64_t *md = c ? realloc(t->mem_direct, cap * sizeof(*md)) : NULL;
+	if (md)
+		t->mem_direct = md;
+	int64_t *mn = md ? realloc(t->mem_nested, cap * sizeof(*mn)) : NULL;
+	if (!mn)
+		return -1;
+	t->mem_nested = mn;
+	size_t old = t->ndepth, more = cap - old;
+	memset(c + old, 0, more * sizeof(*c));
+	memset(md + old, 0, more * sizeof(*md));
+	memset(mn + old, 0, more * sizeof(*mn));
+	t->ndepth = cap;
+	return 0;
+}
+
+/* Memory follows the same streaming rule as self time: an allocator call adds its net
+ * bytes to its level; a call that ends takes what its level below gathered. */
+static void complete_mem(struct stats *s, struct row *r, struct thread *t,
+			 const struct prof_event *e, int is_memory, int64_t net)
+{
+	if (is_memory) {
+		r->mem = sat_i64(r->mem, net);
+		r->self_mem = sat_i64(r->self_mem, net);
+		t->mem_direct[e->depth] = sat_i64(t->mem_direct[e->depth], net);
+		return;
+	}
+	int64_t direct = t->mem_direct[e->depth + 1], nested = t->mem_nested[e->depth + 1];
+	int64_t both = sat_i64(direct, nested);
+	t->mem_direct[e->depth + 1] = t->mem_nested[e->depth + 1] = 0;
+	r->self_mem = sat_i64(r->self_mem, direct);
+	r->mem = sat_i64(r->mem, both);
+	t->mem_nested[e->depth] = sat_i64(t->mem_nested[e->depth], both);
+	s->has_mem |= direct || nested;
+}
+
+static int complete(struct row *r, struct thread *t, const struct prof_event *e)
+{
+	uint64_t dur = e->t1 > e->t0 ? e->t1 - e->t0 : 0;
+	uint64_t *child = &t->child[e->depth + 1];
+
+	/* Events of a thread come in end order, callees first: what the deeper level
+	 * gathered belongs to this event, which then adds itself to its own level. */
+	r->self += dur > *child ? dur - *child : 0;
+	*child = 0;
+	t->child[e->depth] += dur;
+	r->count++;
+	r->total += dur;
+	if (dur < r->min)
+		r->min = dur;
+	if (dur > r->max)
+		r->max = dur;
+	if (VEC_RESERVE(r->durs, r->durs_cap, r->ndurs + 1))
+		return -1;
+	r->durs[r->ndurs++] = dur;
+	return 0;
+}
+
+static int mark(struct stats *s, uint32_t name)
+{
+	int created;
+	int64_t i = slot_for(&s->mark_ix, &s->marks, &s->nmarks, &s->marks_cap,
+			     sizeof(struct mark), name, &created);
+
+	if (i < 0)
+		return -1;
+	s->marks[i].name = name;
+	s->marks[i].count++;
+	return 0;
+}
+
+static int counter(struct stats *s, uint32_t name, const struct prof_event *e)
+{
+	int created;
+	int64_t i = slot_for(&s->ctr_ix, &s->ctrs, &s->nctrs, &s->ctrs_cap,
+			     sizeof(struct counter), name, &created);
+	struct counter *c;
+	double v;
+
+	if (i < 0)
+		return -1;
+	c = &s->ctrs[i];
+	if (e->flags & PROF_EVF_DOUBLE) {
+		memcpy(&v, &e->a, sizeof(v));
+		c->is_double = 1;
+	} else {
+		v = (double)(int64_t)e->a;
+	}
+	c->name = name;
+	if (!c->count++ || v < c->min)
+		c->min = v;
+	if (c->count == 1 || v > c->max)
+		c->max = v;
+	if (c->count == 1 || e->t0 >= c->last_t) {
+		c->last = v;
+		c->last_t = e->t0;
+	}
+	return 0;
+}
+
+static int step(struct stats *s, uint32_t pid, uint64_t t)
+{
+	if (VEC_RESERVE(s->steps, s->steps_cap, s->nsteps + 1))
+		return -1;
+	s->steps[s->nsteps].pid = pid;
+	s->steps[s->nsteps++].t = t;
+	return 0;
+}
+
+/* A copy or set on a GPU: its bytes, for the copies table (kernels have none). */
+static int gpu_copy(struct stats *s, struct model *m, uint32_t cat, uint32_t name,
+		    const struct prof_event *e)
+{
+	int created;
+
+	if (!s->gpu_cats) {
+		if (strtab_intern_str(&m->str, "cuda_memcpy", &s->memcpy_cat) ||
+		    strtab_intern_str(&m->str, "cuda_memset", &s->memset_cat))
+			return -1;
+		s->gpu_cats = 1;
+	}
+	if (cat != s->memcpy_cat && cat != s->memset_cat)
+		return 0;
+	int64_t i = slot_for(&s->copy_ix, &s->copies, &s->ncopies, &s->copies_cap,
+			     sizeof(struct copy_row), (uint64_t)cat << 32 | name, &created);
+	if (i < 0)
+		return -1;
+	s->copies[i].cat = cat;
+	s->copies[i].name = name;
+	s->copies[i].count++;
+	s->copies[i].bytes += e->b;
+	s->copies[i].total += e->t1 > e->t0 ? e->t1 - e->t0 : 0;
+	return 0;
+}
+
+static int one_event(struct stats *s, struct model *m, uint32_t image, struct thread *t,
+		     const struct prof_event *e)
+{
+	uint32_t name = model_name(m, image, e->name), cat;
+	struct row *r;
+
+	if (name == STR_NONE)
+		return -1;
+	switch (e->type) {
+	case PROF_EV_COMPLETE:
+		/* device memory is tabled per device (Memory: gpu/N); the calls that made it
+		 * have their times in cuda_api, and these events have none */
+		if ((int)e->cat == m->img[image].gpu_cat)
+			return 0;
+		cat = model_category(m, image, e->cat);
+		if (cat == STR_NONE || !(r = row_for(s, cat, name)))
+			return -1;
+		int64_t net = 0;
+		if (e->cat == PROF_CAT_MEMORY && net_bytes(s, image, e, &net))
+			return -1;
+		if ((e->flags & PROF_EVF_GPU) && gpu_copy(s, m, cat, name, e))
+			return -1;
+		if (depths(t, e->depth))
+			return -1;
+		complete_mem(s, r, t, e, e->cat == PROF_CAT_MEMORY, net);
+		return complete(r, t, e);
+	case PROF_EV_INSTANT:
+		if (e->cat == PROF_CAT_STEP)
+			return step(s, m->img[image].pid, e->t0);
+		return mark(s, name);
+	case PROF_EV_COUNTER:
+		return counter(s, name, e);
+	default:
+		return 0;
+	}
+}
+
+int stats_on_events(void *ctx, struct model *m, uint32_t image, uint32_t thread,
+		    const struct prof_event *ev, uint32_t n)
+{
+	struct stats *s = ctx;
+	struct thread *t = &m->thr[thread];
+	uint32_t i;
+
+	for (i = 0; i < n; i++) {
+		if (ev[i].type == PROF_EV_LOST) {
+			/* Ranges that ended in the gap never reported to their parents. */
+			if (t->ndepth) {
+				memset(t->child, 0, t->ndepth * sizeof(*t->child));
+				memset(t->mem_direct, 0, t->ndepth * sizeof(*t->mem_direct));
+				memset(t->mem_nested, 0, t->ndepth * sizeof(*t->mem_nested));
+			}
+			continue;
+		}
+		if (one_event(s, m, image, t, &ev[i]))
+			return -1;
+	}
+	return 0;
+}
+
+static int by_pid_time(const void *a, const void *b)
+{
+	const struct step_time *x = a, *y = b;
+
+	if (x->pid != y->pid)
+		return x->pid < y->pid ? -1 : 1;
+	return x->t < y->t ? -1 : x->t > y->t;
+}
+
+static int step_summary(struct stats *s)
+{
+	uint64_t *gaps, sum = 0;
+	size_t i, n = 0;
+
+	s->step.count = s->nsteps;
+	if (s->nsteps < 2)
+		return 0;
+	qsort(s->steps, s->nsteps, sizeof(*s->steps), by_pid_time);
+	gaps = malloc(s->nsteps * sizeof(*gaps));
+	if (!gaps)
+		return -1;
+	for (i = 1; i < s->nsteps; i++) {
+		if (s->steps[i].pid != s->steps[i - 1].pid)
+			continue;
+		gaps[n] = s->steps[i].t - s->steps[i - 1].t;
+		sum += gaps[n++];
+	}
+	s->step.intervals = n;
+	if (n) {
+		s->step.mean_ns = sum / n;
+		s->step.median_ns = median_u64(gaps, n);
+	}
+	free(gaps);
+	return 0;
+}
+
+int stats_finish(struct stats *s)
+{
+	size_t i;
+
+	for (i = 0; i < s->nrows; i++) {
+		struct row *r = &s->rows[i];
+		r->median = median_u64(r->durs, r->ndurs);
+		free(r->durs);
+		r->durs = NULL;
+		r->ndurs = r->durs_cap = 0;
+	}
+	return step_summary(s);
+}

@@ -1,0 +1,84 @@
+/* Aggregates behind the tables: one row per (category, name) across all processes with
+ * count, total, self (streaming, O(depth) per thread), min, max and the durations for an
+ * exact median; marks, counters and steps. */
+#ifndef PROF_FORMATS_STATS_H
+#define PROF_FORMATS_STATS_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "formats/model/model.h"
+
+struct row {
+	uint32_t cat, name; /* gids */
+	uint64_t count, total, self, min, max;
+	/* Net bytes allocated (allocations minus releases) during its calls, with and
+	 * without what its callees did: PyTorch's "CPU Mem" and "Self CPU Mem". */
+	int64_t mem, self_mem;
+	uint64_t *durs; /* every duration, for the median (8 bytes per event) */
+	size_t ndurs, durs_cap;
+	uint64_t median; /* set by stats_finish */
+};
+
+struct mark {
+	uint32_t name;
+	uint64_t count;
+};
+
+struct counter {
+	uint32_t name;
+	uint64_t count, last_t;
+	double min, max, last;
+	int is_double;
+};
+
+/* Bytes moved on a GPU per kind of copy or set (categories cuda_memcpy, cuda_memset). */
+struct copy_row {
+	uint32_t cat, name; /* gids: "cuda_memcpy", "Memcpy HtoD" */
+	uint64_t count, bytes, total;
+};
+
+struct step_time {
+	uint32_t pid;
+	uint64_t t;
+};
+
+struct step_summary {
+	uint64_t count, intervals;
+	uint64_t mean_ns, median_ns; /* between consecutive steps of one process */
+};
+
+struct stats {
+	struct row *rows;
+	size_t nrows, rows_cap;
+	struct u64map row_ix; /* cat gid << 32 | name gid -> row */
+	struct mark *marks;
+	size_t nmarks, marks_cap;
+	struct u64map mark_ix;
+	struct counter *ctrs;
+	size_t nctrs, ctrs_cap;
+	struct u64map ctr_ix;
+	struct step_time *steps;
+	size_t nsteps, steps_cap;
+	struct step_summary step;
+	struct copy_row *copies;
+	size_t ncopies, copies_cap;
+	struct u64map copy_ix;
+	uint32_t memcpy_cat, memset_cat; /* gids, once gpu_cats */
+	int gpu_cats;
+	struct u64map block_size; /* image << 47 | pointer -> bytes, for net memory */
+	int has_mem;              /* some non-memory row saw allocations */
+};
+
+void stats_init(struct stats *s);
+void stats_free(struct stats *s);
+/* A model_events_fn; ctx is the struct stats. */
+int stats_on_events(void *ctx, struct model *m, uint32_t image, uint32_t thread,
+		    const struct prof_event *ev, uint32_t n);
+/* Medians and the step summary, once every event was seen. 0 or -1. */
+int stats_finish(struct stats *s);
+
+/* Median of v[0..n) (mean of the two middle values when n is even); reorders v. */
+uint64_t median_u64(uint64_t *v, size_t n);
+
+#endif

@@ -1,0 +1,335 @@
+/* The tables for people: a header with the session's facts and losses, one table per
+ * category, then memory per process, steps, marks and counters. */
+#include <inttypes.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "formats/tables/report.h"
+#include "formats/symbols/stack_names.h"
+#include "formats/tables/textfmt.h"
+
+#define NAME_MIN 16
+#define NAME_MAX_COLS 48
+
+static void header(const struct report *r, FILE *out)
+{
+	char a[TEXTFMT_LEN], b[TEXTFMT_LEN], cmd[4 * 100 + 4], host[4 * 64 + 4];
+	const char *h = model_fact(r->m, "host"), *c = model_command(r->m);
+	size_t np = model_npids(r->m);
+
+	/* Both come from the profiled side: keep terminal controls out. */
+	fmt_name(cmd, c, strlen(c), 100);
+	fmt_name(host, h ? h : "unknown host", strlen(h ? h : "unknown host"), 64);
+	fprintf(out, "libprof profile: %s   (%s, %zu process%s, duration %s)\n", cmd, host, np,
+		np == 1 ? "" : "es", fmt_dur(a, r->duration));
+	fprintf(out, "Events: %s captured, %s lost\n", fmt_count(a, r->m->events),
+		fmt_count(b, r->lost));
+	if (r->lost && r->m->ngaps) {
+		const struct lost_gap *g = &r->m->gaps[0];
+		char at[TEXTFMT_LEN];
+		fprintf(out, "WARNING: %s events lost in %s gap%s (full ring); first gap at +%s "
+			"(pid %" PRIu32 ", tid %" PRIu32 "); the figures below undercount\n",
+			fmt_count(a, r->lost), fmt_count(b, r->m->ngaps), r->m->ngaps == 1 ? "" : "s",
+			fmt_dur(at, g->t0 > r->origin ? g->t0 - r->origin : 0), g->pid, g->tid);
+	} else if (r->lost) {
+		fprintf(out, "WARNING: %s events lost (full ring); the figures below undercount\n",
+			fmt_count(a, r->lost));
+	}
+	if (r->damage)
+		fprintf(out, "WARNING: damaged capture, the tables cover what came before: %s\n",
+			r->damage);
+	if (!r->m->have_session_end)
+		fprintf(out, "Note: the capture has no session end (the session was still running, or its "
+			     "collector stopped early)\n");
+}
+
+static size_t name_width(const struct report *r, const struct report_cat *c)
+{
+	char buf[4 * NAME_MAX_COLS + 4];
+	size_t i, w = NAME_MIN, len;
+
+	for (i = 0; i < c->nrows; i++) {
+		const char *s = model_str(r->m, c->rows[i]->name, &len);
+		size_t cols = fmt_name(buf, s, len, NAME_MAX_COLS);
+		if (cols > w)
+			w = cols;
+	}
+	return w;
+}
+
+static void pad_name(FILE *out, const struct model *m, uint32_t gid, size_t width)
+{
+	char buf[4 * NAME_MAX_COLS + 4];
+	size_t len;
+	const char *s = model_str(m, gid, &len);
+	size_t cols = fmt_name(buf, s, len, width);
+
+	fputs(buf, out);
+	for (; cols < width; cols++)
+		fputc(' ', out);
+}
+
+static char *fmt_net_bytes(char buf[TEXTFMT_LEN], int64_t v)
+{
+	char tmp[TEXTFMT_LEN];
+	if (v >= 0)
+		return fmt_bytes(buf, (uint64_t)v);
+	snprintf(buf, TEXTFMT_LEN, "-%s", fmt_bytes(tmp, (uint64_t)-v));
+	return buf;
+}
+
+static void category(const struct report *r, const struct report_cat *c, FILE *out)
+{
+	size_t w = name_width(r, c), i;
+	char t[9][TEXTFMT_LEN];
+	const char *cat = model_str(r->m, c->cat, NULL);
+	/* where allocations happened inside calls: PyTorch's memory columns */
+	int mem = r->s->has_mem && strcmp(cat, "memory");
+
+	fprintf(out, "\n%s", cat);
+	if (c->nrows < c->all_rows)
+		fprintf(out, "   (top %zu of %zu)", c->nrows, c->all_rows);
+	/* Two spaces at least after the name: scripts split rows on runs of 2+ spaces. */
+	fprintf(out, "\n%-*s  %10s %10s %10s %10s %10s %10s %10s %10s", (int)w, "Name", "Count",
+		"Total", "Self", "Min", "Max", "Avg", "Median", "% of cat");
+	if (mem)
+		fprintf(out, " %13s %13s", "CPU Mem", "Self CPU Mem");
+	fputc('\n', out);
+	for (i = 0; i < c->nrows; i++) {
+		const struct row *x = c->rows[i];
+		pad_name(out, r->m, x->name, w);
+		fprintf(out, "  %10s %10s %10s %10s %10s %10s %10s %10.1f", fmt_count(t[0], x->count),
+			fmt_dur(t[1], x->total), fmt_dur(t[2], x->self), fmt_dur(t[3], x->min),
+			fmt_dur(t[4], x->max), fmt_dur(t[5], row_avg(x)), fmt_dur(t[6], x->median),
+			row_percent(c, x));
+		if (mem)
+			fprintf(out, " %13s %13s", fmt_net_bytes(t[7], x->mem),
+				fmt_net_bytes(t[8], x->self_mem));
+		fputc('\n', out);
+	}
+}
+
+/* Bytes moved per kind of GPU copy or set, and the bandwidth they ran at. */
+static void copies(const struct report *r, FILE *out)
+{
+	char t[3][TEXTFMT_LEN];
+	size_t i;
+
+	fprintf(out, "\nGPU copies and sets\n%-16s  %10s %14s %10s %10s\n", "Kind", "Count",
+		"Bytes", "Total", "GB/s");
+	for (i = 0; i < r->s->ncopies; i++) {
+		const struct copy_row *x = &r->s->copies[i];
+		pad_name(out, r->m, x->name, 16);
+		fprintf(out, "  %10s %14s %10s %10.2f\n", fmt_count(t[0], x->count),
+			fmt_bytes(t[1], x->bytes), fmt_dur(t[2], x->total), copy_bandwidth(x));
+	}
+}
+
+/* One line per process image with allocator activity on a device (NULL: the CPU). */
+static void memory_device(const struct report *r, FILE *out, int gpu)
+{
+	char t[5][TEXTFMT_LEN];
+	size_t i;
+	int any = 0, from_cupti = 0;
+	uint64_t unmatched = 0;
+
+	for (i = 0; i < r->m->nimg; i++) {
+		const struct image *im = &r->m->img[i];
+		const struct mem_image *mi = MODEL_DOMAIN(im, gpu);
+		char at[TEXTFMT_LEN];
+
+		if (gpu < 0 ? !image_has_memory(r, i) : !(mi->allocs || mi->frees))
+			continue;
+		from_cupti |= gpu >= 0 && im->gpu_from_cupti;
+		unmatched += mi->frees_unmatched;
+		if (!any++) {
+			char name[32];
+			fprintf(out, "\nMemory: %s, per process\n",
+				gpu < 0 ? "cpu/0" : model_device_name(gpu, name, sizeof(name)));
+			fprintf(out, "%-8s %-18s %10s %10s %17s %11s %9s %13s\n", "PID", "Command",
+				"Allocs", "Frees", "Bytes allocated", "Peak live", "At (ms)",
+				"Live at end");
+		}
+		if (mi->peak && mi->peak_t >= r->origin)
+			snprintf(at, sizeof(at), "%.3f", (double)(mi->peak_t - r->origin) / 1e6);
+		else
+			snprintf(at, sizeof(at), "-");
+		fprintf(out, "%-8" PRIu32 " ", im->pid);
+		if (im->label != STR_NONE)
+			pad_name(out, r->m, im->label, 18);
+		else
+			fprintf(out, "%-18s", "?");
+		fprintf(out, " %10s %10s %17s %11s %9s %13s\n", fmt_count(t[0], mi->allocs),
+			fmt_count(t[1], mi->frees), fmt_bytes(t[2], mi->bytes),
+			fmt_bytes(t[3], mi->peak), at, fmt_bytes(t[4], mi->live_end));
+	}
+	if (from_cupti)
+		fprintf(out, "(from CUPTI's memory records: no wrapped CUDA call allocated)\n");
+	if (unmatched)
+		fprintf(out, "(%s more releases of blocks never seen allocated: not in Frees)\n",
+			fmt_count(t[0], unmatched));
+}
+
+static void memory(const struct report *r, FILE *out)
+{
+	memory_device(r, out, -1);
+	for (int d = 0; d < MODEL_DEVICES; d++)
+		memory_device(r, out, d);
+}
+
+static int by_bytes(const void *a, const void *b)
+{
+	const struct site_row *x = a, *y = b;
+	return x->bytes < y->bytes ? 1 : x->bytes > y->bytes ? -1 : strcmp(x->name, y->name);
+}
+
+static int by_live(const void *a, const void *b)
+{
+	const struct site_row *x = a, *y = b;
+	return x->live_bytes < y->live_bytes ? 1 : x->live_bytes > y->live_bytes ? -1
+										 : strcmp(x->name, y->name);
+}
+
+/* Top allocation sites of one image's heap (gpu < 0) or device memory by bytes, then
+ * the ones still live at the end. */
+static void sites(const struct report *r, struct stack_names *sn, size_t i, int gpu, FILE *out)
+{
+	const struct image *im = &r->m->img[i];
+	const struct mem_image *mi = MODEL_DOMAIN(im, gpu);
+	char t[5][TEXTFMT_LEN], what[48], name[32];
+	size_t k, n, leaks, top = r->opt->top > 0 ? (size_t)r->opt->top : 20;
+	struct site_row *v = site_rows(sn, mi, &n);
+
+	if (!v)
+		return;
+	if (gpu < 0)
+		snprintf(what, sizeof(what), "pid %" PRIu32, im->pid);
+	else
+		snprintf(what, sizeof(what), "%s, pid %" PRIu32,
+			 model_device_name(gpu, name, sizeof(name)), im->pid);
+	qsort(v, n, sizeof(*v), by_bytes);
+	fprintf(out, "\nAllocation sites, %s (by bytes; At peak: live when the "
+		"peak of %s was reached)\n%-60s %10s %14s %12s %12s\n", what,
+		fmt_bytes(t[0], mi->peak), "Site", "Allocs", "Bytes", "At peak", "Leaked");
+	for (k = 0; k < n && k < top; k++)
+		fprintf(out, "%-60.200s %10s %14s %12s %12s\n", v[k].name,
+			fmt_count(t[0], v[k].allocs), fmt_bytes(t[1], v[k].bytes),
+			fmt_bytes(t[2], v[k].peak_bytes), fmt_bytes(t[3], v[k].live_bytes));
+	qsort(v, n, sizeof(*v), by_live);
+	for (k = leaks = 0; k < n; k++)
+		leaks += v[k].live_count != 0;
+	if (leaks) {
+		fprintf(out, "\nLive at exit (leaks), %s: %s\n%-60s %10s %14s\n", what,
+			fmt_bytes(t[0], mi->live_end), "Site", "Blocks", "Bytes");
+		for (k = 0; k < leaks && k < top; k++)
+			fprintf(out, "%-60.200s %10s %14s\n", v[k].name,
+				fmt_count(t[0], v[k].live_count), fmt_bytes(t[1], v[k].live_bytes));
+	}
+	site_rows_free(v, n);
+}
+
+/* Sizes asked for, over every process: which sizes the allocations are made of. */
+static void size_histogram(const struct report *r, FILE *out)
+{
+	uint64_t count[MEM_SIZE_BUCKETS] = {0}, bytes[MEM_SIZE_BUCKETS] = {0}, total = 0;
+	char t[3][TEXTFMT_LEN];
+	size_t i, k;
+
+	for (i = 0; i < r->m->nimg; i++)
+		for (k = 0; k < MEM_SIZE_BUCKETS; k++) {
+			count[k] += r->m->img[i].mem.size_count[k];
+			bytes[k] += r->m->img[i].mem.size_bytes[k];
+			total += r->m->img[i].mem.size_count[k];
+		}
+	if (!total)
+		return;
+	fprintf(out, "\nAllocation sizes (every process)\n%-14s %12s %8s %14s\n", "Size up to",
+		"Allocs", "%", "Bytes");
+	for (k = 0; k < MEM_SIZE_BUCKETS; k++)
+		if (count[k])
+			fprintf(out, "%-14s %12s %8.1f %14s\n",
+				k ? fmt_bytes(t[0], 1ull << (k - 1)) : "0 B", fmt_count(t[1], count[k]),
+				100.0 * (double)count[k] / (double)total, fmt_bytes(t[2], bytes[k]));
+}
+
+static void memory_sites(const struct report *r, FILE *out)
+{
+	struct stack_names sn;
+	size_t i;
+	int any = 0;
+
+	for (i = 0; i < r->m->nimg; i++)
+		for (int d = -1; d < MODEL_DEVICES; d++)
+			any |= MODEL_DOMAIN(&r->m->img[i], d)->nsites > 0;
+	if (!any)
+		return;
+	if (stack_names_init(&sn, r->m) == 0)
+		for (i = 0; i < r->m->nimg; i++)
+			for (int d = -1; d < MODEL_DEVICES; d++)
+				if (MODEL_DOMAIN(&r->m->img[i], d)->nsites)
+					sites(r, &sn, i, d, out);
+	stack_names_free(&sn);
+}
+
+static void steps(const struct report *r, FILE *out)
+{
+	const struct step_summary *s = &r->s->step;
+	char a[TEXTFMT_LEN], b[TEXTFMT_LEN], c[TEXTFMT_LEN];
+
+	fprintf(out, "\nSteps: %s", fmt_count(a, s->count));
+	if (s->intervals)
+		fprintf(out, ", one every %s on average (median %s)", fmt_dur(b, s->mean_ns),
+			fmt_dur(c, s->median_ns));
+	fputc('\n', out);
+}
+
+static void marks(const struct report *r, FILE *out)
+{
+	char a[TEXTFMT_LEN];
+	size_t i;
+
+	fprintf(out, "\nMarks\n%-32s  %10s\n", "Name", "Count");
+	for (i = 0; i < r->s->nmarks; i++) {
+		pad_name(out, r->m, r->s->marks[i].name, 32);
+		fprintf(out, "  %10s\n", fmt_count(a, r->s->marks[i].count));
+	}
+}
+
+static void counters(const struct report *r, FILE *out)
+{
+	size_t i;
+
+	fprintf(out, "\nCounters\n%-32s  %10s %14s %14s %14s\n", "Name", "Count", "Min", "Max",
+		"Last");
+	for (i = 0; i < r->s->nctrs; i++) {
+		const struct counter *c = &r->s->ctrs[i];
+		char a[TEXTFMT_LEN];
+		pad_name(out, r->m, c->name, 32);
+		/* Integer counters exactly (doubles hold them up to 2^53). */
+		fprintf(out, c->is_double ? "  %10s %14.6g %14.6g %14.6g\n" : "  %10s %14.0f %14.0f %14.0f\n",
+			fmt_count(a, c->count), c->min, c->max, c->last);
+	}
+}
+
+int table_text(const struct report *r, FILE *out)
+{
+	size_t i;
+
+	header(r, out);
+	for (i = 0; i < r->ncats; i++)
+		category(r, &r->cats[i], out);
+	if (r->show_copies)
+		copies(r, out);
+	if (r->show_memory) {
+		memory(r, out);
+		size_histogram(r, out);
+		memory_sites(r, out);
+	}
+	if (r->show_steps)
+		steps(r, out);
+	if (r->show_marks)
+		marks(r, out);
+	if (r->show_counters)
+		counters(r, out);
+	return ferror(out) ? -1 : 0;
+}

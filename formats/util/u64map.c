@@ -1,0 +1,150 @@
+/* Open-addressing u64 -> u64 map; see u64map.h. */
+#include "formats/util/u64map.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+#define EMPTY UINT64_MAX
+
+void u64map_init(struct u64map *m)
+{
+	memset(m, 0, sizeof(*m));
+}
+
+void u64map_free(struct u64map *m)
+{
+	free(m->keys);
+	free(m->vals);
+	u64map_init(m);
+}
+
+void u64map_clear(struct u64map *m)
+{
+	if (m->keys)
+		memset(m->keys, 0xff, m->cap * sizeof(*m->keys));
+	m->len = 0;
+	m->has_spare = 0;
+}
+
+static size_t slot_of(const struct u64map *m, uint64_t key)
+{
+	size_t mask = m->cap - 1;
+	size_t i = (size_t)u64_hash(key) & mask;
+
+	while (m->keys[i] != key && m->keys[i] != EMPTY)
+		i = (i + 1) & mask;
+	return i;
+}
+
+uint64_t *u64map_find(const struct u64map *m, uint64_t key)
+{
+	size_t i;
+
+	if (key == EMPTY)
+		return m->has_spare ? (uint64_t *)&m->spare_val : NULL;
+	if (!m->cap)
+		return NULL;
+	i = slot_of(m, key);
+	return m->keys[i] == key ? &m->vals[i] : NULL;
+}
+
+static int rehash(struct u64map *m, size_t cap)
+{
+	uint64_t *ok = m->keys, *ov = m->vals;
+	size_t ocap = m->cap, i;
+
+	m->keys = malloc(cap * sizeof(*m->keys));
+	m->vals = malloc(cap * sizeof(*m->vals));
+	if (!m->keys || !m->vals) {
+		free(m->keys);
+		free(m->vals);
+		m->keys = ok;
+		m->vals = ov;
+		return -1;
+	}
+	memset(m->keys, 0xff, cap * sizeof(*m->keys));
+	m->cap = cap;
+	for (i = 0; i < ocap; i++) {
+		if (ok[i] != EMPTY) {
+			size_t j = slot_of(m, ok[i]);
+			m->keys[j] = ok[i];
+			m->vals[j] = ov[i];
+		}
+	}
+	free(ok);
+	free(ov);
+	return 0;
+}
+
+uint64_t *u64map_upsert(struct u64map *m, uint64_t key, int *created)
+{
+	size_t i;
+
+	*created = 0;
+	if (key == EMPTY) {
+		if (!m->has_spare) {
+			m->has_spare = 1;
+			m->spare_val = 0;
+			m->len++;
+			*created = 1;
+		}
+		return &m->spare_val;
+	}
+	/* Keep the load under 1/2: probe chains stay short for clustered keys. */
+	if ((m->len + 1) * 2 > m->cap && rehash(m, m->cap ? m->cap * 2 : 64))
+		return NULL;
+	i = slot_of(m, key);
+	if (m->keys[i] == EMPTY) {
+		m->keys[i] = key;
+		m->vals[i] = 0;
+		m->len++;
+		*created = 1;
+	}
+	return &m->vals[i];
+}
+
+int u64map_remove(struct u64map *m, uint64_t key, uint64_t *val)
+{
+	size_t mask, i, j;
+
+	if (key == EMPTY) {
+		if (!m->has_spare)
+			return 0;
+		if (val)
+			*val = m->spare_val;
+		m->has_spare = 0;
+		m->len--;
+		return 1;
+	}
+	if (!m->cap)
+		return 0;
+	i = slot_of(m, key);
+	if (m->keys[i] != key)
+		return 0;
+	if (val)
+		*val = m->vals[i];
+	mask = m->cap - 1;
+	/* Backward shift: move later members of the probe chain into the hole, so that
+	 * look-ups need no tombstones and stay fast after many frees. */
+	for (j = (i + 1) & mask; m->keys[j] != EMPTY; j = (j + 1) & mask) {
+		size_t home = (size_t)u64_hash(m->keys[j]) & mask;
+		if (((j - home) & mask) >= ((j - i) & mask)) {
+			m->keys[i] = m->keys[j];
+			m->vals[i] = m->vals[j];
+			i = j;
+		}
+	}
+	m->keys[i] = EMPTY;
+	m->len--;
+	return 1;
+}
+
+void u64map_each(struct u64map *m, void (*fn)(void *ctx, uint64_t key, uint64_t *val),
+		 void *ctx)
+{
+	for (size_t i = 0; i < m->cap; i++)
+		if (m->keys[i] != UINT64_MAX)
+			fn(ctx, m->keys[i], &m->vals[i]);
+	if (m->has_spare)
+		fn(ctx, UINT64_MAX, &m->spare_val);
+}

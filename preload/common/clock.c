@@ -1,0 +1,91 @@
+#include "preload/common/clock.h"
+
+#include <cpuid.h>
+#include <fcntl.h>
+#include <string.h>
+#include <unistd.h>
+
+int prof_clock_is_tsc;
+
+static int cpu_has_invariant_tsc(void)
+{
+	unsigned a, b, c, d;
+	if (!__get_cpuid(0x80000000, &a, &b, &c, &d) || a < 0x80000007)
+		return 0;
+	__get_cpuid(0x80000007, &a, &b, &c, &d);
+	return (d >> 8) & 1;
+}
+
+static int kernel_clocksource_is_tsc(void)
+{
+	char buf[32] = {0};
+	int fd = open("/sys/devices/system/clocksource/clocksource0/current_clocksource",
+		      O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return 0;
+	ssize_t n = read(fd, buf, sizeof buf - 1);
+	close(fd);
+	return n >= 3 && strncmp(buf, "tsc", 3) == 0;
+}
+
+enum prof_clock_kind prof_clock_detect(const char *override)
+{
+	if (override && strcmp(override, "mono") == 0)
+		return PROF_CLOCK_MONO;
+	if (override && strcmp(override, "tsc") == 0)
+		return cpu_has_invariant_tsc() ? PROF_CLOCK_TSC : PROF_CLOCK_MONO;
+	return cpu_has_invariant_tsc() && kernel_clocksource_is_tsc() ? PROF_CLOCK_TSC
+								     : PROF_CLOCK_MONO;
+}
+
+void prof_clock_use(enum prof_clock_kind kind)
+{
+	prof_clock_is_tsc = kind == PROF_CLOCK_TSC;
+}
+
+void prof_clock_pair(uint64_t *tsc, uint64_t *ns)
+{
+	uint64_t best_gap = UINT64_MAX;
+	for (int i = 0; i < 8; i++) {
+		uint64_t a = __rdtsc();
+		uint64_t n = prof_mono_ns();
+		uint64_t b = __rdtsc();
+		if (b - a < best_gap) {
+			best_gap = b - a;
+			*tsc = a + (b - a) / 2;
+			*ns = n;
+		}
+	}
+}
+
+void prof_clock_map_init(struct prof_clock_map *m, enum prof_clock_kind kind,
+			 uint64_t first_tsc, uint64_t first_ns)
+{
+	memset(m, 0, sizeof *m);
+	m->kind = kind;
+	if (kind != PROF_CLOCK_TSC) {
+		m->first_ns = first_ns ? first_ns : prof_mono_ns();
+		return;
+	}
+	if (!first_tsc)
+		prof_clock_pair(&first_tsc, &first_ns);
+	m->first_tsc = first_tsc;
+	m->first_ns = first_ns;
+	uint64_t now = prof_mono_ns();
+	if (now < first_ns + 2000000)
+		usleep((useconds_t)((first_ns + 2000000 - now) / 1000));
+	prof_clock_map_update(m);
+}
+
+void prof_clock_map_update(struct prof_clock_map *m)
+{
+	if (m->kind != PROF_CLOCK_TSC)
+		return;
+	uint64_t tsc, ns;
+	prof_clock_pair(&tsc, &ns);
+	if (tsc <= m->first_tsc)
+		return;
+	m->ns_per_tick = (double)(ns - m->first_ns) / (double)(tsc - m->first_tsc);
+	m->anchor_tsc = tsc;
+	m->anchor_ns = ns;
+}

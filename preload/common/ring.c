@@ -1,0 +1,102 @@
+#include "preload/common/ring.h"
+
+#include <sched.h>
+
+void ring_writer_init(struct ring_writer *w, struct prof_slot *slot, struct prof_event *ring,
+		      uint64_t capacity, int block, int (*stalled)(void))
+{
+	w->slot = slot;
+	w->ring = ring;
+	w->mask = capacity - 1;
+	w->head = atomic_load_explicit(&slot->head, memory_order_relaxed);
+	w->cached_tail = atomic_load_explicit(&slot->tail, memory_order_acquire);
+	w->block = block;
+	w->stalled = stalled;
+}
+
+static int ring_has_room(struct ring_writer *w, uint64_t n)
+{
+	if (w->head - w->cached_tail + n <= w->mask + 1)
+		return 1;
+	w->cached_tail = atomic_load_explicit(&w->slot->tail, memory_order_acquire);
+	return w->head - w->cached_tail + n <= w->mask + 1;
+}
+
+static void count_drop(struct ring_writer *w, uint64_t now)
+{
+	struct prof_slot *s = w->slot;
+	uint64_t pending = atomic_load_explicit(&s->lost_pending, memory_order_relaxed);
+	if (pending == 0)
+		atomic_store_explicit(&s->lost_first, now, memory_order_relaxed);
+	atomic_store_explicit(&s->lost_last, now, memory_order_relaxed);
+	atomic_store_explicit(&s->lost_pending, pending + 1, memory_order_release);
+	atomic_store_explicit(&s->lost_total,
+			      atomic_load_explicit(&s->lost_total, memory_order_relaxed) + 1,
+			      memory_order_relaxed);
+}
+
+/* The gap is reported in order, just before the first event that fits after it. */
+static void write_lost_event(struct ring_writer *w)
+{
+	struct prof_slot *s = w->slot;
+	struct prof_event *e = &w->ring[w->head & w->mask];
+	*e = (struct prof_event){
+		.t0 = atomic_load_explicit(&s->lost_first, memory_order_relaxed),
+		.t1 = atomic_load_explicit(&s->lost_last, memory_order_relaxed),
+		.a = atomic_load_explicit(&s->lost_pending, memory_order_relaxed),
+		.cat = PROF_CAT_LOST,
+		.type = PROF_EV_LOST,
+	};
+	atomic_store_explicit(&s->lost_pending, 0, memory_order_relaxed);
+	ring_commit(w);
+}
+
+struct prof_event *ring_reserve_slow(struct ring_writer *w, uint64_t now)
+{
+	int gap = atomic_load_explicit(&w->slot->lost_pending, memory_order_relaxed) != 0;
+	uint64_t need = gap ? 2 : 1;
+	if (!ring_has_room(w, need)) {
+		if (!w->block) {
+			count_drop(w, now);
+			return 0;
+		}
+		/* stalled() is asked before every yield: it is cheap (a heartbeat word and
+		 * the clock), and a dead collector must cost one call per event, not 1024
+		 * yields */
+		do {
+			if (w->stalled && w->stalled()) {
+				count_drop(w, now);
+				return 0;
+			}
+			sched_yield();
+		} while (!ring_has_room(w, need));
+	}
+	if (gap)
+		write_lost_event(w);
+	return &w->ring[w->head & w->mask];
+}
+
+uint64_t ring_drain(struct prof_slot *slot, const struct prof_event *ring, uint64_t capacity,
+		    ring_read_fn fn, void *ctx)
+{
+	uint64_t head = atomic_load_explicit(&slot->head, memory_order_acquire);
+	return ring_drain_upto(slot, ring, capacity, head, fn, ctx);
+}
+
+uint64_t ring_drain_upto(struct prof_slot *slot, const struct prof_event *ring,
+			 uint64_t capacity, uint64_t head, ring_read_fn fn, void *ctx)
+{
+	uint64_t tail = atomic_load_explicit(&slot->tail, memory_order_relaxed);
+	uint64_t n = head - tail;
+	/* the writer's memory is not trusted: nothing outside the ring is read */
+	if (n == 0 || n > capacity || !capacity || (capacity & (capacity - 1)))
+		return 0;
+	uint64_t mask = capacity - 1;
+	uint64_t first = tail & mask;
+	uint64_t run = capacity - first < n ? capacity - first : n;
+	fn(ctx, ring + first, run);
+	if (run < n)
+		fn(ctx, ring, n - run);
+	atomic_store_explicit(&slot->tail, head, memory_order_release);
+	return n;
+}

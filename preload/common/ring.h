@@ -1,0 +1,58 @@
+/* Single-writer, single-reader event ring in shared memory. The writer is one thread of
+ * the profiled program, the reader the collector. No lock and no system call on the
+ * writer's side; a full ring drops the event and counts the gap, unless blocking. */
+#ifndef PROF_PRELOAD_RING_H
+#define PROF_PRELOAD_RING_H
+
+#include <stdatomic.h>
+#include <stdint.h>
+
+#include "preload/common/shm_layout.h"
+
+struct ring_writer {
+	struct prof_slot *slot;
+	struct prof_event *ring;
+	uint64_t mask;        /* capacity - 1 */
+	uint64_t head;        /* private copy of slot->head */
+	uint64_t cached_tail; /* last tail seen; reloaded only when the ring looks full */
+	int block;            /* wait for room instead of dropping */
+	/* Called while blocked; returns non-zero to give up and drop (collector gone or
+	 * stopped). */
+	int (*stalled)(void);
+};
+
+void ring_writer_init(struct ring_writer *w, struct prof_slot *slot, struct prof_event *ring,
+		      uint64_t capacity, int block, int (*stalled)(void));
+
+/* Slow path of ring_reserve: the ring looked full, or a gap must be reported first. */
+struct prof_event *ring_reserve_slow(struct ring_writer *w, uint64_t now);
+
+/* Space for one event, or NULL when it was dropped (and counted). */
+static inline struct prof_event *ring_reserve(struct ring_writer *w, uint64_t now)
+{
+	if (__builtin_expect(w->head - w->cached_tail <= w->mask &&
+				     !atomic_load_explicit(&w->slot->lost_pending,
+							   memory_order_relaxed),
+			     1))
+		return &w->ring[w->head & w->mask];
+	return ring_reserve_slow(w, now);
+}
+
+static inline void ring_commit(struct ring_writer *w)
+{
+	w->head++;
+	atomic_store_explicit(&w->slot->head, w->head, memory_order_release);
+}
+
+/* Reader: hands every event between tail and head to fn in order (at most two calls,
+ * for the two sides of the wrap), then releases them. Returns the events read. */
+typedef void (*ring_read_fn)(void *ctx, const struct prof_event *ev, uint64_t n);
+uint64_t ring_drain(struct prof_slot *slot, const struct prof_event *ring, uint64_t capacity,
+		    ring_read_fn fn, void *ctx);
+/* The same up to a head the caller loaded (acquire) earlier. A span that cannot be (head
+ * behind the tail or beyond tail + capacity, a capacity not a power of two) is left
+ * unread: 0. */
+uint64_t ring_drain_upto(struct prof_slot *slot, const struct prof_event *ring,
+			 uint64_t capacity, uint64_t head, ring_read_fn fn, void *ctx);
+
+#endif

@@ -1,0 +1,356 @@
+#include "preload/common/session.h"
+
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <linux/futex.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/random.h>
+#include <sys/stat.h>
+#include <sys/syscall.h>
+#include <time.h>
+#include <unistd.h>
+#include <x86intrin.h>
+
+#include "preload/common/clock.h"
+
+#ifndef MADV_POPULATE_WRITE
+#define MADV_POPULATE_WRITE 23
+#endif
+
+void prof_session_shm_name(char *buf, size_t len, const char *sid)
+{
+	snprintf(buf, len, "/libprof-%u-%s", (unsigned)getuid(), sid);
+}
+
+void prof_proc_shm_prefix(char *buf, size_t len, const char *sid)
+{
+	snprintf(buf, len, "libprof-%u-%s-", (unsigned)getuid(), sid);
+}
+
+void prof_new_sid(char sid[PROF_SID_LEN + 1])
+{
+	uint64_t r;
+	if (getrandom(&r, sizeof r, GRND_NONBLOCK) != sizeof r)
+		r = __rdtsc() * 0x9e3779b97f4a7c15ull ^ (uint64_t)getpid() << 32;
+	snprintf(sid, PROF_SID_LEN + 1, "%016llx", (unsigned long long)r);
+}
+
+static void *map_fd(int fd, size_t size)
+{
+	void *p = mmap(0, size, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+	return p == MAP_FAILED ? 0 : p;
+}
+
+int prof_commit_memory(void *addr, size_t len)
+{
+	uintptr_t page = (uintptr_t)sysconf(_SC_PAGESIZE);
+	uintptr_t start = (uintptr_t)addr & ~(page - 1);
+	len += (uintptr_t)addr - start;
+	if (madvise((void *)start, len, MADV_POPULATE_WRITE) == 0)
+		return 0;
+	if (errno != EINVAL)
+		return -1;
+	/* Kernels before 5.14: touch each page; a full /dev/shm can only show as SIGBUS. */
+	for (uintptr_t p = start; p < start + len; p += page)
+		*(volatile char *)p = *(volatile char *)p;
+	return 0;
+}
+
+struct prof_session_shm *prof_session_create(const char *sid)
+{
+	char name[128];
+	prof_session_shm_name(name, sizeof name, sid);
+	int fd = shm_open(name, O_RDWR | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
+	if (fd < 0)
+		return 0;
+	size_t size = (sizeof(struct prof_session_shm) + 4095) & ~(size_t)4095;
+	struct prof_session_shm *s = 0;
+	if (ftruncate(fd, (off_t)size) == 0)
+		s = map_fd(fd, size);
+	int saved = errno;
+	close(fd);
+	if (!s || prof_commit_memory(s, size)) {
+		shm_unlink(name);
+		errno = saved;
+		return 0;
+	}
+	s->version = PROF_SHM_VERSION;
+	s->magic = PROF_SHM_MAGIC;
+	return s;
+}
+
+static void *open_and_map(const char *name, size_t *size_out)
+{
+	int fd = shm_open(name, O_RDWR | O_CLOEXEC, 0);
+	if (fd < 0)
+		return 0;
+	struct stat st;
+	void *p = 0;
+	if (fstat(fd, &st) == 0 && st.st_uid == getuid() && st.st_size >= 64)
+		p = map_fd(fd, (size_t)st.st_size);
+	close(fd);
+	*size_out = p ? (size_t)st.st_size : 0;
+	return p;
+}
+
+struct prof_session_shm *prof_session_open(const char *sid)
+{
+	char name[128];
+	size_t size;
+	if (!sid || strlen(sid) != PROF_SID_LEN)
+		return 0;
+	prof_session_shm_name(name, sizeof name, sid);
+	struct prof_session_shm *s = open_and_map(name, &size);
+	if (!s)
+		return 0;
+	/* the clock pair was read when the session was made: in the past (a pair from the
+	 * future would have the collector sleep until then; a kind other than TSC is read
+	 * as CLOCK_MONOTONIC) */
+	if (size < sizeof *s || s->magic != PROF_SHM_MAGIC || s->version != PROF_SHM_VERSION ||
+	    s->clock_ns > prof_mono_ns() ||
+	    (s->clock_kind == PROF_CLOCK_TSC && s->clock_tsc > __rdtsc())) {
+		munmap(s, size);
+		return 0;
+	}
+	/* the collector prints and opens these: they end inside their arrays whatever the
+	 * creator wrote (a real one never fills the last byte) */
+	s->output_prefix[sizeof s->output_prefix - 1] = 0;
+	s->dump_path[sizeof s->dump_path - 1] = 0;
+	s->command[sizeof s->command - 1] = 0;
+	return s;
+}
+
+void prof_session_unlink(const char *sid)
+{
+	char name[128];
+	prof_session_shm_name(name, sizeof name, sid);
+	shm_unlink(name);
+}
+
+static size_t round_up(size_t v, size_t to)
+{
+	return (v + to - 1) / to * to;
+}
+
+static void read_cmdline(struct prof_proc_shm *p)
+{
+	int fd = open("/proc/self/cmdline", O_RDONLY | O_CLOEXEC);
+	ssize_t n = fd < 0 ? -1 : read(fd, p->cmdline, sizeof p->cmdline - 1);
+	if (fd >= 0)
+		close(fd);
+	p->cmdline_len = n > 0 ? (uint32_t)n : 0;
+}
+
+struct prof_proc_shm *prof_proc_create(const char *sid, uint64_t ring_bytes, unsigned nslots,
+				       char *name, size_t namelen)
+{
+	uint64_t cap = ring_bytes / sizeof(struct prof_event);
+	uint64_t pow2 = 64;
+	while (pow2 * 2 <= cap)
+		pow2 *= 2;
+	size_t hdr = round_up(sizeof(struct prof_proc_shm), 4096);
+	size_t slots = round_up(nslots * sizeof(struct prof_slot), 4096);
+	size_t rings = (size_t)nslots * pow2 * sizeof(struct prof_event);
+	size_t size = hdr + PROF_STRINGS_BYTES + slots + rings + PROF_STACKS_BYTES;
+
+	snprintf(name, namelen, "/libprof-%u-%s-%d-%llx", (unsigned)getuid(), sid, (int)getpid(),
+		 (unsigned long long)(__rdtsc() & 0xffffffffffull));
+	int fd = shm_open(name, O_RDWR | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
+	if (fd < 0)
+		return 0;
+	struct prof_proc_shm *p = 0;
+	if (ftruncate(fd, (off_t)size) == 0)
+		p = map_fd(fd, size);
+	int saved = errno;
+	close(fd);
+	/* The header, strings and slot words are written at once; rings when claimed. */
+	if (!p || prof_commit_memory(p, hdr + PROF_STRINGS_BYTES + slots)) {
+		saved = errno;
+		if (p)
+			munmap(p, size);
+		shm_unlink(name);
+		errno = saved;
+		return 0;
+	}
+	p->version = PROF_SHM_VERSION;
+	p->pid = (uint32_t)getpid();
+	p->ppid = (uint32_t)getppid();
+	p->nslots = nslots;
+	p->proc_start_ticks = prof_proc_start_ticks(getpid());
+	p->created_ns = prof_mono_ns();
+	p->ring_cap = pow2;
+	p->strings_off = hdr;
+	p->strings_size = PROF_STRINGS_BYTES;
+	p->slots_off = hdr + PROF_STRINGS_BYTES;
+	p->rings_off = hdr + PROF_STRINGS_BYTES + slots;
+	p->stacks_off = hdr + PROF_STRINGS_BYTES + slots + rings;
+	p->stacks_size = PROF_STACKS_BYTES;
+	p->segment_size = size;
+	read_cmdline(p);
+	atomic_store_explicit(&p->state, PROC_LIVE, memory_order_relaxed);
+	/* magic last: the collector ignores a segment until it is complete */
+	atomic_thread_fence(memory_order_release);
+	p->magic = PROF_SHM_MAGIC;
+	return p;
+}
+
+struct prof_proc_shm *prof_proc_open(const char *name)
+{
+	size_t size;
+	return prof_proc_open_sized(name, &size);
+}
+
+struct prof_proc_shm *prof_proc_open_sized(const char *name, size_t *mapped)
+{
+	size_t size;
+	char path[256];
+	snprintf(path, sizeof path, "/%s", name);
+	struct prof_proc_shm *p = open_and_map(path, &size);
+	if (!p)
+		return 0;
+	atomic_thread_fence(memory_order_acquire);
+	if (size < sizeof *p || p->magic != PROF_SHM_MAGIC || p->version != PROF_SHM_VERSION ||
+	    p->segment_size != size) {
+		munmap(p, size);
+		return 0;
+	}
+	*mapped = size;
+	return p;
+}
+
+void prof_proc_unmap(struct prof_proc_shm *p)
+{
+	munmap(p, p->segment_size);
+}
+
+uint64_t prof_proc_stat(const char *path, char *state)
+{
+	char buf[1024];
+	int fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return 0;
+	ssize_t n = read(fd, buf, sizeof buf - 1);
+	close(fd);
+	if (n <= 0)
+		return 0;
+	buf[n] = 0;
+	/* the command may hold spaces and parentheses: fields count from the last ')' */
+	char *p = strrchr(buf, ')');
+	if (!p || p[1] != ' ')
+		return 0;
+	*state = p[2];
+	int field = 3; /* the state character is field 3 */
+	for (p += 2; *p && field < 22; p++)
+		if (*p == ' ')
+			field++;
+	uint64_t v = 0; /* digits by hand: no stdio inside an interposed call */
+	while (*p >= '0' && *p <= '9')
+		v = v * 10 + (uint64_t)(*p++ - '0');
+	return v ? v : 1;
+}
+
+/* A main thread that called pthread_exit is a zombie while its other threads run. */
+static int any_thread_running(pid_t pid)
+{
+	char dir[64], path[128];
+	snprintf(dir, sizeof dir, "/proc/%d/task", (int)pid);
+	DIR *d = opendir(dir);
+	if (!d)
+		return 0;
+	int running = 0;
+	for (struct dirent *e; !running && (e = readdir(d));) {
+		char state = 'Z';
+		if (e->d_name[0] == '.')
+			continue;
+		snprintf(path, sizeof path, "%s/%.20s/stat", dir, e->d_name);
+		running = prof_proc_stat(path, &state) && state != 'Z' && state != 'X';
+	}
+	closedir(d);
+	return running;
+}
+
+uint64_t prof_proc_start_ticks(pid_t pid)
+{
+	char path[64], state = 'Z';
+	snprintf(path, sizeof path, "/proc/%d/stat", (int)pid);
+	uint64_t ticks = prof_proc_stat(path, &state);
+	if (!ticks || ((state == 'Z' || state == 'X') && !any_thread_running(pid)))
+		return 0;
+	return ticks;
+}
+
+int prof_proc_alive(pid_t pid, uint64_t start_ticks)
+{
+	uint64_t now = prof_proc_start_ticks(pid);
+	return now != 0 && (start_ticks == 0 || now == start_ticks);
+}
+
+void prof_futex_wait(_Atomic uint32_t *word, uint32_t val, int timeout_ms)
+{
+	struct timespec ts = {timeout_ms / 1000, (long)(timeout_ms % 1000) * 1000000};
+	syscall(SYS_futex, word, FUTEX_WAIT, val, &ts, 0, 0);
+}
+
+void prof_futex_wake(_Atomic uint32_t *word)
+{
+	syscall(SYS_futex, word, FUTEX_WAKE, 0x7fffffff, 0, 0, 0);
+}
+
+static void command_line(char *out, size_t len)
+{
+	out[0] = 0;
+	int fd = open("/proc/self/cmdline", O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return;
+	ssize_t n = read(fd, out, len - 1);
+	close(fd);
+	if (n <= 0)
+		return;
+	out[n] = 0;
+	for (ssize_t i = 0; i < n - 1; i++)
+		if (!out[i])
+			out[i] = ' ';
+}
+
+static int absolute_prefix(const char *pattern, pid_t root, char *out, size_t len, char *err,
+			   size_t errlen)
+{
+	char expanded[PROF_PATH_MAX], cwd[PROF_PATH_MAX];
+	if (prof_expand_prefix(pattern, expanded, sizeof expanded, root, time(0), err, errlen))
+		return -1;
+	if (expanded[0] == '/')
+		cwd[0] = 0;
+	else if (!getcwd(cwd, sizeof cwd))
+		return snprintf(err, errlen, "cannot resolve the output path '%s'", expanded), -1;
+	if (snprintf(out, len, "%s%s%s", cwd, cwd[0] ? "/" : "", expanded) >= (int)len)
+		return snprintf(err, errlen, "output path too long"), -1;
+	return 0;
+}
+
+int prof_session_configure(struct prof_session_shm *s, const struct prof_config *c, pid_t root,
+			   char *err, size_t errlen)
+{
+	s->clock_kind = prof_clock_detect(c->clock);
+	if (s->clock_kind == PROF_CLOCK_TSC)
+		prof_clock_pair(&s->clock_tsc, &s->clock_ns);
+	else
+		s->clock_ns = prof_mono_ns(); /* the session's start either way */
+	s->root_pid = (uint32_t)root;
+	s->uid = (uint32_t)getuid();
+	s->euid = (uint32_t)geteuid();
+	s->ring_bytes = c->ring_bytes;
+	s->block = (uint32_t)c->block;
+	s->quiet = (uint32_t)c->quiet;
+	s->max_json_events = c->max_json_events;
+	s->continuous_dump = (uint32_t)c->continuous_dump;
+	s->dump_period_ms = c->dump_period_ms;
+	s->aggregate_stats = (uint32_t)c->aggregate_stats;
+	s->stacks = c->stack_mode != PROF_STACK_OFF;
+	s->overwrite = (uint32_t)c->overwrite;
+	command_line(s->command, sizeof s->command);
+	return absolute_prefix(c->output, root, s->output_prefix, sizeof s->output_prefix, err,
+			       errlen);
+}

@@ -1,0 +1,62 @@
+/* Creating, finding and mapping the shared-memory segments of a session; process
+ * liveness as the collector sees it. Shared by libprof.so and the collector. */
+#ifndef PROF_PRELOAD_SESSION_H
+#define PROF_PRELOAD_SESSION_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include <sys/types.h>
+
+#include "preload/common/config.h"
+#include "preload/common/shm_layout.h"
+
+#define PROF_SID_LEN 16
+#define PROF_DEFAULT_SLOTS 256
+#define PROF_STRINGS_BYTES (2u << 20)
+#define PROF_STACKS_BYTES (32u << 20) /* touched as stacks are added */
+
+void prof_session_shm_name(char *buf, size_t len, const char *sid);
+/* "libprof-<uid>-<sid>-" : the start of every process segment's name in /dev/shm. */
+void prof_proc_shm_prefix(char *buf, size_t len, const char *sid);
+
+/* A fresh, unguessable session id (PROF_SID_LEN hex digits). */
+void prof_new_sid(char sid[PROF_SID_LEN + 1]);
+
+/* Creates the session segment (mode 0600, exclusive). NULL on error (errno set). */
+struct prof_session_shm *prof_session_create(const char *sid);
+/* Fills a new session from the settings: clock, ring size, options, the command line of
+ * this process, and the output prefix expanded for root (absolute). Returns 0, or -1
+ * with the reason in err when the output name is unusable. */
+int prof_session_configure(struct prof_session_shm *s, const struct prof_config *c, pid_t root,
+			   char *err, size_t errlen);
+/* Maps an existing session segment; NULL when it does not exist or is not valid. */
+struct prof_session_shm *prof_session_open(const char *sid);
+void prof_session_unlink(const char *sid);
+
+/* Creates this process image's segment. NULL on error (errno set); name gets its name. */
+struct prof_proc_shm *prof_proc_create(const char *sid, uint64_t ring_bytes, unsigned nslots,
+				       char *name, size_t namelen);
+/* Maps a process segment by its /dev/shm name (for the collector). */
+struct prof_proc_shm *prof_proc_open(const char *name);
+/* The same, with the bytes mapped (the segment's size when opened: what the collector
+ * checks the header against and unmaps, never the header's own word). */
+struct prof_proc_shm *prof_proc_open_sized(const char *name, size_t *mapped);
+void prof_proc_unmap(struct prof_proc_shm *p);
+
+/* Commits the memory of a range of a mapped segment now, so a full /dev/shm fails here
+ * with an error instead of a SIGBUS at the first store. Returns 0 or -1. */
+int prof_commit_memory(void *addr, size_t len);
+
+/* Start time of a process (field 22 of /proc/<pid>/stat), 0 if it is gone. */
+/* State (field 3) and start time (field 22) of a /proc/.../stat file: the start time
+ * (1 when it reads 0), or 0 when unreadable. No stdio, no heap. */
+uint64_t prof_proc_stat(const char *path, char *state);
+uint64_t prof_proc_start_ticks(pid_t pid);
+/* 1 while pid runs as the same process that had start_ticks (zombies count as gone). */
+int prof_proc_alive(pid_t pid, uint64_t start_ticks);
+
+/* futex wait with a timeout in ms; returns when *word != val or on timeout. */
+void prof_futex_wait(_Atomic uint32_t *word, uint32_t val, int timeout_ms);
+void prof_futex_wake(_Atomic uint32_t *word);
+
+#endif

@@ -1,0 +1,247 @@
+/* The public API of include/prof.h: annotations and MXNet-style control. */
+#define _GNU_SOURCE
+#include <errno.h>
+#include <fcntl.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "preload/wrap/alloc.h"
+#include "prof.h"
+#include "preload/stacks/stack.h"
+#include "preload/core/state.h"
+
+#define EXPORT __attribute__((visibility("default")))
+
+static _Atomic long step_count;
+
+/* Annotations are recorded only when the thread is not already inside libprof (a signal
+ * handler that interrupted a wrapper); one writer per ring at a time. */
+static inline struct prof_thread *enter(void)
+{
+	struct prof_thread *t = &prof_thr;
+	if (!__atomic_load_n(&prof_on, __ATOMIC_RELAXED) || !prof_proc || t->busy)
+		return 0;
+	t->busy = 1;
+	return t;
+}
+
+EXPORT void prof_range_push(const char *name)
+{
+	struct prof_thread *t = &prof_thr;
+	uint32_t n = t->nranges;
+	t->nranges = n + 1;
+	if (n >= PROF_MAX_RANGES)
+		return; /* too deep: counted so the matching pop stays balanced */
+	struct prof_thread *on = enter();
+	t->range_name[n] = on ? prof_intern(name) + 1 : 0; /* 0: not recorded */
+	if (on) {
+		/* only a recorded range is a level: what is recorded inside an unrecorded one
+		 * must not be left to the next sibling's self time */
+		t->depth++;
+		t->range_t0[n] = prof_now();
+		t->busy = 0;
+	}
+}
+
+EXPORT void prof_range_pop(void)
+{
+	struct prof_thread *t = &prof_thr;
+	if (t->nranges == 0)
+		return;
+	uint32_t n = --t->nranges;
+	if (n >= PROF_MAX_RANGES)
+		return;
+	uint32_t name = t->range_name[n];
+	if (!name)
+		return;
+	if (t->depth)
+		t->depth--;
+	if (!enter())
+		return;
+	uint64_t now = prof_now();
+	prof_emit(t, PROF_CAT_USER, PROF_EV_COMPLETE, 0, name - 1, t->depth, t->range_t0[n], now,
+		  0, 0, 0);
+	t->busy = 0;
+}
+
+EXPORT void prof_mark(const char *name)
+{
+	struct prof_thread *t = enter();
+	if (!t)
+		return;
+	uint64_t now = prof_now();
+	prof_emit(t, PROF_CAT_MARK, PROF_EV_INSTANT, 0, prof_intern(name), t->depth, now, now, 0, 0,
+		  0);
+	t->busy = 0;
+}
+
+EXPORT long prof_step(void)
+{
+	long n = atomic_fetch_add(&step_count, 1) + 1;
+	struct prof_thread *t = enter();
+	if (!t)
+		return n;
+	uint64_t now = prof_now();
+	prof_emit(t, PROF_CAT_STEP, PROF_EV_INSTANT, 0, prof_names[NAME_STEP], t->depth, now, now,
+		  (uint64_t)n, 0, 0);
+	t->busy = 0;
+	return n;
+}
+
+EXPORT void prof_counter(const char *name, double value)
+{
+	struct prof_thread *t = enter();
+	if (!t)
+		return;
+	uint64_t bits;
+	memcpy(&bits, &value, sizeof bits);
+	uint64_t now = prof_now();
+	prof_emit(t, PROF_CAT_COUNTER, PROF_EV_COUNTER, PROF_EVF_DOUBLE, prof_intern(name),
+		  t->depth, now, now, bits, 0, 0);
+	t->busy = 0;
+}
+
+/* Settings that the session (and so the collector) holds. */
+static void publish_session_settings(void)
+{
+	struct prof_session_shm *s = prof_session;
+	if (!s || (pid_t)s->root_pid != getpid())
+		return;
+	s->aggregate_stats = (uint32_t)prof_cfg.aggregate_stats;
+	s->stacks |= prof_cfg.stack_mode != PROF_STACK_OFF;
+	s->continuous_dump = (uint32_t)prof_cfg.continuous_dump;
+	s->dump_period_ms = prof_cfg.dump_period_ms;
+}
+
+EXPORT int prof_set_config(const char *key, const char *value)
+{
+	char err[512];
+	struct prof_thread *t = &prof_thr;
+	t->busy++;
+	int rc = prof_config_set(&prof_cfg, key, value, err, sizeof err);
+	if (rc)
+		prof_warn("prof_set_config: %s", err);
+	else if (key && (!strcmp(key, "filename") || !strcmp(key, "output")) && prof_session)
+		prof_warn("prof_set_config: %s is fixed once profiling has started; set it before "
+			  "prof_set_state(PROF_RUN) or with PROFILER_OUTPUT", key);
+	else if (key && !strncmp(key, "stack", 5))
+		prof_stack_setup();
+	publish_session_settings();
+	prof_update_flags();
+	t->busy--;
+	return rc;
+}
+
+EXPORT int prof_set_state(int state)
+{
+	if (state == PROF_RUN)
+		return prof_start();
+	if (state == PROF_STOP) {
+		prof_on = 0;
+		prof_update_flags();
+		return 0;
+	}
+	prof_warn("prof_set_state(%d): use PROF_RUN (1) or PROF_STOP (0)", state);
+	return -1;
+}
+
+EXPORT void prof_pause(void)
+{
+	prof_on = 0;
+	prof_update_flags();
+}
+
+EXPORT void prof_resume(void)
+{
+	if (prof_proc) {
+		prof_on = 1;
+		prof_update_flags();
+	}
+}
+
+/* One request at a time per session; the collector drains every ring before answering,
+ * so everything this thread recorded before the call is in the result. */
+static int ask_collector(uint32_t kind, const char *path)
+{
+	struct prof_session_shm *s = prof_session;
+	if (!s || !prof_collector_alive())
+		return -1;
+	uint32_t me = (uint32_t)getpid(), free_ = 0;
+	while (!atomic_compare_exchange_weak(&s->dump_lock, &free_, me)) {
+		/* a holder that died (killed inside prof_dump) must not block everyone */
+		if (free_ && kill((pid_t)free_, 0) && errno == ESRCH &&
+		    atomic_compare_exchange_strong(&s->dump_lock, &free_, me))
+			break;
+		free_ = 0;
+		if (!prof_collector_alive())
+			return -1;
+		usleep(1000);
+	}
+	s->dump_kind = kind;
+	snprintf(s->dump_path, sizeof s->dump_path, "%s", path ? path : "");
+	uint32_t req = atomic_load(&s->dump_done) + 1;
+	atomic_store(&s->dump_request, req);
+	prof_futex_wake(&s->dump_request);
+	int rc = 0;
+	while (atomic_load(&s->dump_done) != req) {
+		if (!prof_collector_alive() || atomic_load(&s->state) != SESSION_RUNNING) {
+			rc = -1;
+			break;
+		}
+		prof_futex_wait(&s->dump_done, req - 1, 100);
+	}
+	if (rc == 0)
+		rc = atomic_load(&s->dump_status);
+	atomic_store(&s->dump_lock, 0);
+	return rc;
+}
+
+EXPORT int prof_dump(void)
+{
+	struct prof_thread *t = &prof_thr;
+	t->busy++;
+	int rc = ask_collector(DUMP_OUTPUTS, 0);
+	if (rc)
+		prof_warn("prof_dump: the collector could not write the outputs");
+	t->busy--;
+	return rc;
+}
+
+static char *read_whole(const char *path)
+{
+	int fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return 0;
+	struct stat st;
+	char *buf = 0;
+	if (fstat(fd, &st) == 0 && (buf = malloc((size_t)st.st_size + 1))) {
+		ssize_t n = read(fd, buf, (size_t)st.st_size);
+		buf[n > 0 ? n : 0] = 0;
+	}
+	close(fd);
+	return buf;
+}
+
+EXPORT const char *prof_dumps(void)
+{
+	static char *last;
+	struct prof_thread *t = &prof_thr;
+	t->busy++;
+	char path[256];
+	snprintf(path, sizeof path, "/dev/shm/libprof-dumps-%u-%s-%d", (unsigned)getuid(), prof_sid,
+		 (int)getpid());
+	char *text = 0;
+	if (ask_collector(DUMP_TABLES, path) == 0)
+		text = read_whole(path);
+	unlink(path);
+	if (text) {
+		free(last);
+		last = text;
+	}
+	t->busy--;
+	return text;
+}

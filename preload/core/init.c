@@ -1,0 +1,300 @@
+/* Start-up, joining or creating the session, fork, and exit. */
+#define _GNU_SOURCE
+#include <errno.h>
+#include <pthread.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "preload/wrap/alloc.h"
+#include "preload/wrap/alloc_got.h"
+#include "preload/gpu/cupti.h"
+#include "preload/wrap/early.h"
+#include "preload/core/launch.h"
+#include "preload/gpu/nvtx.h"
+#include "preload/stacks/stack.h"
+#include "preload/core/state.h"
+#include "preload/core/windows.h"
+#include "preload/trace/trace.h"
+
+struct prof_config prof_cfg;
+struct prof_session_shm *prof_session;
+struct prof_proc_shm *prof_proc;
+char prof_sid[PROF_SID_LEN + 1];
+int prof_on;
+int prof_memory_on;
+uint32_t prof_names[NAME_COUNT];
+
+extern char **environ;
+
+static const char *const predefined_names[NAME_COUNT] = {
+	"malloc", "free", "calloc", "realloc", "reallocarray", "posix_memalign",
+	"aligned_alloc", "memalign", "valloc", "pvalloc", "step",
+};
+
+void prof_update_flags(void)
+{
+	int on = prof_on && prof_proc;
+	prof_window_note(on);
+	__atomic_store_n(&prof_memory_on, on && prof_cfg.profile_memory, __ATOMIC_RELAXED);
+	__atomic_store_n(&prof_trace_on, on && prof_cfg.profile_api && prof_trace_enabled(),
+			 __ATOMIC_RELAXED);
+}
+
+static int prof_collector_alive_in(struct prof_session_shm *s)
+{
+	return prof_collector_running(s); /* pid and start time */
+}
+
+int prof_collector_alive(void)
+{
+	return prof_session && prof_collector_alive_in(prof_session);
+}
+
+static void warn_line(const char *line)
+{
+	prof_warn("%s", line);
+}
+
+static void ignore_line(const char *line)
+{
+	(void)line;
+}
+
+static int make_process_segment(void)
+{
+	char name[160];
+	prof_proc = prof_proc_create(prof_sid, prof_session->ring_bytes, PROF_DEFAULT_SLOTS, name,
+				     sizeof name);
+	if (!prof_proc) {
+		prof_warn("cannot create the ring segment in /dev/shm: %s; not profiling this "
+			  "process", strerror(errno));
+		return -1;
+	}
+	prof_strings_reset();
+	prof_stack_reset();
+	prof_intern("<unnamed>"); /* id 0: what a name that did not fit falls back to */
+	for (int i = 0; i < NAME_COUNT; i++)
+		prof_names[i] = prof_intern(predefined_names[i]);
+	return 0;
+}
+
+static struct prof_session_shm *join_session(void)
+{
+	const char *sid = getenv("PROFILER_SESSION");
+	struct prof_session_shm *s = sid ? prof_session_open(sid) : 0;
+	if (!s)
+		return 0;
+	pid_t c = (pid_t)atomic_load(&s->collector_pid);
+	if (atomic_load(&s->state) != SESSION_RUNNING || c <= 0 ||
+	    (kill(c, 0) && errno != EPERM)) {
+		munmap(s, sizeof *s);
+		return 0;
+	}
+	strcpy(prof_sid, sid);
+	return s;
+}
+
+static struct prof_session_shm *create_session(void)
+{
+	char collector[PROF_PATH_MAX];
+	if (prof_find_collector(collector, sizeof collector)) {
+		prof_warn("cannot find the collector 'prof' next to libprof.so or in ../bin "
+			  "(set PROFILER_COLLECTOR); not profiling");
+		return 0;
+	}
+	prof_new_sid(prof_sid);
+	struct prof_session_shm *s = prof_session_create(prof_sid);
+	if (!s) {
+		prof_warn("cannot create the session in /dev/shm: %s; not profiling",
+			  strerror(errno));
+		return 0;
+	}
+	char err[512];
+	int bad_output = prof_session_configure(s, &prof_cfg, getpid(), err, sizeof err);
+	if (bad_output)
+		prof_warn("%s; not profiling", err);
+	if (bad_output ||
+	    prof_spawn_collector(collector, prof_sid, &s->collector_pid)) {
+		if (!bad_output)
+			prof_warn("cannot start the collector %s; not profiling", collector);
+		prof_session_unlink(prof_sid);
+		munmap(s, sizeof *s);
+		return 0;
+	}
+	setenv("PROFILER_SESSION", prof_sid, 1);
+	/* Events before the collector runs can only wait in the rings: a program that starts
+	 * with a burst would overflow them. The few milliseconds the collector takes to
+	 * start are spent here instead, once. */
+	for (int waited = 0; !atomic_load(&s->collector_ready) && waited < 2000; waited += 10) {
+		if (waited >= 100 && !prof_collector_alive_in(s))
+			break;
+		prof_futex_wait(&s->collector_ready, 0, 10);
+	}
+	if (atomic_load(&s->state) == SESSION_FAILED) {
+		/* the collector said why on stderr */
+		unsetenv("PROFILER_SESSION");
+		prof_session_unlink(prof_sid);
+		munmap(s, sizeof *s);
+		return 0;
+	}
+	return s;
+}
+
+static int prof_start_session(int may_create);
+
+int prof_start(void)
+{
+	return prof_start_session(1);
+}
+
+/* may_create: 0 when the process only follows a session it inherited (no autostart). */
+static int prof_start_session(int may_create)
+{
+	struct prof_thread *t = &prof_thr;
+	if (prof_proc) {
+		prof_on = 1;
+		prof_update_flags();
+		return 0;
+	}
+	t->busy++;
+	int rc = -1;
+	prof_session = join_session();
+	if (!prof_session && may_create)
+		prof_session = create_session();
+	if (prof_session) {
+		prof_clock_use((enum prof_clock_kind)prof_session->clock_kind);
+		/* an exec'd or spawned image the session counted as pending: settled even
+		 * when its segment cannot be made, or the session would wait for it */
+		int spawned = getenv("PROFILER_SPAWNED") != 0;
+		if (spawned)
+			unsetenv("PROFILER_SPAWNED");
+		int made = make_process_segment() == 0;
+		if (spawned)
+			atomic_fetch_add(&prof_session->forks_registered, 1);
+		if (made) {
+			prof_on = 1;
+			rc = 0;
+			/* the driver's cuInit then hands CUPTI to libprof */
+			prof_cupti_setup();
+			prof_trace_configure(prof_trace_env(), prof_cfg.framework,
+					     prof_cfg.follow);
+			/* follow: nothing is recorded until the framework's profiler starts */
+			if (prof_cfg.follow)
+				prof_on = 0;
+			prof_trace_patch_loaded();
+		}
+	}
+	prof_update_flags();
+	t->busy--;
+	return rc;
+}
+
+void prof_after_fork_child(void)
+{
+	struct prof_thread *t = &prof_thr;
+	struct prof_proc_shm *parent = prof_proc;
+	if (!parent)
+		return;
+	int saved = errno; /* fork() returned 0: the child's errno is the parent's */
+	t->busy++;
+	prof_trace_after_fork_child();
+	prof_alloc_got_after_fork();
+	/* the forking thread is the only one here; its ring belongs to the parent */
+	t->w.slot = 0;
+	t->no_slot = 0;
+	t->lost_entry = 0;
+	char name[160];
+	/* after setuid() the collector could not open a segment made now (see process.c) */
+	int same_user = prof_session_user();
+	prof_proc = same_user ? prof_proc_create(prof_sid, prof_session->ring_bytes,
+						 PROF_DEFAULT_SLOTS, name, sizeof name) : 0;
+	if (prof_proc) {
+		prof_strings_inherit(parent, prof_proc);
+		prof_stack_inherit(parent, prof_proc);
+	} else if (!same_user) {
+		if (!prof_session->quiet)
+			prof_warn("not profiling forked child %d: its user id is not the session's "
+				  "(setuid)", (int)getpid());
+		prof_on = 0;
+	} else {
+		prof_warn("cannot create the ring segment of forked child %d: %s; not profiling it",
+			  (int)getpid(), strerror(errno));
+		prof_on = 0;
+	}
+	/* settled either way: the session must not wait for a segment that will not come */
+	if (t->counted_fork)
+		atomic_fetch_add(&prof_session->forks_registered, 1);
+	t->counted_fork = 0;
+	munmap(parent, parent->segment_size);
+	prof_update_flags();
+	t->busy--;
+	errno = saved;
+}
+
+static void wait_for_outputs(void)
+{
+	struct prof_session_shm *s = prof_session;
+	uint32_t st;
+	while (((st = atomic_load(&s->state)) == SESSION_RUNNING || st == SESSION_CLOSING) &&
+	       !atomic_load(&s->root_release)) {
+		if (!prof_collector_alive()) {
+			prof_warn("the collector (pid %u) is gone; outputs may be missing",
+				  atomic_load(&s->collector_pid));
+			return;
+		}
+		prof_futex_wait(&s->state, st, 200);
+	}
+}
+
+__attribute__((constructor(101))) static void prof_init(void)
+{
+	struct prof_thread *t = &prof_thr;
+	int saved = errno; /* zero at main's start, as C promises, whatever failed here */
+	t->busy++;
+	prof_alloc_resolve();
+	prof_config_defaults(&prof_cfg);
+	/* settings problems are reported once, by the process that starts the session */
+	prof_config_from_env(&prof_cfg, environ,
+			     getenv("PROFILER_SESSION") ? ignore_line : warn_line);
+	pthread_atfork(0, 0, prof_after_fork_child);
+	prof_spawn_env_save(environ);
+	prof_stack_setup();
+	t->busy--;
+	/* A child of a profiled process follows its session even without autostart, and
+	 * never starts one of its own: a session that is over (or whose collector is gone)
+	 * leaves it idle, so it cannot overwrite the session's outputs. */
+	if (getenv("PROFILER_SESSION"))
+		prof_start_session(0);
+	else if (prof_cfg.autostart)
+		prof_start_session(1);
+	/* what other libraries' constructors allocated before this one ran */
+	prof_early_flush(t, prof_memory_on);
+	prof_alloc_got_refresh(0);
+	/* every NVTX instance in the process then finds libprof */
+	if (prof_proc)
+		prof_nvtx_setup();
+	errno = saved;
+}
+
+__attribute__((destructor(101))) static void prof_fini(void)
+{
+	struct prof_thread *t = &prof_thr;
+	if (!prof_proc)
+		return;
+	t->busy++;
+	prof_on = 0;
+	prof_update_flags();
+	atomic_store_explicit(&prof_proc->state, PROC_EXITED, memory_order_release);
+	prof_report_undelivered();
+	if (prof_session && (pid_t)prof_session->root_pid == getpid()) {
+		/* the program's own output first, then the summary the collector prints */
+		fflush(0);
+		wait_for_outputs();
+	}
+	t->busy--;
+}

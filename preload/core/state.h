@@ -1,0 +1,103 @@
+/* libprof.so's process-wide state and per-thread state, and the inline event writer
+ * every interposed call uses. Everything here is hidden from the program. */
+#ifndef PROF_PRELOAD_STATE_H
+#define PROF_PRELOAD_STATE_H
+
+#include <stdatomic.h>
+#include <stdint.h>
+
+#include "preload/common/clock.h"
+#include "preload/common/config.h"
+#include "preload/common/ring.h"
+#include "preload/common/session.h"
+#include "preload/common/shm_layout.h"
+
+#define PROF_MAX_RANGES 64
+#define likely(x) __builtin_expect(!!(x), 1)
+#define unlikely(x) __builtin_expect(!!(x), 0)
+
+struct prof_thread {
+	struct ring_writer w;   /* w.slot is NULL until the thread's first event */
+	uint32_t busy;          /* inside libprof: calls pass through untraced */
+	uint32_t depth;         /* open ranges and traced calls on this thread */
+	uint32_t no_slot;       /* claiming failed: drop (and count) this thread's events */
+	struct prof_lost_thread *lost_entry; /* where they are counted (NULL: table full) */
+	uint32_t counted_fork;  /* the fork wrapper counted this fork */
+	uint32_t exiting;       /* the thread's exit hook has run */
+	uint32_t nranges;
+	uint32_t range_name[PROF_MAX_RANGES];
+	uint64_t range_t0[PROF_MAX_RANGES];
+};
+
+extern __thread struct prof_thread prof_thr __attribute__((tls_model("initial-exec")));
+
+extern struct prof_config prof_cfg;
+extern struct prof_session_shm *prof_session;
+extern struct prof_proc_shm *prof_proc;
+extern char prof_sid[PROF_SID_LEN + 1];
+/* Read on every interposed call: plain ints, written only by control calls. */
+extern int prof_on;        /* recording */
+extern int prof_memory_on; /* recording and profile_memory */
+
+/* Predefined names, interned when a process segment is made. */
+enum prof_name {
+	NAME_MALLOC, NAME_FREE, NAME_CALLOC, NAME_REALLOC, NAME_REALLOCARRAY,
+	NAME_POSIX_MEMALIGN, NAME_ALIGNED_ALLOC, NAME_MEMALIGN, NAME_VALLOC, NAME_PVALLOC,
+	NAME_STEP, NAME_COUNT
+};
+extern uint32_t prof_names[NAME_COUNT];
+
+/* strings.c */
+uint32_t prof_intern(const char *s);
+/* A dynamic category's index (registered in the process segment on first use). */
+uint8_t prof_category(const char *name);
+void prof_strings_reset(void);
+void prof_strings_inherit(struct prof_proc_shm *from, struct prof_proc_shm *to);
+
+/* thread.c */
+int prof_thread_claim(struct prof_thread *t);
+void prof_warn(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+
+/* init.c */
+int prof_start(void);
+void prof_update_flags(void);
+int prof_collector_alive(void);
+void prof_after_fork_child(void);
+
+/* process.c */
+/* Keeps the PROFILER_* settings this process started with, for the images it spawns. */
+void prof_spawn_env_save(char **env);
+/* 1 while this process runs as the session's user (else the collector cannot see its
+ * children's segments). */
+int prof_session_user(void);
+
+/* collector_watch.c */
+int prof_pid_running(pid_t pid); /* zombies are not running */
+/* The session's collector runs: its pid with the start time it noted (not a reused pid). */
+int prof_collector_running(struct prof_session_shm *s);
+int prof_collector_stalled(void);
+void prof_report_undelivered(void);
+
+static inline void prof_emit(struct prof_thread *t, uint8_t cat, uint8_t type, uint8_t flags,
+			     uint32_t name, unsigned depth, uint64_t t0, uint64_t t1, uint64_t a,
+			     uint64_t b, uint64_t c)
+{
+	if (unlikely(!t->w.slot) && !prof_thread_claim(t))
+		return;
+	struct prof_event *e = ring_reserve(&t->w, t1);
+	if (unlikely(!e))
+		return;
+	e->t0 = t0;
+	e->t1 = t1;
+	e->a = a;
+	e->b = b;
+	e->c = c;
+	e->name = name;
+	e->cat = cat;
+	e->type = type;
+	e->flags = flags;
+	e->depth = depth > 255 ? 255 : (uint8_t)depth;
+	ring_commit(&t->w);
+}
+
+#endif

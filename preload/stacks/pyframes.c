@@ -1,0 +1,371 @@
+/* Python frames of the calling thread, read from CPython's own structures the way
+ * py-spy reads them from outside, but in-process and on the thread itself: a thread's
+ * frame chain only changes on that thread, so no GIL is needed to walk it, and every
+ * object on the chain is kept alive by it (since 3.11.1 a frame is unlinked before it is
+ * cleared, gh-99729; 3.11.0 is read too). The hot path is loads and calls into CPython
+ * that neither lock nor allocate (Py_IsInitialized; PyGILState_GetThisThreadState: a
+ * pthread_getspecific; on a cache miss PyCode_Addr2Line: a walk of co_linetable) and
+ * prof_intern on a miss.
+ *
+ * Struct offsets are hard-coded per minor version (x86-64, default GIL build), so libprof
+ * builds without Python headers; test/unit/pyframes/layout_probe.c prints them from the
+ * headers and test/unit/pyframes/run.sh checks they agree. */
+#define _GNU_SOURCE
+#include <dlfcn.h>
+#include <link.h>
+#include <stdatomic.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <string.h>
+
+#include "preload/wrap/dl.h"
+#include "preload/stacks/pyframes.h"
+#include "preload/core/state.h"
+
+/* Per minor version. Sources (CPython tags v3.11.x, v3.12.x, v3.13.x):
+ *   PyThreadState.cframe / .current_frame  Include/cpython/pystate.h (struct _ts)
+ *   _PyCFrame.current_frame                Include/cpython/pystate.h (3.11, 3.12)
+ *   _PyInterpreterFrame.*                  Include/internal/pycore_frame.h
+ *   PyCodeObject.*                         Include/cpython/code.h (_PyCode_DEF)
+ *   sizeof(PyASCIIObject)                  Include/cpython/unicodeobject.h (3.11 has wstr) */
+struct py_layout {
+	int minor;
+	int ts_cframe;         /* PyThreadState.cframe; -1: frames hang off the thread state */
+	int ts_frame;          /* _PyCFrame.current_frame, or PyThreadState.current_frame */
+	int fr_code;           /* f_code (3.11, 3.12) or f_executable (3.13) */
+	int fr_previous;
+	int fr_instr;          /* prev_instr (3.11, 3.12) or instr_ptr (3.13) */
+	int fr_owner;
+	int owner_cstack;      /* FRAME_OWNED_BY_CSTACK: the eval loop's entry shim; -1: none */
+	int co_firstlineno;
+	int co_firsttraceable; /* _co_firsttraceable: before it a frame is incomplete */
+	int co_filename;
+	int co_qualname;
+	int co_code;           /* co_code_adaptive: _PyCode_CODE(co) */
+	int str_data;          /* sizeof(PyASCIIObject): a compact ASCII str's bytes follow */
+};
+
+static const struct py_layout layouts[] = {
+	{ .minor = 11, .ts_cframe = 56, .ts_frame = 8, .fr_code = 32, .fr_previous = 48,
+	  .fr_instr = 56, .fr_owner = 69, .owner_cstack = -1, .co_firstlineno = 72,
+	  .co_firsttraceable = 168, .co_filename = 112, .co_qualname = 128, .co_code = 184,
+	  .str_data = 48 },
+	{ .minor = 12, .ts_cframe = 56, .ts_frame = 0, .fr_code = 0, .fr_previous = 8,
+	  .fr_instr = 56, .fr_owner = 70, .owner_cstack = 3, .co_firstlineno = 68,
+	  .co_firsttraceable = 176, .co_filename = 112, .co_qualname = 128, .co_code = 192,
+	  .str_data = 40 },
+	{ .minor = 13, .ts_cframe = -1, .ts_frame = 72, .fr_code = 0, .fr_previous = 8,
+	  .fr_instr = 56, .fr_owner = 70, .owner_cstack = 3, .co_firstlineno = 68,
+	  .co_firsttraceable = 184, .co_filename = 112, .co_qualname = 128, .co_code = 200,
+	  .str_data = 40 },
+};
+
+/* The same in every supported version (Include/object.h, Include/cpython/unicodeobject.h,
+ * Include/internal/pycore_frame.h). */
+#define OB_TYPE 8            /* PyObject.ob_type */
+#define OB_SIZE 16           /* PyVarObject.ob_size: code units, for a code object */
+#define STR_LENGTH 16        /* PyASCIIObject.length */
+#define STR_STATE 32         /* PyASCIIObject.state: a 32-bit bit field */
+#define STR_COMPACT_BIT 5    /* state.compact */
+#define STR_ASCII_BIT 6      /* state.ascii */
+#define OWNER_GENERATOR 1    /* FRAME_OWNED_BY_GENERATOR: never incomplete */
+
+struct py_runtime {
+	const struct py_layout *L;
+	void *(*this_thread_state)(void); /* PyGILState_GetThisThreadState */
+	int (*is_initialized)(void);      /* Py_IsInitialized */
+	int (*addr2line)(void *code, int byte_offset); /* PyCode_Addr2Line */
+	uintptr_t code_type, str_type;    /* &PyCode_Type, &PyUnicode_Type */
+};
+
+/* Filled once, then published by a release store of `active`. */
+static struct py_runtime rt;
+static _Atomic(const struct py_runtime *) active;
+
+/* Per-thread cache (code object, byte offset) -> string id. A freed code object's address
+ * can be reused: the key also holds its co_filename and co_qualname pointers and
+ * co_firstlineno, so a stale hit needs a new code object at the same address with the
+ * same name and file objects and first line: then the line reported may be an old one.
+ * That rare case is accepted. The cache is dropped when the process segment (where ids
+ * live) changes. */
+#define CACHE_BITS 8
+#define CACHE_SIZE (1u << CACHE_BITS)
+
+struct pf_entry {
+	uintptr_t code;
+	uintptr_t names; /* co_filename, co_qualname and co_firstlineno, mixed */
+	int32_t key;     /* byte offset << 1 | owned by a generator */
+	uint32_t id;     /* 0: empty */
+};
+
+struct pf_cache {
+	const void *segment; /* prof_proc when filled */
+	struct pf_entry e[CACHE_SIZE];
+};
+
+static __thread struct pf_cache cache __attribute__((tls_model("initial-exec")));
+
+#define AT(p, off, type) (*(type *)((p) + (off)))
+
+/* ---- set-up (outside the hot path: dlsym, dladdr, dl_iterate_phdr) ---- */
+
+static int count_loaded(struct dl_phdr_info *info, size_t size, void *data)
+{
+	(void)size;
+	*(unsigned long long *)data = info->dlpi_adds;
+	return 1; /* the counter is the same in every entry: stop at the first */
+}
+
+static void *lookup(const char *name, void *base)
+{
+	void *p = prof_real_dlsym(RTLD_DEFAULT, name);
+	Dl_info info;
+	/* all from the one object that holds the interpreter (an extension linked against
+	 * a second libpython would be a second, idle, copy) */
+	if (p && base && (!dladdr(p, &info) || info.dli_fbase != base))
+		return 0;
+	return p;
+}
+
+static void unsupported(const char *what, unsigned minor)
+{
+	static int warned;
+	if (!warned++)
+		prof_warn(what, minor);
+}
+
+static void resolve(void)
+{
+	void *gts = prof_real_dlsym(RTLD_DEFAULT, "PyGILState_GetThisThreadState");
+	Dl_info info;
+	if (!gts || !dladdr(gts, &info))
+		return; /* no CPython (yet) */
+	void *base = info.dli_fbase;
+	const unsigned long *version = lookup("Py_Version", base);
+	if (!version) {
+		unsupported("CPython 3.%u or older in this process: stacks have no Python frames "
+			    "(3.11 to 3.13 are read)", 10);
+		return;
+	}
+	unsigned major = (unsigned)(*version >> 24), minor = (unsigned)(*version >> 16) & 0xff;
+	const struct py_layout *L = 0;
+	for (size_t i = 0; i < sizeof layouts / sizeof layouts[0]; i++)
+		if (major == 3 && layouts[i].minor == (int)minor)
+			L = &layouts[i];
+	/* the free-threaded build's objects have another header (3.13t) */
+	int free_threaded = lookup("_Py_MergeZeroLocalRefcount", base) != 0;
+	if (!L || major != 3) {
+		unsupported("CPython 3.%u in this process: stacks have no Python frames (3.11 to "
+			    "3.13 are read)", minor);
+		return;
+	}
+	if (free_threaded) {
+		unsupported("CPython 3.%u free-threaded in this process: stacks have no Python "
+			    "frames (its objects are laid out otherwise)", minor);
+		return;
+	}
+	void *init = lookup("Py_IsInitialized", base), *a2l = lookup("PyCode_Addr2Line", base);
+	uintptr_t code_t = (uintptr_t)lookup("PyCode_Type", base);
+	uintptr_t str_t = (uintptr_t)lookup("PyUnicode_Type", base);
+	uintptr_t type_t = (uintptr_t)lookup("PyType_Type", base);
+	/* the object header is where the table says: type objects are of type `type` */
+	if (!init || !a2l || !code_t || !str_t || !type_t || AT(code_t, OB_TYPE, uintptr_t) != type_t ||
+	    AT(str_t, OB_TYPE, uintptr_t) != type_t) {
+		unsupported("CPython 3.%u in this process does not look as expected: stacks have "
+			    "no Python frames", minor);
+		return;
+	}
+	rt.L = L;
+	rt.this_thread_state = (void *(*)(void))gts;
+	rt.is_initialized = (int (*)(void))init;
+	rt.addr2line = (int (*)(void *, int))a2l;
+	rt.code_type = code_t;
+	rt.str_type = str_t;
+	atomic_store_explicit(&active, &rt, memory_order_release);
+}
+
+void prof_py_init(void)
+{
+	static atomic_flag resolving = ATOMIC_FLAG_INIT;
+	static unsigned long long seen_loads;
+	if (atomic_load_explicit(&active, memory_order_acquire))
+		return;
+	/* one thread at a time; the others go on without Python frames for now */
+	if (atomic_flag_test_and_set_explicit(&resolving, memory_order_acquire))
+		return;
+	unsigned long long loads = 0;
+	dl_iterate_phdr(count_loaded, &loads);
+	if (loads != seen_loads) {
+		seen_loads = loads;
+		resolve();
+	}
+	atomic_flag_clear_explicit(&resolving, memory_order_release);
+}
+
+/* ---- hot path: loads only ---- */
+
+/* Cheap plausibility: canonical user address, aligned. Garbage can still pass; reaching it
+ * needs a torn chain, which only a signal handler on this very thread could see. */
+static inline int plausible(uintptr_t p, uintptr_t align)
+{
+	return p >= 4096 && p < (1ull << 56) && !(p & (align - 1));
+}
+
+/* A compact ASCII str's bytes, or NULL (then a placeholder is written). */
+static const char *ascii_of(uintptr_t s, size_t *len)
+{
+	if (!plausible(s, 8) || AT(s, OB_TYPE, uintptr_t) != rt.str_type)
+		return 0;
+	uint32_t state = AT(s, STR_STATE, uint32_t);
+	int64_t n = AT(s, STR_LENGTH, int64_t);
+	if (!(state >> STR_COMPACT_BIT & 1) || !(state >> STR_ASCII_BIT & 1) || n < 0)
+		return 0;
+	*len = (size_t)n;
+	return (const char *)(s + (uintptr_t)rt.L->str_data);
+}
+
+static char *put(char *p, char *end, const char *s, size_t n)
+{
+	if (n > (size_t)(end - p))
+		n = (size_t)(end - p);
+	memcpy(p, s, n);
+	return p + n;
+}
+
+/* "qualname (file:line)" interned; 0 when not profiling. No snprintf: a signal handler may
+ * be here. */
+static uint32_t name_frame(uintptr_t code, uintptr_t qualname, uintptr_t filename, int offset)
+{
+	char buf[768];
+	char *p = buf, *end = buf + sizeof buf - 1;
+	size_t n;
+	const char *s = ascii_of(qualname, &n);
+	if (s)
+		p = put(p, buf + 200, s, n); /* a name is kept to 200 bytes */
+	else
+		p = put(p, end, "<non-ascii>", 11);
+	p = put(p, end, " (", 2);
+	s = ascii_of(filename, &n);
+	if (!s) {
+		s = "<non-ascii>";
+		n = 11;
+	} else if (n > 500) {
+		/* a long path keeps its end, where the file's name is */
+		p = put(p, end, "...", 3);
+		s += n - 500;
+		n = 500;
+	}
+	p = put(p, end, s, n);
+	int line = rt.addr2line((void *)code, offset);
+	char digits[12];
+	int nd = 0;
+	unsigned v = line < 0 ? 0 : (unsigned)line;
+	do
+		digits[sizeof digits - 1 - nd++] = (char)('0' + v % 10);
+	while ((v /= 10) && nd < (int)sizeof digits);
+	p = put(p, end, ":", 1);
+	p = put(p, end, digits + sizeof digits - nd, (size_t)nd);
+	p = put(p, end, ")", 1);
+	*p = 0;
+	return prof_intern(buf);
+}
+
+/* A frame not in the cache: checks, names it and caches it. 0: skip the frame; UINT32_MAX:
+ * not profiling (no ids to give). */
+static __attribute__((noinline)) uint32_t miss(struct pf_entry *e, uintptr_t code,
+					       intptr_t offset, int32_t key, uintptr_t names,
+					       int owner)
+{
+	const struct py_layout *L = rt.L;
+	/* incomplete: still making cells or its generator (_PyFrame_IsIncomplete) */
+	if (owner != OWNER_GENERATOR && offset < (intptr_t)AT(code, L->co_firsttraceable, int) * 2)
+		return 0;
+	if (offset < 0 || offset >= AT(code, OB_SIZE, intptr_t) * 2)
+		offset = -1; /* PyCode_Addr2Line: the first line */
+	uint32_t id = name_frame(code, AT(code, L->co_qualname, uintptr_t),
+				 AT(code, L->co_filename, uintptr_t), (int)offset);
+	if (!id)
+		return prof_proc ? 0 : UINT32_MAX; /* "<unnamed>" (a full string area) is skipped */
+	/* id cleared first and written last: a signal handler on this thread never matches
+	 * a half-written entry */
+	e->id = 0;
+	atomic_signal_fence(memory_order_seq_cst);
+	e->code = code;
+	e->names = names;
+	e->key = key;
+	atomic_signal_fence(memory_order_seq_cst);
+	e->id = id;
+	return id;
+}
+
+int prof_py_stack(uint64_t *out, int max)
+{
+	const struct py_runtime *r = atomic_load_explicit(&active, memory_order_acquire);
+	if (!r || max <= 0)
+		return 0;
+	/* finalization frees thread states (also other threads'): stop reading before */
+	if (!r->is_initialized())
+		return 0;
+	uintptr_t ts = (uintptr_t)r->this_thread_state();
+	if (!plausible(ts, 8))
+		return 0; /* no thread state: not a Python thread */
+	const struct py_layout *L = r->L;
+	uintptr_t frame;
+	if (L->ts_cframe >= 0) {
+		uintptr_t cf = AT(ts, L->ts_cframe, uintptr_t);
+		if (!plausible(cf, 8))
+			return 0;
+		frame = AT(cf, L->ts_frame, uintptr_t);
+	} else {
+		frame = AT(ts, L->ts_frame, uintptr_t);
+	}
+	struct pf_cache *c = &cache;
+	if (unlikely(c->segment != prof_proc)) {
+		memset(c->e, 0, sizeof c->e);
+		c->segment = prof_proc;
+	}
+	int n = 0;
+	/* bounded even on a garbage chain; shims and incomplete frames are skipped, a few per
+	 * entry into the eval loop */
+	for (int steps = 2 * max + 64; frame && n < max && steps > 0; steps--) {
+		if (!plausible(frame, 8))
+			break;
+		uintptr_t f = frame;
+		frame = AT(f, L->fr_previous, uintptr_t);
+		int owner = AT(f, L->fr_owner, char);
+		if (owner == L->owner_cstack)
+			continue;
+		uintptr_t code = AT(f, L->fr_code, uintptr_t);
+		if (!plausible(code, 8) || AT(code, OB_TYPE, uintptr_t) != r->code_type)
+			continue; /* 3.13's shims hold None */
+		intptr_t offset = (intptr_t)(AT(f, L->fr_instr, uintptr_t) -
+					     (code + (uintptr_t)L->co_code));
+		/* whether the frame is a generator's decides whether it is complete */
+		int32_t key = (int32_t)((uint32_t)offset << 1 | (owner == OWNER_GENERATOR));
+		uintptr_t names = AT(code, L->co_filename, uintptr_t) ^
+				  AT(code, L->co_qualname, uintptr_t) << 1 ^
+				  (uintptr_t)(uint32_t)AT(code, L->co_firstlineno, int) << 48;
+		/* two ways: frames whose keys meet in one slot (a caller and its callee, the
+		 * same every call) must not evict each other on every walk */
+		uintptr_t slot = (code >> 4 ^ code >> 12 ^ (uintptr_t)offset >> 1) & (CACHE_SIZE - 2);
+		struct pf_entry *e = &c->e[slot];
+		if (e->code != code || e->key != key || e->names != names || !e->id) {
+			struct pf_entry *other = &c->e[slot + 1];
+			/* a hit in the second way, or the emptier / older one to refill */
+			if ((other->code == code && other->key == key && other->names == names &&
+			     other->id) ||
+			    e->id)
+				e = other;
+		}
+		uint32_t id = e->id;
+		if (unlikely(e->code != code || e->key != key || e->names != names || !id)) {
+			id = miss(e, code, offset, key, names, owner);
+			if (!id)
+				continue;
+			if (id == UINT32_MAX)
+				return 0;
+		}
+		out[n++] = PROF_PYFRAME_TAG | id;
+	}
+	return n;
+}

@@ -1,0 +1,29 @@
+/* Call stacks on events (PROFILER_STACK), deduplicated into the process segment. */
+#ifndef PROF_PRELOAD_STACK_H
+#define PROF_PRELOAD_STACK_H
+
+#include <stdint.h>
+
+#include "preload/common/shm_layout.h"
+
+extern int prof_stack_alloc_on;        /* stacks on allocations */
+extern int prof_stack_calls_on;        /* and on traced calls */
+extern uint64_t prof_stack_min_ticks;  /* traced calls shorter than this go without */
+
+/* Applies prof_cfg's stack settings (loads libunwind when stacks are wanted). */
+void prof_stack_setup(void);
+/* The calling thread's stack id (0: none), from the innermost frame outside libprof:
+ * the one that returns to caller_ip with its stack pointer at caller_sp (the interposed
+ * function's CFA), recognised without unwinding when taken from there before. */
+uint32_t prof_stack_capture(uint64_t caller_ip, uint64_t caller_sp);
+/* The id of a stack of given return addresses (innermost first; 0: none). */
+uint32_t prof_stack_of(const uint64_t *frames, unsigned n);
+void prof_stack_reset(void);
+void prof_stack_inherit(struct prof_proc_shm *from, struct prof_proc_shm *to);
+
+/* trace.c: traced frames' real return addresses put back while the unwinder walks the
+ * stack, and replaced again after. */
+void prof_trace_unshadow(void);
+void prof_trace_reshadow(void);
+
+#endif

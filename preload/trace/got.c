@@ -1,0 +1,527 @@
+/* Which functions PROFILER_TRACE picks, and reaching their calls: the GOT entries
+ * (JUMP_SLOT relocations) of every loaded object that name a matching symbol are pointed
+ * at the symbol's stub. That covers calls between objects and an object's calls to its
+ * own exported functions through its PLT. Objects loaded later are patched when they
+ * are first seen (the dlsym wrapper looks, as ctypes and extension-module loading both
+ * go through it); dlsym itself hands back stubs (dl.c). All of this runs at set-up, never
+ * on a traced call. */
+#define _GNU_SOURCE
+#include <dlfcn.h>
+#include <elf.h>
+#include <fnmatch.h>
+#include <link.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <unistd.h>
+
+#include "preload/wrap/dl.h"
+#include "preload/trace/elf_sym.h"
+#include "preload/trace/got_write.h"
+#include "preload/frameworks/ort.h"
+#include "prof.h"
+#include "preload/core/state.h"
+#include "preload/frameworks/tf.h"
+#include "preload/trace/trace.h"
+#include "preload/trace/trace_policy.h"
+
+#define MAX_PATTERNS 64
+#define MAX_OBJECTS 4096
+
+struct pattern {
+	const char *glob;
+	uint8_t cat;
+};
+
+static char pattern_text[4096];
+static struct pattern patterns[MAX_PATTERNS];
+static unsigned npatterns;
+static uintptr_t patched[MAX_OBJECTS];
+static unsigned npatched;
+/* dlpi_adds/dlpi_subs when the objects were last looked at: an object unloaded since
+ * may have left its address to another one, which then needs patching of its own */
+static unsigned long long seen_adds = ~0ull, seen_subs;
+static int following; /* PROFILER_FOLLOW */
+
+int prof_trace_enabled(void)
+{
+	return npatterns > 0 || following;
+}
+
+static uint8_t category_for(const char *name, size_t len)
+{
+	char buf[PROF_CATEGORY_NAME_MAX];
+	if (len >= sizeof buf)
+		len = sizeof buf - 1;
+	memcpy(buf, name, len);
+	buf[len] = 0;
+	return prof_category(buf);
+}
+
+static void add_patterns(char *text)
+{
+	uint8_t trace_cat = category_for("trace", 5);
+	for (char *save, *tok = strtok_r(text, ",", &save); tok; tok = strtok_r(0, ",", &save)) {
+		while (*tok == ' ')
+			tok++;
+		if (!*tok || npatterns == MAX_PATTERNS)
+			continue;
+		char *eq = strchr(tok, '=');
+		struct pattern *p = &patterns[npatterns++];
+		p->cat = trace_cat;
+		p->glob = tok;
+		if (eq) {
+			p->cat = category_for(tok, (size_t)(eq - tok));
+			p->glob = eq + 1;
+		}
+	}
+}
+
+/* What each framework's calls look like; categories as the framework's own profiler
+ * names them where it has one (MXNet's MXNET_C_API, PyTorch's operators). */
+static const struct {
+	const char *name, *patterns;
+} presets[] = {
+	{"mxnet", "MXNET_C_API=MX*,operator=_ZN5mxnet6engine14ThreadedEngine15ExecuteOprBlockE*"},
+	{"torch", "operator=at::_ops::*::call"},
+	{"onnxruntime", "ORT_API=OrtGetApiBase"},
+	/* first match wins: TFE_Execute is the operator (named by tf.c), the rest C API */
+	{"tensorflow", "operator=TFE_Execute,TF_C_API=TF_*,TF_C_API=TFE_*"},
+};
+
+/* PROFILER_FOLLOW: MXNet's profiler.set_state('run'|'stop') ends in this call. */
+static uint32_t follow_mxnet(const uint64_t *args)
+{
+	if ((int)args[0])
+		prof_resume();
+	else
+		prof_pause();
+	return 0;
+}
+
+/* torch.profiler (Kineto) starts and stops through these; recording starts when
+ * enableProfiler returns, as torch.profiler's own does (what it runs to set itself up
+ * is not in its tables either). */
+static uint32_t follow_start(const uint64_t *args)
+{
+	(void)args;
+	return PROF_HOOK_RESUME_AFTER;
+}
+
+static uint32_t follow_stop(const uint64_t *args)
+{
+	(void)args;
+	prof_pause();
+	return 0;
+}
+
+/* MXNet runs each operator on an engine thread in
+ * ThreadedEngine::ExecuteOprBlock(RunContext, OprBlock *): its event is named after the
+ * operator, read where MXNet 1.x keeps it (src/engine/threaded_engine.h): OprBlock::opr
+ * at 8; ThreadedOpr::opr_name at 88, after the AsyncFn (32 bytes; Opr has no vtable),
+ * two vectors and the FnProperty (checked on 1.9.1 in gdb). RunContext is passed in
+ * memory, so the OprBlock is the second integer argument after `this`. */
+static uint32_t mxnet_operator(const uint64_t *args)
+{
+	const char *block = (const char *)args[1];
+	const char *opr = block ? *(const char *const *)(block + 8) : 0;
+	const char *name = opr ? *(const char *const *)(opr + 88) : 0;
+	struct prof_thread *t = &prof_thr;
+	if (!name || !prof_proc || t->busy)
+		return 0;
+	t->busy++;
+	uint32_t id = prof_intern(*name ? name : "(engine task)");
+	t->busy--;
+	return id + 1;
+}
+
+static const struct {
+	const char *symbol;   /* a glob over the mangled name */
+	prof_trace_hook hook;
+	const char *preset;   /* the framework preset that installs it, or NULL: follow only */
+	const char *category; /* of the call's own event, when no pattern names one */
+} hooks[] = {
+	{"MXSetProcessProfilerState", follow_mxnet, 0, "MXNET_C_API"},
+	{"MXSetProfilerState", follow_mxnet, 0, "MXNET_C_API"},
+	{"_ZN5torch8autograd8profiler14enableProfilerE*", follow_start, 0, "profiler"},
+	{"_ZN5torch8autograd8profiler15disableProfilerEv", follow_stop, 0, "profiler"},
+	/* tf.profiler.experimental.start/stop (and the TensorBoard callback's profiling):
+	 * _pywrap_profiler calls these in TensorFlow's common library. stop() exports
+	 * (ExportToTensorBoard) or, with save=False, drops the session (its destructor). */
+	{"_ZN10tensorflow8profiler6pywrap22ProfilerSessionWrapper5StartE*", follow_start, 0,
+	 "profiler"},
+	{"_ZN10tensorflow8profiler6pywrap22ProfilerSessionWrapper4StopE*", follow_stop, 0,
+	 "profiler"},
+	{"_ZN10tensorflow8profiler6pywrap22ProfilerSessionWrapper19ExportToTensorBoardEv",
+	 follow_stop, 0, "profiler"},
+	{"_ZN3tsl15ProfilerSessionD[12]Ev", follow_stop, 0, "profiler"},
+	{"_ZN5mxnet6engine14ThreadedEngine15ExecuteOprBlockE*", mxnet_operator, "mxnet",
+	 "operator"},
+	{"TFE_Execute", prof_tf_execute_hook, "tensorflow", "operator"},
+};
+
+static const char *preset_in_use; /* PROFILER_FRAMEWORK */
+
+/* The hook installed for name, or -1. */
+static int hook_index(const char *name)
+{
+	for (size_t i = 0; i < sizeof hooks / sizeof *hooks; i++) {
+		int on = hooks[i].preset ? preset_in_use && (!strcmp(preset_in_use, "auto") ||
+							     !strcmp(preset_in_use, hooks[i].preset))
+					 : following;
+		if (on && !fnmatch(hooks[i].symbol, name, 0))
+			return (int)i;
+	}
+	return -1;
+}
+
+/* PROFILER_TRACE, read from environ: getenv may be the program's own. bash defines one
+ * (and setenv) that, in a bash starting the session, answered NULL here: nothing was
+ * traced in it. */
+const char *prof_trace_env(void)
+{
+	extern char **environ;
+	static const char key[] = "PROFILER_TRACE=";
+	for (char **e = environ; e && *e; e++)
+		if (!strncmp(*e, key, sizeof key - 1))
+			return *e + sizeof key - 1;
+	return 0;
+}
+
+int prof_trace_configure(const char *text, const char *framework, int follow)
+{
+	size_t used = 0;
+	pattern_text[0] = 0;
+	if (text && *text)
+		used = (size_t)snprintf(pattern_text, sizeof pattern_text, "%s,", text);
+	for (size_t i = 0; framework && *framework && i < sizeof presets / sizeof *presets; i++)
+		if (!strcmp(framework, "auto") || !strcmp(framework, presets[i].name))
+			used += (size_t)snprintf(pattern_text + used, sizeof pattern_text - used,
+						 "%s,", presets[i].patterns);
+	if (used >= sizeof pattern_text) {
+		prof_warn("PROFILER_TRACE is longer than %zu bytes; not tracing by name",
+			  sizeof pattern_text - 1);
+		pattern_text[0] = 0;
+		return -1;
+	}
+	following = follow;
+	preset_in_use = framework && *framework ? framework : 0;
+	add_patterns(pattern_text);
+	return 0;
+}
+
+/* The demangled name without its parameter list: "ns::f(int)" -> "ns::f". */
+static void strip_params(char *s)
+{
+	int depth = 0;
+	for (char *p = s; *p; p++) {
+		if (*p == '<')
+			depth++;
+		else if (*p == '>')
+			depth--;
+		else if (*p == '(' && depth == 0 && p != s) {
+			*p = 0;
+			return;
+		}
+	}
+}
+
+/* A category + 1 when name (mangled or demangled) matches a pattern, else 0. */
+static unsigned match(const char *name)
+{
+	static char *(*demangle)(const char *, char *, size_t *, int *);
+	int cxx_patterns = 0;
+	for (unsigned i = 0; i < npatterns; i++) {
+		if (fnmatch(patterns[i].glob, name, 0) == 0)
+			return patterns[i].cat + 1u;
+		cxx_patterns |= strstr(patterns[i].glob, "::") != 0;
+	}
+	/* Only a pattern naming a scope ("ns::f", "at::_ops::*::call") is tried on demangled
+	 * names: a C API pattern like TF_* must not take in TF_Session::TF_Session(...). */
+	if (!cxx_patterns || strncmp(name, "_Z", 2))
+		return 0;
+	if (!demangle) {
+		/* C++ libraries loaded RTLD_LOCAL (Python extensions) keep libstdc++ out of the
+		 * global scope: read its own symbol table (no dlopen: see elf_sym.c) */
+		demangle = (char *(*)(const char *, char *, size_t *, int *))prof_real_dlsym(
+			RTLD_DEFAULT, "__cxa_demangle");
+		if (!demangle)
+			demangle = (char *(*)(const char *, char *, size_t *, int *))
+				prof_elf_symbol_in("libstdc++.so.6", "__cxa_demangle");
+	}
+	int status = -1;
+	char *d = demangle ? demangle(name, 0, 0, &status) : 0;
+	unsigned cat = 0;
+	if (d && status == 0) {
+		for (unsigned i = 0; i < npatterns && !cat; i++)
+			if (strstr(patterns[i].glob, "::") && fnmatch(patterns[i].glob, d, 0) == 0)
+				cat = patterns[i].cat + 1u;
+		strip_params(d);
+		for (unsigned i = 0; i < npatterns && !cat; i++)
+			if (strstr(patterns[i].glob, "::") && fnmatch(patterns[i].glob, d, 0) == 0)
+				cat = patterns[i].cat + 1u;
+	}
+	free(d);
+	return cat;
+}
+
+static int inside_libprof(const void *addr)
+{
+	static void *base;
+	Dl_info self, other;
+	if (!base && dladdr((void *)inside_libprof, &self))
+		base = self.dli_fbase;
+	return dladdr(addr, &other) && other.dli_fbase == base;
+}
+
+/* The stub for name, or NULL when it is neither traced nor hooked. */
+static void *stub_for(const char *name, void *real)
+{
+	unsigned cat = match(name);
+	int h = hook_index(name);
+	if (!cat && h < 0)
+		return 0;
+	if (!cat)
+		cat = category_for(hooks[h].category, strlen(hooks[h].category)) + 1u;
+	prof_trace_hook hook = h >= 0 ? hooks[h].hook : 0;
+	int entry_only = hook ? 0 : prof_trace_entry_only(name);
+	if (entry_only)
+		hook = entry_only == 2 ? prof_trace_unwind_hook : prof_trace_entry_only_hook;
+	void *stub = prof_trace_stub(real, prof_intern(name), (uint8_t)(cat - 1), hook);
+	/* ONNX Runtime: OrtGetApiBase is replaced by ort.c's wrapper (which calls the stub) */
+	if (preset_in_use && !strcmp(name, "OrtGetApiBase") &&
+	    (!strcmp(preset_in_use, "auto") || !strcmp(preset_in_use, "onnxruntime"))) {
+		void *wrap = prof_ort_wrap_get_api_base(stub ? stub : real);
+		if (wrap)
+			return wrap;
+	}
+	return stub;
+}
+
+/* Whether addr is where an executable's undefined symbol points: its PLT entry, made the
+ * function's canonical address because the executable takes it (non-PIE code). That
+ * entry jumps through the executable's own GOT slot: a stub calling it from there would
+ * call itself forever. */
+static int plt_entry(void *addr, const char *name)
+{
+	Dl_info di;
+	const Elf64_Sym *sym = 0;
+	return dladdr1(addr, &di, (void **)&sym, RTLD_DL_SYMENT) && sym && di.dli_sname &&
+	       !strcmp(di.dli_sname, name) && sym->st_shndx == SHN_UNDEF;
+}
+
+void *prof_trace_lookup(const char *name, void *real)
+{
+	if ((!npatterns && !following) || !real || !name || !prof_proc || inside_libprof(real) ||
+	    plt_entry(real, name))
+		return real;
+	void *stub = stub_for(name, real);
+	return stub ? stub : real;
+}
+
+/* The loaded objects, as prof_trace_patch_loaded last listed them. */
+static struct dl_phdr_info listed[MAX_OBJECTS];
+static unsigned nlisted;
+
+/* Where a slot's call really goes: the slot itself once bound, else what the dynamic
+ * linker would pick (the global scope first, then the object's own). */
+static void *resolve(void **slot, const char *name, const struct dl_phdr_info *object)
+{
+	Dl_info di;
+	void *cur = *slot;
+	if (dladdr(cur, &di) && di.dli_sname && !strcmp(di.dli_sname, name) &&
+	    !plt_entry(cur, name))
+		return cur;
+	void *r = prof_real_dlsym(RTLD_DEFAULT, name);
+	if (r && !plt_entry(r, name))
+		return r;
+	if (r) {
+		/* the executable's PLT entry stands for the definition the global scope
+		 * gives, roughly the first in load order (libprof's own before libc's) */
+		for (unsigned i = 0; i < nlisted; i++)
+			if ((r = prof_elf_symbol(&listed[i], name)))
+				return r;
+		return 0;
+	}
+	/* The object's own scope (a library loaded RTLD_LOCAL calling itself or its own
+	 * dependencies): the object, then the others in load order, read from their symbol
+	 * tables. Never dlopen(RTLD_NOLOAD) here: this may run in a constructor, and for an
+	 * object being loaded that runs other objects' constructors early (elf_sym.c). */
+	r = prof_elf_symbol(object, name);
+	for (unsigned i = 0; !r && i < nlisted; i++)
+		if (listed[i].dlpi_addr != object->dlpi_addr)
+			r = prof_elf_symbol(&listed[i], name);
+	return r;
+}
+
+struct dynamic_info {
+	const Elf64_Sym *symtab;
+	const char *strtab;
+	const Elf64_Rela *jmprel;
+	size_t jmprel_size;
+	const Elf64_Rela *rela; /* GLOB_DAT: function pointers taken (pybind11 bindings) */
+	size_t rela_size;
+};
+
+static uintptr_t dyn_ptr(uintptr_t base, Elf64_Addr v)
+{
+	/* glibc relocates most d_ptr values in place; a small one is still an offset */
+	return v < base ? base + v : v;
+}
+
+static int read_dynamic(const struct dl_phdr_info *info, struct dynamic_info *d,
+			uintptr_t *relro_start, uintptr_t *relro_end)
+{
+	const Elf64_Dyn *dyn = 0;
+	for (int i = 0; i < info->dlpi_phnum; i++) {
+		const Elf64_Phdr *ph = &info->dlpi_phdr[i];
+		if (ph->p_type == PT_DYNAMIC)
+			dyn = (const Elf64_Dyn *)(info->dlpi_addr + ph->p_vaddr);
+		if (ph->p_type == PT_GNU_RELRO) {
+			*relro_start = info->dlpi_addr + ph->p_vaddr;
+			*relro_end = *relro_start + ph->p_memsz;
+		}
+	}
+	if (!dyn)
+		return -1;
+	memset(d, 0, sizeof *d);
+	for (; dyn->d_tag != DT_NULL; dyn++) {
+		switch (dyn->d_tag) {
+		case DT_SYMTAB:
+			d->symtab = (const void *)dyn_ptr(info->dlpi_addr, dyn->d_un.d_ptr);
+			break;
+		case DT_STRTAB:
+			d->strtab = (const void *)dyn_ptr(info->dlpi_addr, dyn->d_un.d_ptr);
+			break;
+		case DT_JMPREL:
+			d->jmprel = (const void *)dyn_ptr(info->dlpi_addr, dyn->d_un.d_ptr);
+			break;
+		case DT_PLTRELSZ:
+			d->jmprel_size = dyn->d_un.d_val;
+			break;
+		case DT_RELA:
+			d->rela = (const void *)dyn_ptr(info->dlpi_addr, dyn->d_un.d_ptr);
+			break;
+		case DT_RELASZ:
+			d->rela_size = dyn->d_un.d_val;
+			break;
+		case DT_PLTREL:
+			if (dyn->d_un.d_val != DT_RELA)
+				return -1;
+			break;
+		}
+	}
+	return d->symtab && d->strtab && d->jmprel ? 0 : -1;
+}
+
+static int skip_object(const struct dl_phdr_info *info)
+{
+	const char *n = info->dlpi_name;
+	return strstr(n, "linux-vdso") || strstr(n, "ld-linux") || strstr(n, "/ld-") ||
+	       inside_libprof((const void *)(info->dlpi_addr + info->dlpi_phdr[0].p_vaddr));
+}
+
+/* 0, or -1 when the object is still being relocated (got_write.c): look again later. */
+static int patch_slot(const struct dl_phdr_info *info, const struct dynamic_info *d,
+		      const Elf64_Rela *r, struct prof_got_object *pages, int hooks_only)
+{
+	const char *name = d->strtab + d->symtab[ELF64_R_SYM(r->r_info)].st_name;
+	void **slot = (void **)(info->dlpi_addr + r->r_offset);
+	if (!*name || prof_trace_is_stub(*slot))
+		return 0;
+	if (hooks_only ? hook_index(name) < 0 : (!match(name) && hook_index(name) < 0))
+		return 0;
+	void *real = resolve(slot, name, info);
+	void *stub = real && !inside_libprof(real) ? stub_for(name, real) : 0;
+	return stub ? prof_got_write(pages, slot, stub) : 0;
+}
+
+static void patch_object(struct dl_phdr_info *info)
+{
+	for (unsigned i = 0; i < npatched; i++)
+		if (patched[i] == info->dlpi_addr)
+			return;
+	unsigned marked = npatched < MAX_OBJECTS;
+	if (marked)
+		patched[npatched++] = info->dlpi_addr;
+	struct dynamic_info d;
+	struct prof_got_object pages = {0};
+	int busy = 0;
+	if (skip_object(info) || read_dynamic(info, &d, &pages.relro_lo, &pages.relro_hi))
+		return;
+	size_t n = d.jmprel_size / sizeof(Elf64_Rela);
+	for (size_t i = 0; i < n && !busy; i++)
+		if (ELF64_R_TYPE(d.jmprel[i].r_info) == R_X86_64_JUMP_SLOT)
+			busy = patch_slot(info, &d, &d.jmprel[i], &pages, 0);
+	/* A function's address taken (GLOB_DAT) is patched only for the follow hooks:
+	 * elsewhere it could change what a program compares function pointers with. */
+	n = d.rela ? d.rela_size / sizeof(Elf64_Rela) : 0;
+	for (size_t i = 0; following && i < n && !busy; i++)
+		if (ELF64_R_TYPE(d.rela[i].r_info) == R_X86_64_GLOB_DAT &&
+		    ELF64_ST_TYPE(d.symtab[ELF64_R_SYM(d.rela[i].r_info)].st_info) == STT_FUNC)
+			busy = patch_slot(info, &d, &d.rela[i], &pages, 1);
+	if (busy) {
+		/* being relocated by a dlopen in another thread: the next look patches it */
+		npatched -= marked;
+		__atomic_store_n(&seen_adds, ~0ull, __ATOMIC_RELAXED);
+	}
+}
+
+static int count_adds(struct dl_phdr_info *info, size_t size, void *ctx)
+{
+	(void)size;
+	((unsigned long long *)ctx)[0] = info->dlpi_adds;
+	((unsigned long long *)ctx)[1] = info->dlpi_subs;
+	return 1;
+}
+
+/* The objects are listed first and patched after dl_iterate_phdr returns: it holds the
+ * loader's lock, and the patching calls dladdr, which takes another one that a
+ * concurrent dlopen holds while it waits for the first (a deadlock seen in testing). */
+static int list_object(struct dl_phdr_info *info, size_t size, void *ctx)
+{
+	(void)size;
+	(void)ctx;
+	if (nlisted < MAX_OBJECTS)
+		listed[nlisted++] = *info;
+	return 0;
+}
+
+static pthread_mutex_t patch_lock = PTHREAD_MUTEX_INITIALIZER;
+
+/* A fork may have caught another thread patching. */
+void prof_trace_patch_after_fork(void)
+{
+	pthread_mutex_init(&patch_lock, 0);
+}
+
+void prof_trace_patch_loaded(void)
+{
+	if ((!npatterns && !following) || !prof_proc)
+		return;
+	unsigned long long counts[2] = {0, 0};
+	dl_iterate_phdr(count_adds, counts);
+	if (counts[0] == seen_adds)
+		return;
+	struct prof_thread *t = &prof_thr;
+	t->busy++;
+	pthread_mutex_lock(&patch_lock);
+	seen_adds = counts[0];
+	/* Something was unloaded since: an object now at a patched address may be another
+	 * one (or the same file loaded afresh, GOT unpatched). Look at every object again;
+	 * slots already holding a stub are left as they are. */
+	if (counts[1] != seen_subs)
+		npatched = 0;
+	seen_subs = counts[1];
+	nlisted = 0;
+	dl_iterate_phdr(list_object, 0);
+	/* Not held open meanwhile: dlopen/dlclose here could drop the last reference of an
+	 * object whose constructor is what called dlsym. A dlclose racing with this patching
+	 * is not handled. */
+	for (unsigned i = 0; i < nlisted; i++)
+		patch_object(&listed[i]);
+	pthread_mutex_unlock(&patch_lock);
+	t->busy--;
+}

@@ -1,0 +1,286 @@
+/* The process tree: fork (the child gets its own segment, see init.c), exec (the new
+ * image must find libprof and the session in its environment even when the caller passed
+ * its own), posix_spawn likewise. */
+#define _GNU_SOURCE
+#include <dlfcn.h>
+#include <limits.h>
+#include <spawn.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "preload/wrap/exec_target.h"
+#include "preload/core/state.h"
+
+#define EXPORT __attribute__((visibility("default")))
+
+extern char **environ;
+
+#define REAL(name) \
+	static __typeof__(&name) real_##name; \
+	if (!real_##name) \
+		real_##name = (__typeof__(&name))dlsym(RTLD_NEXT, #name)
+
+int prof_session_user(void)
+{
+	return prof_session && getuid() == prof_session->uid && geteuid() == prof_session->euid;
+}
+
+/* A counted child by pid, so the collector can tell one that can still join (alive, no
+ * segment yet) from one that never will (gone). */
+static void note_child(pid_t pid)
+{
+	uint32_t i = atomic_fetch_add(&prof_session->children_next, 1);
+	atomic_store(&prof_session->children[i % PROF_CHILD_SLOTS], (uint32_t)pid);
+}
+
+EXPORT pid_t fork(void)
+{
+	REAL(fork);
+	struct prof_thread *t = &prof_thr;
+	/* a child of a process that changed its user is not profiled (init.c): not counted */
+	int counted = prof_proc && prof_session && prof_session_user();
+	if (counted) {
+		atomic_fetch_add(&prof_session->forks_started, 1);
+		t->counted_fork = 1;
+	}
+	pid_t pid = real_fork();
+	if (pid != 0) {
+		t->counted_fork = 0;
+		if (pid < 0 && counted)
+			atomic_fetch_sub(&prof_session->forks_started, 1);
+		if (pid > 0 && counted)
+			note_child(pid);
+	}
+	return pid;
+}
+
+static const char *library_path(void)
+{
+	static char path[PATH_MAX];
+	Dl_info info;
+	if (!path[0] && dladdr((void *)library_path, &info) && info.dli_fname)
+		realpath(info.dli_fname, path);
+	return path;
+}
+
+/* The PROFILER_* settings the process started with, copied (a program may overwrite its
+ * environment's memory, as setproctitle does): a spawned image gets them even when the
+ * caller passes an environment of its own. */
+#define SAVED_VARS 64
+static char saved_bytes[8192];
+static char *saved_vars[SAVED_VARS + 1];
+
+void prof_spawn_env_save(char **env)
+{
+	size_t used = 0, n = 0;
+	for (; env && *env && n < SAVED_VARS; env++) {
+		if (strncmp(*env, "PROFILER_", 9) || !strncmp(*env, "PROFILER_SESSION=", 17) ||
+		    !strncmp(*env, "PROFILER_SPAWNED=", 17))
+			continue;
+		size_t len = strlen(*env) + 1;
+		if (used + len > sizeof saved_bytes)
+			continue;
+		memcpy(saved_bytes + used, *env, len);
+		saved_vars[n++] = saved_bytes + used;
+		used += len;
+	}
+	saved_vars[n] = 0;
+}
+
+/* env sets the variable that var ("NAME=value") sets */
+static int env_has(char *const *env, const char *var)
+{
+	size_t n = strcspn(var, "=") + 1;
+	for (; env && *env; env++)
+		if (!strncmp(*env, var, n))
+			return 1;
+	return 0;
+}
+
+static size_t env_count(char *const *env)
+{
+	size_t n = 0;
+	while (env && env[n])
+		n++;
+	return n;
+}
+
+/* Copies env into out (room for env_count + SAVED_VARS + 3), with LD_PRELOAD naming
+ * libprof, PROFILER_SESSION naming this session and the saved settings env lacks. The buffers live in the caller's frame: no heap
+ * use, so this is safe after vfork. */
+/* The new image registers when it joins (PROFILER_SPAWNED in its environment): until
+ * then the collector does not end the session. */
+static void count_spawn(int delta)
+{
+	if (prof_session)
+		atomic_fetch_add(&prof_session->forks_started, (uint64_t)(int64_t)delta);
+}
+
+static char **session_env(char *const *env, char **out, char *preload, size_t plen, char *sid,
+			  size_t slen, int counted)
+{
+	const char *lib = library_path();
+	const char *old_preload = 0;
+	size_t k = 0;
+	for (size_t i = 0; env && env[i]; i++) {
+		if (!strncmp(env[i], "LD_PRELOAD=", 11))
+			old_preload = env[i] + 11;
+		else if (strncmp(env[i], "PROFILER_SESSION=", 17) &&
+			 strncmp(env[i], "PROFILER_SPAWNED=", 17))
+			out[k++] = env[i];
+	}
+	if (old_preload && (!*lib || strstr(old_preload, lib)))
+		snprintf(preload, plen, "LD_PRELOAD=%s", old_preload);
+	else if (old_preload && *old_preload)
+		snprintf(preload, plen, "LD_PRELOAD=%s:%s", lib, old_preload);
+	else
+		snprintf(preload, plen, "LD_PRELOAD=%s", lib);
+	snprintf(sid, slen, "PROFILER_SESSION=%s", prof_sid);
+	for (char **v = saved_vars; *v; v++)
+		if (!env_has(env, *v))
+			out[k++] = *v;
+	out[k++] = preload;
+	out[k++] = sid;
+	/* only a counted image registers: one judged unable to join that joins after all
+	 * (a loader run directly looks static) must not settle another child's count */
+	if (counted)
+		out[k++] = "PROFILER_SPAWNED=1";
+	out[k] = 0;
+	return out;
+}
+
+/* Only the process itself marks its segment: after vfork the child shares the parent's
+ * memory, and the parent is not the one that execs. */
+static int mark_exec(void)
+{
+	if (!prof_proc || (pid_t)prof_proc->pid != getpid())
+		return 0;
+	atomic_store_explicit(&prof_proc->state, PROC_EXECING, memory_order_release);
+	return 1;
+}
+
+static void exec_failed(int marked)
+{
+	if (marked)
+		atomic_store_explicit(&prof_proc->state, PROC_LIVE, memory_order_release);
+}
+
+/* Whether the image exec'd from file (searched on PATH when search) will join: if not,
+ * it is named now and not counted (the session would wait for it). No heap: may run in
+ * a vfork child. */
+static const char *refusal(const char *file, int search)
+{
+	char path[PATH_MAX];
+	if (!prof_session_user())
+		return "its user id is not the session's (setuid)";
+	if (search ? prof_exec_resolve(file, path, sizeof path) : strlen(file) >= sizeof path)
+		return 0; /* the exec will fail */
+	return prof_exec_target_refuses(search ? path : file);
+}
+
+static void say_not_profiled(const char *file, pid_t pid, const char *why)
+{
+	if (!prof_session->quiet)
+		prof_warn("not profiling %s (pid %d): %s", file, (int)pid, why);
+}
+
+static int will_join(const char *file, int search, pid_t pid)
+{
+	const char *why = refusal(file, search);
+	if (why)
+		say_not_profiled(file, pid, why);
+	return !why;
+}
+
+#define WITH_SESSION_ENV(file, search, env, call)                                         \
+	do {                                                                               \
+		if (!prof_session)                                                         \
+			return call(env);                                                  \
+		char *fixed[env_count(env) + SAVED_VARS + 4];                              \
+		char preload_var[PATH_MAX * 2], sid_var[64];                               \
+		int counted = will_join(file, search, getpid());                           \
+		session_env(env, fixed, preload_var, sizeof preload_var, sid_var,          \
+			    sizeof sid_var, counted);                                      \
+		int marked = mark_exec();                                                  \
+		if (counted) {                                                             \
+			count_spawn(1);                                                    \
+			note_child(getpid());                                              \
+		}                                                                          \
+		int rc = call(fixed);                                                      \
+		if (counted)                                                               \
+			count_spawn(-1);                                                   \
+		exec_failed(marked);                                                       \
+		return rc;                                                                 \
+	} while (0)
+
+EXPORT int execve(const char *path, char *const argv[], char *const envp[])
+{
+	REAL(execve);
+#define CALL(e) real_execve(path, argv, e)
+	WITH_SESSION_ENV(path, 0, envp, CALL);
+#undef CALL
+}
+
+EXPORT int execv(const char *path, char *const argv[])
+{
+	return execve(path, argv, environ);
+}
+
+EXPORT int execvpe(const char *file, char *const argv[], char *const envp[])
+{
+	REAL(execvpe);
+#define CALL(e) real_execvpe(file, argv, e)
+	WITH_SESSION_ENV(file, 1, envp, CALL);
+#undef CALL
+}
+
+EXPORT int execvp(const char *file, char *const argv[])
+{
+	return execvpe(file, argv, environ);
+}
+
+/* The spawned image is counted unless it cannot join; its pid is noted once known. */
+static int spawn_in_session(int (*spawn)(pid_t *, const char *,
+					 const posix_spawn_file_actions_t *,
+					 const posix_spawnattr_t *, char *const[], char *const[]),
+			    pid_t *pid, const char *file, int search,
+			    const posix_spawn_file_actions_t *fa, const posix_spawnattr_t *attr,
+			    char *const argv[], char *const envp[])
+{
+	if (!prof_session)
+		return spawn(pid, file, fa, attr, argv, envp);
+	char *fixed[env_count(envp) + SAVED_VARS + 4];
+	char preload_var[PATH_MAX * 2], sid_var[64];
+	pid_t child = 0;
+	const char *why = refusal(file, search);
+	if (!why)
+		count_spawn(1);
+	int rc = spawn(&child, file, fa, attr, argv,
+		       session_env(envp, fixed, preload_var, sizeof preload_var, sid_var,
+				   sizeof sid_var, !why));
+	if (pid && !rc)
+		*pid = child;
+	if (rc && !why)
+		count_spawn(-1);
+	else if (!rc && !why)
+		note_child(child);
+	else if (!rc)
+		say_not_profiled(file, child, why);
+	return rc;
+}
+
+EXPORT int posix_spawn(pid_t *pid, const char *path, const posix_spawn_file_actions_t *fa,
+		       const posix_spawnattr_t *attr, char *const argv[], char *const envp[])
+{
+	REAL(posix_spawn);
+	return spawn_in_session(real_posix_spawn, pid, path, 0, fa, attr, argv, envp);
+}
+
+EXPORT int posix_spawnp(pid_t *pid, const char *file, const posix_spawn_file_actions_t *fa,
+			const posix_spawnattr_t *attr, char *const argv[], char *const envp[])
+{
+	REAL(posix_spawnp);
+	return spawn_in_session(real_posix_spawnp, pid, file, 1, fa, attr, argv, envp);
+}
