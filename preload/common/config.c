@@ -1,3 +1,5 @@
+/* The settings engine: parses values by the rows of the table (settings.c) for the
+ * environment, prof_config_set and the defaults; and expands output prefixes. */
 #include "preload/common/config.h"
 
 #include <ctype.h>
@@ -5,19 +7,6 @@
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
-
-void prof_config_defaults(struct prof_config *c)
-{
-	memset(c, 0, sizeof *c);
-	c->profile_memory = 1;
-	c->profile_api = 1;
-	c->aggregate_stats = 1;
-	c->dump_period_ms = 1000;
-	c->ring_bytes = PROF_DEFAULT_RING_BYTES;
-	c->stack_depth = PROF_DEFAULT_STACK_DEPTH;
-	c->cupti = 1;
-	strcpy(c->output, "libprof");
-}
 
 static int parse_bool(const char *s, int *out)
 {
@@ -66,34 +55,185 @@ static int parse_uint(const char *s, uint64_t *out)
 	return 0;
 }
 
+/* One value against one row's type, stored into the field at (off, size). Returns NULL,
+ * or the reason it is refused (the field unchanged); *elide: the value is too long to
+ * repeat in a message. */
+struct field {
+	size_t off, size;
+	unsigned flags;
+	const char *why, *range_why;
+};
+
+static const char *type_reason(enum prof_setting_type t)
+{
+	switch (t) {
+	case PROF_SETTING_BOOL: return "not a boolean (use 1 or 0)";
+	case PROF_SETTING_UINT: return "not a whole number in range";
+	case PROF_SETTING_SIZE: return "not a size (e.g. 4M, 65536)";
+	case PROF_SETTING_SECONDS: return "not a period in seconds (e.g. 0.5)";
+	case PROF_SETTING_ENUM: return "not one of the known values";
+	case PROF_SETTING_STRING: return "empty";
+	case PROF_SETTING_LIST: return "not a comma list of the known values";
+	}
+	return "bad value";
+}
+
+/* The index of the n bytes at s in the comma list values, or -1. */
+static int value_index(const char *values, const char *s, size_t n)
+{
+	int i = 0;
+	for (const char *v = values; *v; i++) {
+		size_t len = strcspn(v, ",");
+		if (len == n && !strncmp(v, s, n))
+			return i;
+		v += len + (v[len] == ',');
+	}
+	return -1;
+}
+
+static void store_uint(struct prof_config *c, const struct field *f, uint64_t v)
+{
+	char *p = (char *)c + f->off;
+	if (f->size == sizeof(uint32_t)) {
+		uint32_t u = (uint32_t)v;
+		memcpy(p, &u, sizeof u);
+	} else {
+		memcpy(p, &v, sizeof v);
+	}
+}
+
+static const char *parse_field(const struct prof_setting *r, const struct field *f,
+			       struct prof_config *c, const char *value, int *elide)
+{
+	const char *why = f->why ? f->why : type_reason(r->type);
+	const char *range_why = f->range_why ? f->range_why : why;
+	char *field = (char *)c + f->off;
+	switch (r->type) {
+	case PROF_SETTING_BOOL: {
+		int v;
+		if (parse_bool(value, &v))
+			return why;
+		v = f->flags & PROF_SETTING_INVERT ? !v : v;
+		memcpy(field, &v, sizeof v);
+		return 0;
+	}
+	case PROF_SETTING_UINT: {
+		uint64_t v;
+		if (parse_uint(value, &v))
+			return why;
+		if (v < r->min || v > r->max)
+			return range_why;
+		store_uint(c, f, v * (r->scale ? r->scale : 1));
+		return 0;
+	}
+	case PROF_SETTING_SIZE: {
+		uint64_t v, p = 1;
+		if (prof_parse_size(value, &v))
+			return why;
+		if (v < r->min || v > r->max)
+			return range_why;
+		while (p * 2 <= v)
+			p *= 2;
+		store_uint(c, f, p);
+		return 0;
+	}
+	case PROF_SETTING_SECONDS: {
+		char *end;
+		double s = strtod(value, &end);
+		if (end == value || *end || !(s > 0) || s > (double)r->max)
+			return why;
+		uint32_t ms = (uint32_t)(s * 1000) ? (uint32_t)(s * 1000) : 1;
+		store_uint(c, f, ms);
+		return 0;
+	}
+	case PROF_SETTING_ENUM: {
+		size_t n = strlen(value);
+		int i = value_index(r->values, value, n);
+		if (i < 0)
+			return why;
+		if (!(f->flags & PROF_SETTING_TEXT))
+			memcpy(field, &i, sizeof i);
+		else if (n < f->size)
+			memcpy(field, value, n + 1);
+		else
+			return range_why;
+		return 0;
+	}
+	case PROF_SETTING_LIST:
+		for (const char *v = value; *v;) {
+			size_t len = strcspn(v, ",");
+			if (value_index(r->values, v, len) < 0)
+				return why;
+			v += len;
+			if (*v == ',' && !*++v)
+				return why; /* "got," */
+		}
+		/* kept as text */
+		__attribute__((fallthrough));
+	case PROF_SETTING_STRING: {
+		size_t n = strlen(value);
+		if (n == 0 && (f->flags & PROF_SETTING_NONEMPTY))
+			return why;
+		if (n >= f->size)
+			return *elide = 1, range_why;
+		memcpy(field, value, n + 1);
+		/* MXNet's filename names the trace ("profile_output.json"); we want the prefix */
+		if ((f->flags & PROF_SETTING_STRIP_JSON) && n > 5 && !strcmp(value + n - 5, ".json"))
+			field[n - 5] = 0;
+		return 0;
+	}
+	}
+	return why;
+}
+
+const struct prof_setting *prof_setting_find(const char *key)
+{
+	for (size_t i = 0; key && i < prof_nsettings; i++)
+		if (!strcmp(prof_settings[i].name, key))
+			return &prof_settings[i];
+	return 0;
+}
+
+/* A row's value into its field, or into each field of the rows an alias sets (all take
+ * the same value of the alias's type: the first refusal leaves c unchanged). */
+static const char *parse_row(const struct prof_setting *r, struct prof_config *c,
+			     const char *value, int *elide)
+{
+	*elide = 0;
+	if (!r->sets) {
+		struct field f = {r->off, r->size, r->flags, r->why, r->range_why};
+		return parse_field(r, &f, c, value, elide);
+	}
+	for (const char *s = r->sets; *s;) {
+		size_t len = strcspn(s, ",");
+		char name[64];
+		snprintf(name, sizeof name, "%.*s", (int)len, s);
+		const struct prof_setting *t = prof_setting_find(name);
+		if (!t)
+			return "alias of an unknown setting"; /* the table's own test says which */
+		struct field f = {t->off, t->size, r->flags | t->flags, r->why ? r->why : t->why,
+				  r->range_why ? r->range_why : t->range_why};
+		const char *why = parse_field(r, &f, c, value, elide);
+		if (why)
+			return why;
+		s += len + (s[len] == ',');
+	}
+	return 0;
+}
+
+void prof_config_defaults(struct prof_config *c)
+{
+	memset(c, 0, sizeof *c);
+	int elide;
+	for (size_t i = 0; i < prof_nsettings; i++)
+		if (prof_settings[i].def && !prof_settings[i].sets)
+			parse_row(&prof_settings[i], c, prof_settings[i].def, &elide);
+}
+
 static int bad(char *err, size_t errlen, const char *key, const char *value, const char *why)
 {
 	snprintf(err, errlen, "%s=%s: %s", key, value, why);
 	return -1;
-}
-
-static int set_bool(int *field, const char *key, const char *value, char *err, size_t errlen)
-{
-	int v;
-	if (parse_bool(value, &v))
-		return bad(err, errlen, key, value, "not a boolean (use 1 or 0)");
-	*field = v;
-	return 0;
-}
-
-static int set_output(struct prof_config *c, const char *key, const char *value, int strip_json,
-		      char *err, size_t errlen)
-{
-	size_t n = strlen(value);
-	if (n == 0)
-		return bad(err, errlen, key, value, "empty output name");
-	if (n >= sizeof c->output)
-		return bad(err, errlen, key, "...", "output name too long");
-	memcpy(c->output, value, n + 1);
-	/* MXNet's filename names the trace ("profile_output.json"); we want the prefix. */
-	if (strip_json && n > 5 && strcmp(value + n - 5, ".json") == 0)
-		c->output[n - 5] = 0;
-	return 0;
 }
 
 int prof_config_set(struct prof_config *c, const char *key, const char *value, char *err,
@@ -101,124 +241,26 @@ int prof_config_set(struct prof_config *c, const char *key, const char *value, c
 {
 	if (!key || !value)
 		return snprintf(err, errlen, "missing key or value"), -1;
-	if (!strcmp(key, "profile_all")) {
-		int v;
-		if (parse_bool(value, &v))
-			return bad(err, errlen, key, value, "not a boolean (use 1 or 0)");
-		c->profile_memory = c->profile_api = v;
-		return 0;
+	const struct prof_setting *r = prof_setting_find(key);
+	if (!r) {
+		size_t n = (size_t)snprintf(err, errlen, "unknown setting '%s' (known: ", key);
+		for (size_t i = 0; i < prof_nsettings && n < errlen; i++)
+			n += (size_t)snprintf(err + n, errlen - n, "%s%s", i ? ", " : "",
+					      prof_settings[i].name);
+		if (n < errlen)
+			snprintf(err + n, errlen - n, ")");
+		return -1;
 	}
-	if (!strcmp(key, "profile_memory"))
-		return set_bool(&c->profile_memory, key, value, err, errlen);
-	if (!strcmp(key, "profile_api"))
-		return set_bool(&c->profile_api, key, value, err, errlen);
-	if (!strcmp(key, "aggregate_stats"))
-		return set_bool(&c->aggregate_stats, key, value, err, errlen);
-	if (!strcmp(key, "continuous_dump"))
-		return set_bool(&c->continuous_dump, key, value, err, errlen);
-	if (!strcmp(key, "autostart"))
-		return set_bool(&c->autostart, key, value, err, errlen);
-	if (!strcmp(key, "overwrite"))
-		return set_bool(&c->overwrite, key, value, err, errlen);
-	if (!strcmp(key, "quiet"))
-		return set_bool(&c->quiet, key, value, err, errlen);
-	if (!strcmp(key, "block"))
-		return set_bool(&c->block, key, value, err, errlen);
-	if (!strcmp(key, "filename"))
-		return set_output(c, key, value, 1, err, errlen);
-	if (!strcmp(key, "output"))
-		return set_output(c, key, value, 0, err, errlen);
-	if (!strcmp(key, "dump_period")) {
-		char *end;
-		double s = strtod(value, &end);
-		if (end == value || *end || !(s > 0) || s > 86400)
-			return bad(err, errlen, key, value, "not a period in seconds (e.g. 0.5)");
-		c->dump_period_ms = (uint32_t)(s * 1000) ? (uint32_t)(s * 1000) : 1;
-		return 0;
-	}
-	if (!strcmp(key, "ring_size")) {
-		uint64_t v;
-		if (prof_parse_size(value, &v))
-			return bad(err, errlen, key, value, "not a size (e.g. 4M, 65536)");
-		if (v < PROF_MIN_RING_BYTES || v > PROF_MAX_RING_BYTES)
-			return bad(err, errlen, key, value, "ring size must be 4K..1G");
-		uint64_t p = PROF_MIN_RING_BYTES;
-		while (p * 2 <= v)
-			p *= 2;
-		c->ring_bytes = p;
-		return 0;
-	}
-	if (!strcmp(key, "trace_max_events")) {
-		uint64_t v;
-		if (parse_uint(value, &v) || v == 0)
-			return bad(err, errlen, key, value, "not a positive count");
-		c->max_json_events = v;
-		return 0;
-	}
-	if (!strcmp(key, "stack")) {
-		static const char *modes[] = {"off", "alloc", "all"};
-		for (int i = 0; i < 3; i++)
-			if (!strcmp(value, modes[i])) {
-				c->stack_mode = i;
-				return 0;
-			}
-		return bad(err, errlen, key, value, "use alloc, all or off");
-	}
-	if (!strcmp(key, "stack_depth")) {
-		uint64_t v;
-		if (parse_uint(value, &v) || v == 0 || v > PROF_MAX_STACK_DEPTH)
-			return bad(err, errlen, key, value, "frames must be 1..128");
-		c->stack_depth = (uint32_t)v;
-		return 0;
-	}
-	if (!strcmp(key, "stack_min_us")) {
-		uint64_t v;
-		if (parse_uint(value, &v) || v > 3600000000ull)
-			return bad(err, errlen, key, value, "not a duration in microseconds");
-		c->stack_min_ns = v * 1000;
-		return 0;
-	}
-	if (!strcmp(key, "follow"))
-		return set_bool(&c->follow, key, value, err, errlen);
-	if (!strcmp(key, "cupti"))
-		return set_bool(&c->cupti, key, value, err, errlen);
-	if (!strcmp(key, "cuda")) {
-		int on;
-		if (parse_bool(value, &on))
-			return bad(err, errlen, key, value, "not a boolean (use 1 or 0)");
-		c->no_cuda = !on;
-		return 0;
-	}
-	if (!strcmp(key, "framework")) {
-		static const char *known[] = {"mxnet", "torch", "tensorflow", "onnxruntime", "auto"};
-		for (size_t i = 0; i < sizeof known / sizeof *known; i++)
-			if (!strcmp(value, known[i])) {
-				strcpy(c->framework, value);
-				return 0;
-			}
-		return bad(err, errlen, key, value,
-			   "use mxnet, torch, tensorflow, onnxruntime or auto");
-	}
-	if (!strcmp(key, "clock")) {
-		if (strcmp(value, "tsc") && strcmp(value, "mono"))
-			return bad(err, errlen, key, value, "clock must be tsc or mono");
-		strcpy(c->clock, value);
-		return 0;
-	}
-	snprintf(err, errlen,
-		 "unknown setting '%s' (known: profile_all, profile_memory, profile_api, "
-		 "aggregate_stats, filename, continuous_dump, dump_period, output, ring_size, "
-		 "block, quiet, overwrite, autostart, clock, trace_max_events, framework, follow, "
-		 "stack, stack_depth, stack_min_us, cupti, cuda)",
-		 key);
-	return -1;
+	int elide;
+	const char *why = parse_row(r, c, value, &elide);
+	return why ? bad(err, errlen, key, elide ? "..." : value, why) : 0;
 }
 
 /* Variables that belong to the session machinery rather than to settings. */
 static int is_internal(const char *name)
 {
 	return !strcmp(name, "SESSION") || !strcmp(name, "COLLECTOR") || !strcmp(name, "LIBRARY") ||
-	       !strcmp(name, "TRACE") || !strcmp(name, "SPAWNED"); /* read by the tracer (preload/trace/got.c) */
+	       !strcmp(name, "SPAWNED");
 }
 
 int prof_config_from_env(struct prof_config *c, char *const *env, void (*warn)(const char *))
@@ -232,22 +274,27 @@ int prof_config_from_env(struct prof_config *c, char *const *env, void (*warn)(c
 		size_t klen = eq ? (size_t)(eq - *env) - 9 : 0;
 		if (!eq || klen == 0 || klen >= sizeof key)
 			continue;
-		for (size_t i = 0; i < klen; i++)
-			key[i] = (char)tolower((unsigned char)(*env)[9 + i]);
-		key[klen] = 0;
 		memcpy(line, *env + 9, klen);
 		line[klen] = 0;
 		if (is_internal(line))
 			continue;
-		if (prof_config_set(c, key, eq + 1, err, sizeof err) == 0)
+		/* the key in any case, as before: PROFILER_Ring_Size is ring_size */
+		for (size_t i = 0; i < klen; i++)
+			key[i] = (char)tolower((unsigned char)(*env)[9 + i]);
+		key[klen] = 0;
+		const struct prof_setting *r = prof_setting_find(key);
+		int elide;
+		const char *why = r ? parse_row(r, c, eq + 1, &elide) : 0;
+		if (r && !why)
 			continue;
 		problems++;
-		if (!strncmp(err, "unknown setting", 15)) {
+		if (!r)
 			snprintf(line, sizeof line, "unknown variable PROFILER_%.*s, ignored",
 				 (int)klen, *env + 9);
-		} else {
+		else {
+			/* the message prof_config_set gives, under the variable's name */
+			bad(err, sizeof err, key, elide ? "..." : eq + 1, why);
 			snprintf(line, sizeof line, "PROFILER_%s, ignored", err);
-			/* the key as the user wrote it: PROFILER_RING_SIZE=x, not ring_size=x */
 			for (char *p = line + 9; *p && *p != '='; p++)
 				*p = (char)toupper((unsigned char)*p);
 		}

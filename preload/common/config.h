@@ -1,6 +1,7 @@
 /* Settings: PROFILER_* environment variables and prof_set_config keys (MXNet's names
- * where they make sense). Pure parsing, no allocation: it runs before the allocator is
- * known. */
+ * where they make sense), all described by one table (preload/common/settings.c) from
+ * which the environment parser, prof_config_set, the defaults and README's settings table
+ * are made. Pure parsing, no allocation: it runs before the allocator is known. */
 #ifndef PROF_PRELOAD_CONFIG_H
 #define PROF_PRELOAD_CONFIG_H
 
@@ -14,6 +15,7 @@
 #define PROF_DEFAULT_RING_BYTES (4ull << 20) /* 65,536 events */
 #define PROF_MIN_RING_BYTES (4ull << 10)
 #define PROF_MAX_RING_BYTES (1ull << 30)
+#define PROF_TRACE_MAX 4096 /* bytes of PROFILER_TRACE, its NUL included */
 
 struct prof_config {
 	int autostart;
@@ -38,11 +40,64 @@ struct prof_config {
 	/* PROFILER_CUDA=0: CUDA's API calls not wrapped. 0 means on: dlsym can hand out
 	 * CUDA wrappers before libprof's constructor has read the settings. */
 	int no_cuda;
+	char trace[PROF_TRACE_MAX]; /* functions to trace by name (preload/trace/) */
+	char debug[64];             /* PROFILER_DEBUG: comma list of domains, validated */
 };
 
 enum prof_stack_mode { PROF_STACK_OFF = 0, PROF_STACK_ALLOC = 1, PROF_STACK_ALL = 2 };
 #define PROF_DEFAULT_STACK_DEPTH 64
 #define PROF_MAX_STACK_DEPTH 128
+
+/* ---- the table (preload/common/settings.c) ---- */
+
+enum prof_setting_type {
+	PROF_SETTING_BOOL,    /* int: 1 true yes on / 0 false no off */
+	PROF_SETTING_UINT,    /* decimal integer in [min, max], stored times scale (u32 or u64) */
+	PROF_SETTING_SIZE,    /* bytes ("64K", "4M") in [min, max], rounded down to a power of 2 */
+	PROF_SETTING_SECONDS, /* decimal seconds in (0, max], stored as milliseconds (u32) */
+	PROF_SETTING_ENUM,    /* one of values: its index (int) or, with _TEXT, a copy */
+	PROF_SETTING_STRING,  /* text shorter than the field */
+	PROF_SETTING_LIST,    /* comma list of values, or nothing; kept as text */
+};
+
+/* When a value takes effect, so prof_set_config can say when it cannot. */
+enum prof_setting_when {
+	PROF_WHEN_ANY,   /* at once */
+	PROF_WHEN_START, /* when the session starts (prof_set_state(PROF_RUN), autostart) */
+	PROF_WHEN_LOAD,  /* read from the environment when libprof loads */
+};
+
+#define PROF_SETTING_INVERT 1u     /* BOOL: the field holds the opposite (no_cuda) */
+#define PROF_SETTING_TEXT 2u       /* ENUM: the field is a copy of the value, not an index */
+#define PROF_SETTING_NONEMPTY 4u   /* STRING: "" is refused */
+#define PROF_SETTING_STRIP_JSON 8u /* STRING: "out.json" -> "out" (MXNet's filename) */
+
+struct prof_setting {
+	const char *name; /* prof_set_config key */
+	const char *env;  /* PROFILER_ + name in capitals */
+	enum prof_setting_type type;
+	enum prof_setting_when when;
+	size_t off, size; /* the field in struct prof_config (alias: unused) */
+	const char *def;  /* default, parsed like any value; NULL: the field stays zero */
+	const char *shown_default; /* README's default where def is NULL */
+	uint64_t min, max;  /* UINT, SIZE; SECONDS: max only */
+	uint32_t scale;     /* UINT: stored = value * scale (0: 1) */
+	const char *values; /* ENUM, LIST: "a,b,c" */
+	unsigned flags;     /* PROF_SETTING_* */
+	const char *sets;   /* an alias: the rows it sets instead ("output", "a,b") */
+	const char *why;    /* why a bad value is refused (NULL: the type's reason) */
+	const char *range_why; /* why a well-formed value out of range is (NULL: why) */
+	/* prof record's option: --flag [ARG], -short; a switch (no arg) sets record_value */
+	const char *record_flag, *record_arg, *record_value;
+	char record_short;
+	const char *help;
+};
+
+extern const struct prof_setting prof_settings[];
+extern const size_t prof_nsettings;
+
+/* The row of a key (prof_set_config's name), or NULL. */
+const struct prof_setting *prof_setting_find(const char *key);
 
 void prof_config_defaults(struct prof_config *c);
 

@@ -123,12 +123,19 @@ EXPORT int prof_set_config(const char *key, const char *value)
 	struct prof_thread *t = &prof_thr;
 	t->busy++;
 	int rc = prof_config_set(&prof_cfg, key, value, err, sizeof err);
+	/* when the row says the value is read (an alias: by the row it sets) */
+	const struct prof_setting *row = rc ? 0 : prof_setting_find(key);
+	const struct prof_setting *var = row && row->sets ? prof_setting_find(row->sets) : row;
+	const char *env = var ? var->env : row ? row->env : "";
 	if (rc)
 		prof_warn("prof_set_config: %s", err);
-	else if (key && (!strcmp(key, "filename") || !strcmp(key, "output")) && prof_session)
+	else if (row->when == PROF_WHEN_LOAD)
+		prof_warn("prof_set_config: %s is read only when libprof loads; set %s in the "
+			  "environment", key, env);
+	else if (row->when == PROF_WHEN_START && prof_session)
 		prof_warn("prof_set_config: %s is fixed once profiling has started; set it before "
-			  "prof_set_state(PROF_RUN) or with PROFILER_OUTPUT", key);
-	else if (key && !strncmp(key, "stack", 5))
+			  "prof_set_state(PROF_RUN) or with %s", key, env);
+	else if (!strncmp(key, "stack", 5))
 		prof_stack_setup();
 	publish_session_settings();
 	prof_update_flags();

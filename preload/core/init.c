@@ -181,7 +181,9 @@ static int prof_start_session(int may_create)
 			rc = 0;
 			/* the driver's cuInit then hands CUPTI to libprof */
 			prof_cupti_setup();
-			prof_trace_configure(prof_trace_env(), prof_cfg.framework,
+			/* PROFILER_TRACE (read from environ at load: getenv may be the
+			 * program's own), or what prof_set_config("trace") set since */
+			prof_trace_configure(prof_cfg.trace, prof_cfg.framework,
 					     prof_cfg.follow);
 			/* follow: nothing is recorded until the framework's profiler starts */
 			if (prof_cfg.follow)

@@ -1,0 +1,117 @@
+/* The one table of settings: each PROFILER_* variable, its prof_set_config key, type,
+ * default, range, when it takes effect, prof record's option for it and its help. The
+ * environment parser, prof_config_set and the defaults (config.c), README's settings
+ * table (collector/settings_doc.c, checked by test/unit/test_settings.c) and prof
+ * record's options are made or checked from these rows: a new setting is one row here
+ * (and a field in struct prof_config). */
+#include <stddef.h>
+
+#include "preload/common/config.h"
+
+#define FIELD(f) .off = offsetof(struct prof_config, f), \
+		 .size = sizeof(((struct prof_config *)0)->f)
+
+const struct prof_setting prof_settings[] = {
+	{.name = "autostart", .env = "PROFILER_AUTOSTART", .type = PROF_SETTING_BOOL,
+	 .when = PROF_WHEN_LOAD, FIELD(autostart), .def = "0",
+	 .help = "start recording at load"},
+	{.name = "output", .env = "PROFILER_OUTPUT", .type = PROF_SETTING_STRING,
+	 .when = PROF_WHEN_START, FIELD(output), .def = "libprof", .flags = PROF_SETTING_NONEMPTY,
+	 .why = "empty output name", .range_why = "output name too long",
+	 .record_flag = "--output", .record_short = 'o', .record_arg = "PREFIX",
+	 .help = "output prefix; `%p` pid, `%h` host, `%t` start time, `%r` rank (RANK, "
+		 "OMPI_COMM_WORLD_RANK, PMI_RANK, SLURM_PROCID). A taken prefix becomes "
+		 "`PREFIX-2`, `PREFIX-3`, ..."},
+	{.name = "overwrite", .env = "PROFILER_OVERWRITE", .type = PROF_SETTING_BOOL,
+	 .when = PROF_WHEN_START, FIELD(overwrite), .def = "0",
+	 .record_flag = "--force-overwrite", .record_value = "1",
+	 .help = "replace regular files at the output names instead"},
+	{.name = "filename", .env = "PROFILER_FILENAME", .type = PROF_SETTING_STRING,
+	 .when = PROF_WHEN_START, .sets = "output",
+	 .flags = PROF_SETTING_NONEMPTY | PROF_SETTING_STRIP_JSON,
+	 .help = "MXNet's `filename`: `out.json` means output prefix `out`"},
+	{.name = "quiet", .env = "PROFILER_QUIET", .type = PROF_SETTING_BOOL,
+	 .when = PROF_WHEN_START, FIELD(quiet), .def = "0",
+	 .record_flag = "--quiet", .record_short = 'q', .record_value = "1",
+	 .help = "no summary line on stderr"},
+	{.name = "ring_size", .env = "PROFILER_RING_SIZE", .type = PROF_SETTING_SIZE,
+	 .when = PROF_WHEN_START, FIELD(ring_bytes), .def = "4M",
+	 .min = PROF_MIN_RING_BYTES, .max = PROF_MAX_RING_BYTES,
+	 .why = "not a size (e.g. 4M, 65536)", .range_why = "ring size must be 4K..1G",
+	 .record_flag = "--ring-size", .record_arg = "SIZE",
+	 .help = "per-thread ring, rounded down to a power of two"},
+	{.name = "block", .env = "PROFILER_BLOCK", .type = PROF_SETTING_BOOL,
+	 .when = PROF_WHEN_START, FIELD(block), .def = "0",
+	 .record_flag = "--block", .record_value = "1",
+	 .help = "a full ring makes the writer wait instead of dropping (nothing lost while "
+		 "the collector runs; a dead or stopped collector is noticed within "
+		 "milliseconds and writers drop and count again)"},
+	{.name = "profile_all", .env = "PROFILER_PROFILE_ALL", .type = PROF_SETTING_BOOL,
+	 .when = PROF_WHEN_ANY, .sets = "profile_memory,profile_api", .shown_default = "1",
+	 .help = "MXNet's `profile_all`: both `profile_memory` and `profile_api`"},
+	{.name = "profile_memory", .env = "PROFILER_PROFILE_MEMORY", .type = PROF_SETTING_BOOL,
+	 .when = PROF_WHEN_ANY, FIELD(profile_memory), .def = "1",
+	 .record_flag = "--no-memory", .record_value = "0",
+	 .help = "record the allocator"},
+	{.name = "profile_api", .env = "PROFILER_PROFILE_API", .type = PROF_SETTING_BOOL,
+	 .when = PROF_WHEN_ANY, FIELD(profile_api), .def = "1",
+	 .help = "record API calls (CUDA, frameworks)"},
+	{.name = "aggregate_stats", .env = "PROFILER_AGGREGATE_STATS", .type = PROF_SETTING_BOOL,
+	 .when = PROF_WHEN_ANY, FIELD(aggregate_stats), .def = "1",
+	 .help = "write the tables (`libprof.txt`)"},
+	{.name = "continuous_dump", .env = "PROFILER_CONTINUOUS_DUMP", .type = PROF_SETTING_BOOL,
+	 .when = PROF_WHEN_ANY, FIELD(continuous_dump), .def = "0",
+	 .help = "rewrite the outputs every `dump_period`"},
+	{.name = "dump_period", .env = "PROFILER_DUMP_PERIOD", .type = PROF_SETTING_SECONDS,
+	 .when = PROF_WHEN_ANY, FIELD(dump_period_ms), .def = "1.0", .max = 86400,
+	 .why = "not a period in seconds (e.g. 0.5)",
+	 .help = "seconds between the rewrites of `continuous_dump`"},
+	{.name = "trace_max_events", .env = "PROFILER_TRACE_MAX_EVENTS", .type = PROF_SETTING_UINT,
+	 .when = PROF_WHEN_START, FIELD(max_json_events), .def = "4000000", .min = 1,
+	 .max = UINT64_MAX, .why = "not a positive count",
+	 .record_flag = "--max-json-events", .record_arg = "N",
+	 .help = "cap on events in the JSON (see below)"},
+	{.name = "clock", .env = "PROFILER_CLOCK", .type = PROF_SETTING_ENUM,
+	 .when = PROF_WHEN_START, FIELD(clock), .values = "tsc,mono", .flags = PROF_SETTING_TEXT,
+	 .shown_default = "auto", .why = "clock must be tsc or mono",
+	 .help = "the TSC (where invariant) or CLOCK_MONOTONIC"},
+	{.name = "trace", .env = "PROFILER_TRACE", .type = PROF_SETTING_STRING,
+	 .when = PROF_WHEN_START, FIELD(trace), .def = "",
+	 .range_why = "patterns longer than 4095 bytes",
+	 .help = "functions to trace by name (above)"},
+	{.name = "framework", .env = "PROFILER_FRAMEWORK", .type = PROF_SETTING_ENUM,
+	 .when = PROF_WHEN_START, FIELD(framework),
+	 .values = "mxnet,torch,tensorflow,onnxruntime,auto", .flags = PROF_SETTING_TEXT,
+	 .why = "use mxnet, torch, tensorflow, onnxruntime or auto",
+	 .help = "trace that framework's API by its preset (above)"},
+	{.name = "follow", .env = "PROFILER_FOLLOW", .type = PROF_SETTING_BOOL,
+	 .when = PROF_WHEN_START, FIELD(follow), .def = "0",
+	 .help = "record only while the framework's profiler runs"},
+	{.name = "stack", .env = "PROFILER_STACK", .type = PROF_SETTING_ENUM,
+	 .when = PROF_WHEN_ANY, FIELD(stack_mode), .def = "off", .values = "off,alloc,all",
+	 .why = "use alloc, all or off",
+	 .help = "`alloc`: call stacks on allocations; `all`: also on traced calls"},
+	{.name = "stack_depth", .env = "PROFILER_STACK_DEPTH", .type = PROF_SETTING_UINT,
+	 .when = PROF_WHEN_ANY, FIELD(stack_depth), .def = "64", .min = 1,
+	 .max = PROF_MAX_STACK_DEPTH, .why = "frames must be 1..128",
+	 .help = "native frames per stack, and as many Python frames"},
+	{.name = "stack_min_us", .env = "PROFILER_STACK_MIN_US", .type = PROF_SETTING_UINT,
+	 .when = PROF_WHEN_ANY, FIELD(stack_min_ns), .def = "0", .max = 3600000000ull,
+	 .scale = 1000, .why = "not a duration in microseconds",
+	 .help = "traced calls shorter than this get no stack"},
+	{.name = "cuda", .env = "PROFILER_CUDA", .type = PROF_SETTING_BOOL, .when = PROF_WHEN_ANY,
+	 FIELD(no_cuda), .def = "1", .flags = PROF_SETTING_INVERT,
+	 .help = "CUDA runtime and driver API calls (category `cuda_api`); 0: they pass "
+		 "through"},
+	{.name = "cupti", .env = "PROFILER_CUPTI", .type = PROF_SETTING_BOOL,
+	 .when = PROF_WHEN_START, FIELD(cupti), .def = "1",
+	 .help = "GPU kernels, copies and sets from CUPTI (0: leave CUPTI to another tool, "
+		 "e.g. torch.profiler)"},
+	{.name = "debug", .env = "PROFILER_DEBUG", .type = PROF_SETTING_LIST,
+	 .when = PROF_WHEN_LOAD, FIELD(debug), .def = "",
+	 .values = "got,trace,drain,cupti,shm,alloc",
+	 .why = "use a comma list of got, trace, drain, cupti, shm, alloc",
+	 .help = "print on stderr why libprof gave up on something"},
+};
+
+const size_t prof_nsettings = sizeof prof_settings / sizeof *prof_settings;
