@@ -8,6 +8,7 @@
 #define _GNU_SOURCE
 #include <dlfcn.h>
 #include <elf.h>
+#include <errno.h>
 #include <fnmatch.h>
 #include <link.h>
 #include <pthread.h>
@@ -17,6 +18,7 @@
 #include <sys/mman.h>
 #include <unistd.h>
 
+#include "preload/common/debug.h"
 #include "preload/wrap/dl.h"
 #include "preload/trace/elf_sym.h"
 #include "preload/trace/got_write.h"
@@ -66,8 +68,13 @@ static void add_patterns(char *text)
 	for (char *save, *tok = strtok_r(text, ",", &save); tok; tok = strtok_r(0, ",", &save)) {
 		while (*tok == ' ')
 			tok++;
-		if (!*tok || npatterns == MAX_PATTERNS)
+		if (!*tok)
 			continue;
+		if (npatterns == MAX_PATTERNS) {
+			prof_debug(PROF_DEBUG_TRACE, "not tracing '%s': more than %d patterns", tok,
+				   MAX_PATTERNS);
+			continue;
+		}
 		char *eq = strchr(tok, '=');
 		struct pattern *p = &patterns[npatterns++];
 		p->cat = trace_cat;
@@ -323,7 +330,7 @@ void *prof_trace_lookup(const char *name, void *real)
 
 /* The loaded objects, as prof_trace_patch_loaded last listed them. */
 static struct dl_phdr_info listed[MAX_OBJECTS];
-static unsigned nlisted;
+static unsigned nlisted, unlisted; /* unlisted: past the table, not patched */
 
 /* Where a slot's call really goes: the slot itself once bound, else what the dynamic
  * linker would pick (the global scope first, then the object's own). */
@@ -423,6 +430,11 @@ static int skip_object(const struct dl_phdr_info *info)
 	       inside_libprof((const void *)(info->dlpi_addr + info->dlpi_phdr[0].p_vaddr));
 }
 
+static const char *object_name(const struct dl_phdr_info *info)
+{
+	return info->dlpi_name && *info->dlpi_name ? info->dlpi_name : "the executable";
+}
+
 /* 0, or -1 when the object is still being relocated (got_write.c): look again later. */
 static int patch_slot(const struct dl_phdr_info *info, const struct dynamic_info *d,
 		      const Elf64_Rela *r, struct prof_got_object *pages, int hooks_only)
@@ -434,8 +446,21 @@ static int patch_slot(const struct dl_phdr_info *info, const struct dynamic_info
 	if (hooks_only ? hook_index(name) < 0 : (!match(name) && hook_index(name) < 0))
 		return 0;
 	void *real = resolve(slot, name, info);
-	void *stub = real && !inside_libprof(real) ? stub_for(name, real) : 0;
-	return stub ? prof_got_write(pages, slot, stub) : 0;
+	if (!real) {
+		prof_debug(PROF_DEBUG_TRACE, "not tracing %s in %s: no definition found", name,
+			   object_name(info));
+		return 0;
+	}
+	void *stub = !inside_libprof(real) ? stub_for(name, real) : 0;
+	int rc = stub ? prof_got_write(pages, slot, stub) : 0;
+	if (rc == PROF_GOT_REFUSED) {
+		/* the page will not become writable later: this slot is given up */
+		prof_debug(PROF_DEBUG_GOT,
+			   "cannot patch %s in %s: slot %p in a read-only mapping (mprotect: %s)",
+			   name, object_name(info), (void *)slot, strerror(errno));
+		return 0;
+	}
+	return rc;
 }
 
 static void patch_object(struct dl_phdr_info *info)
@@ -486,6 +511,8 @@ static int list_object(struct dl_phdr_info *info, size_t size, void *ctx)
 	(void)ctx;
 	if (nlisted < MAX_OBJECTS)
 		listed[nlisted++] = *info;
+	else
+		unlisted++;
 	return 0;
 }
 
@@ -515,8 +542,11 @@ void prof_trace_patch_loaded(void)
 	if (counts[1] != seen_subs)
 		npatched = 0;
 	seen_subs = counts[1];
-	nlisted = 0;
+	nlisted = unlisted = 0;
 	dl_iterate_phdr(list_object, 0);
+	if (unlisted)
+		prof_debug(PROF_DEBUG_GOT, "not patching %u loaded objects: more than %d loaded",
+			   unlisted, MAX_OBJECTS);
 	/* Not held open meanwhile: dlopen/dlclose here could drop the last reference of an
 	 * object whose constructor is what called dlsym. A dlclose racing with this patching
 	 * is not handled. */
