@@ -204,6 +204,10 @@ static void *stub_for(const char *name, void *real)
 	if (entry_only)
 		hook = entry_only == 2 ? prof_trace_unwind_hook : prof_trace_entry_only_hook;
 	void *stub = prof_trace_stub(real, prof_intern(name), (uint8_t)(cat - 1), hook);
+	if (!stub)
+		prof_debug(PROF_DEBUG_TRACE, "not tracing %s: %s", name,
+			   errno == ENOSPC ? "the table of traced functions is full"
+					   : "no executable memory for its stub");
 	void *stand_in = prof_framework_stand_in(name, stub ? stub : real, preset_in_use);
 	return stand_in ? stand_in : stub;
 }
