@@ -34,6 +34,7 @@ void prof_debug_say(unsigned domain, const char *fmt, ...)
 	if (n < 0 || (size_t)n >= sizeof line)
 		n = 0;
 	va_list ap;
+	errno = saved; /* %m says the caller's */
 	va_start(ap, fmt);
 	int m = vsnprintf(line + n, sizeof line - (size_t)n - 1, fmt, ap);
 	va_end(ap);
