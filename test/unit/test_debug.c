@@ -18,6 +18,7 @@
 #include <cmocka.h>
 
 #include "preload/common/debug.h"
+#include "preload/common/session.h"
 #include "preload/trace/got_write.c"
 
 static void parses_domains(void **state)
@@ -132,6 +133,45 @@ static void refused_page(void **state)
 	close(fd);
 }
 
+/* A process segment of another libprof's layout: not read, said once (the collector
+ * looks at it again every scan). */
+static char other_name[64];
+
+static void open_other(void)
+{
+	size_t size;
+	assert_null(prof_proc_open_sized(other_name, &size));
+}
+
+static void other_layout_said_once(void **state)
+{
+	(void)state;
+	snprintf(other_name, sizeof other_name, "libprof-test-debug-%d", (int)getpid());
+	char path[80];
+	snprintf(path, sizeof path, "/%s", other_name);
+	int fd = shm_open(path, O_CREAT | O_EXCL | O_RDWR, 0600);
+	assert_true(fd >= 0);
+	size_t size = (sizeof(struct prof_proc_shm) + 4095) & ~(size_t)4095;
+	assert_int_equal(ftruncate(fd, (off_t)size), 0);
+	struct prof_proc_shm *p = mmap(0, size, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+	assert_true(p != MAP_FAILED);
+	close(fd);
+	p->magic = PROF_SHM_MAGIC;
+	p->version = PROF_SHM_VERSION + 1;
+	p->segment_size = size;
+	char out[1024], want[256];
+	prof_debug_mask = PROF_DEBUG_SHM;
+	capture_stderr(open_other, out, sizeof out);
+	snprintf(want, sizeof want, "libprof[debug shm]: not reading %s: layout version %u, this "
+		 "collector reads %u\n", other_name, PROF_SHM_VERSION + 1, PROF_SHM_VERSION);
+	assert_string_equal(out, want);
+	capture_stderr(open_other, out, sizeof out);
+	assert_string_equal(out, "");
+	prof_debug_mask = 0;
+	munmap(p, size);
+	shm_unlink(path);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -139,6 +179,7 @@ int main(void)
 		cmocka_unit_test(one_line_per_give_up),
 		cmocka_unit_test(long_line_cut),
 		cmocka_unit_test(refused_page),
+		cmocka_unit_test(other_layout_said_once),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
