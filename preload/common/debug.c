@@ -30,7 +30,10 @@ void prof_debug_say(unsigned domain, const char *fmt, ...)
 {
 	int saved = errno;
 	char line[640];
-	int n = snprintf(line, sizeof line, "libprof[debug %s]: ", domain_name(domain));
+	/* a line in two domains is labelled with one that was asked for */
+	unsigned asked = domain & prof_debug_mask;
+	int n = snprintf(line, sizeof line, "libprof[debug %s]: ",
+			 domain_name(asked ? asked : domain));
 	if (n < 0 || (size_t)n >= sizeof line)
 		n = 0;
 	va_list ap;

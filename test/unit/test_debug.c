@@ -63,6 +63,7 @@ static void say_two(void)
 	prof_debug(PROF_DEBUG_GOT, "cannot patch %s: %d", "f", 7);
 	assert_int_equal(errno, EBADF); /* kept */
 	prof_debug(PROF_DEBUG_DRAIN, "not said");
+	prof_debug(PROF_DEBUG_ALLOC | PROF_DEBUG_GOT, "in two");
 }
 
 static void init_warns(void)
@@ -77,7 +78,11 @@ static void one_line_per_give_up(void **state)
 	char out[1024];
 	prof_debug_mask = PROF_DEBUG_GOT;
 	capture_stderr(say_two, out, sizeof out);
-	assert_string_equal(out, "libprof[debug got]: cannot patch f: 7\n");
+	assert_string_equal(out, "libprof[debug got]: cannot patch f: 7\n"
+				 "libprof[debug got]: in two\n");
+	prof_debug_mask = PROF_DEBUG_ALLOC;
+	capture_stderr(say_two, out, sizeof out);
+	assert_string_equal(out, "libprof[debug alloc]: in two\n");
 	capture_stderr(init_warns, out, sizeof out);
 	assert_int_equal(prof_debug_mask, PROF_DEBUG_GOT);
 	assert_non_null(strstr(out, "PROFILER_DEBUG: unknown domain 'nope'"));
