@@ -3,6 +3,9 @@
 #include <string.h>
 
 #include "collector/commands.h"
+#include "preload/common/debug.h"
+
+extern char **environ;
 
 static void usage(FILE *f)
 {
@@ -37,6 +40,9 @@ int main(int argc, char **argv)
 		printf("prof (libprof) %s\n", PROF_VERSION);
 		return 0;
 	}
+	/* the collector inherits the program's environment; `prof record` is the one that
+	 * starts its session, so it names unknown domains (libprof does otherwise) */
+	prof_debug_init(environ, !strcmp(cmd, "record"));
 	if (!strcmp(cmd, "record"))
 		return cmd_record(argc - 1, argv + 1);
 	if (!strcmp(cmd, "report"))

@@ -21,6 +21,7 @@
 #include "formats/model/outputs.h"
 #include "preload/common/clock.h"
 #include "collector/drain/collector.h"
+#include "preload/common/debug.h"
 #include "collector/drain/drain_fuzz.h"
 #include "collector/drain/dump.h"
 #include "preload/common/ring.h"
@@ -450,6 +451,8 @@ static void name_frames(struct collector *c)
 		return;
 	struct symbolizer *sym = symbolizer_new();
 	if (!sym)
+		prof_debug(PROF_DEBUG_DRAIN, "stack frames left unnamed: out of memory");
+	if (!sym)
 		return;
 	int ok = 1;
 	for (struct proc_entry *p = c->procs; p && ok; p = p->next)
@@ -486,12 +489,15 @@ static void add_process(struct collector *c, const char *name, struct prof_proc_
 	struct proc_entry *p = calloc(1, sizeof *p);
 	char why[160];
 	if (!p) {
+		prof_debug(PROF_DEBUG_DRAIN, "not following %s yet: out of memory", name);
 		munmap(shm, mapped);
 		return;
 	}
 	p->shm = shm;
 	p->map_size = mapped;
 	if (shm_guard_add(shm, mapped, &p->shrunk)) {
+		prof_debug(PROF_DEBUG_DRAIN | PROF_DEBUG_SHM, "not following %s yet: cannot guard "
+			   "its mapping (out of memory)", name);
 		free(p);
 		munmap(shm, mapped);
 		return;
@@ -509,6 +515,7 @@ static void add_process(struct collector *c, const char *name, struct prof_proc_
 		p->slot_gen = calloc(p->g.nslots, sizeof *p->slot_gen);
 		p->slot_tail = calloc(p->g.nslots, sizeof *p->slot_tail);
 		if (!p->slot_gen || !p->slot_tail) {
+			prof_debug(PROF_DEBUG_DRAIN, "not following %s yet: out of memory", name);
 			free(p->slot_gen);
 			free(p->slot_tail);
 			free(p);
@@ -564,6 +571,8 @@ static int known(struct collector *c, const char *name)
 static int scan_segments(struct collector *c)
 {
 	DIR *d = opendir("/dev/shm");
+	if (!d)
+		prof_debug(PROF_DEBUG_DRAIN, "cannot look for new processes: /dev/shm: %m");
 	if (!d)
 		return 0;
 	struct found found[64];

@@ -10,6 +10,7 @@
 
 #include "formats/capture/capture.h"
 #include "collector/shm/shm_check.h"
+#include "preload/common/debug.h"
 #include "formats/symbols/stack_names.h"
 #include "formats/symbols/symbolize.h"
 
@@ -61,11 +62,17 @@ void stacks_read_maps(struct proc_stacks *ps, pid_t pid, stacks_put_fn put, void
 			size_t cap = ps->cap ? ps->cap * 2 : 64;
 			struct module_range *m = realloc(ps->mods, cap * sizeof *m);
 			if (!m)
+				prof_debug(PROF_DEBUG_DRAIN, "process %d: mappings past %zu left out: "
+					   "out of memory", (int)pid, ps->nmods);
+			if (!m)
 				break;
 			ps->mods = m;
 			ps->cap = cap;
 		}
 		char *copy = strdup(name);
+		if (!copy)
+			prof_debug(PROF_DEBUG_DRAIN, "process %d: mappings past %zu left out: out "
+				   "of memory", (int)pid, ps->nmods);
 		if (!copy)
 			break;
 		ps->mods[ps->nmods++] = (struct module_range){lo, hi, off, copy};

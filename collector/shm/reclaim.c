@@ -8,6 +8,7 @@
 #include "collector/shm/reclaim.h"
 
 #include <dirent.h>
+#include <errno.h>
 #include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -17,6 +18,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "preload/common/debug.h"
 #include "preload/common/session.h"
 
 #define MAX_SESSIONS 256
@@ -163,6 +165,9 @@ int reclaim_dead_sessions(int dry_run, unsigned min_age_s, char *const *only, in
 			continue;
 		struct dead *s = session_of(d, &n, id);
 		if (!s)
+			prof_debug(PROF_DEBUG_SHM, "more than %d sessions' segments in /dev/shm: "
+				   "the rest are looked at another time", MAX_SESSIONS);
+		if (!s)
 			break; /* the rest on another call */
 		if (s->alive)
 			continue;
@@ -184,10 +189,13 @@ int reclaim_dead_sessions(int dry_run, unsigned min_age_s, char *const *only, in
 				if (!strncmp(e->d_name, want, strlen(want)) &&
 				    e->d_name[strlen(want)] == '-') {
 					snprintf(name, sizeof name, "/%.255s", e->d_name);
-					shm_unlink(name);
+					if (shm_unlink(name) && errno != ENOENT)
+						prof_debug(PROF_DEBUG_SHM, "cannot remove "
+							   "/dev/shm%s: %m", name);
 				}
 			snprintf(name, sizeof name, "/%s", want);
-			shm_unlink(name);
+			if (shm_unlink(name) && errno != ENOENT)
+				prof_debug(PROF_DEBUG_SHM, "cannot remove /dev/shm%s: %m", name);
 		}
 		if (fn)
 			fn(ctx, d[i].sid, d[i].segments, d[i].bytes, d[i].memory);

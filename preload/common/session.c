@@ -15,6 +15,7 @@
 #include <x86intrin.h>
 
 #include "preload/common/clock.h"
+#include "preload/common/debug.h"
 
 #ifndef MADV_POPULATE_WRITE
 #define MADV_POPULATE_WRITE 23
@@ -112,6 +113,10 @@ struct prof_session_shm *prof_session_open(const char *sid)
 	if (size < sizeof *s || s->magic != PROF_SHM_MAGIC || s->version != PROF_SHM_VERSION ||
 	    s->clock_ns > prof_mono_ns() ||
 	    (s->clock_kind == PROF_CLOCK_TSC && s->clock_tsc > __rdtsc())) {
+		prof_debug(PROF_DEBUG_SHM, "not joining session %s: %s", sid,
+			   size < sizeof *s || s->magic != PROF_SHM_MAGIC ? "not a session segment"
+			   : s->version != PROF_SHM_VERSION ? "another libprof's layout version"
+							    : "its clock reading lies in the future");
 		munmap(s, size);
 		return 0;
 	}
@@ -214,6 +219,14 @@ struct prof_proc_shm *prof_proc_open_sized(const char *name, size_t *mapped)
 	atomic_thread_fence(memory_order_acquire);
 	if (size < sizeof *p || p->magic != PROF_SHM_MAGIC || p->version != PROF_SHM_VERSION ||
 	    p->segment_size != size) {
+		/* the others may be a segment still being made: looked at again next scan */
+		static char said[256];
+		if (size >= sizeof *p && p->magic == PROF_SHM_MAGIC &&
+		    p->version != PROF_SHM_VERSION && strcmp(said, name)) {
+			snprintf(said, sizeof said, "%s", name);
+			prof_debug(PROF_DEBUG_SHM, "not reading %s: layout version %u, this "
+				   "collector reads %u", name, p->version, PROF_SHM_VERSION);
+		}
 		munmap(p, size);
 		return 0;
 	}

@@ -6,6 +6,7 @@
  * this runs at set-up; the calls themselves go through the stubs only. */
 #define _GNU_SOURCE
 #include <dlfcn.h>
+#include <errno.h>
 #include <link.h>
 #include <pthread.h>
 #include <stdint.h>
@@ -13,6 +14,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "preload/common/debug.h"
 #include "preload/frameworks/ort.h"
 #include "preload/core/state.h"
 #include "preload/trace/trace.h"
@@ -133,16 +135,24 @@ static int in_code(const struct segs *s, const void *p)
 static void **make_copy(const void *real)
 {
 	struct segs s = {.table = (uintptr_t)real};
-	if (!dl_iterate_phdr(find_segs, &s) || s.table_end <= s.table)
+	if (!dl_iterate_phdr(find_segs, &s) || s.table_end <= s.table) {
+		prof_debug(PROF_DEBUG_TRACE, "not tracing ONNX Runtime's OrtApi at %p: not in a "
+			   "loaded object's data", real);
 		return 0;
+	}
 	size_t n = (s.table_end - s.table) / sizeof(void *);
 	if (n > N_COPY)
 		n = N_COPY;
-	if (n < N_NAMED)
+	if (n < N_NAMED) {
+		prof_debug(PROF_DEBUG_TRACE, "not tracing ONNX Runtime's OrtApi at %p: %zu "
+			   "entries before its segment ends, fewer than %zu", real, n, N_NAMED);
 		return 0;
+	}
 	void **copy = calloc(N_COPY, sizeof(void *));
-	if (!copy)
+	if (!copy) {
+		prof_debug(PROF_DEBUG_TRACE, "not tracing ONNX Runtime's OrtApi: out of memory");
 		return 0;
+	}
 	memcpy(copy, real, n * sizeof(void *));
 	uint8_t cat = prof_category("ORT_API");
 	char name[96];
@@ -153,6 +163,10 @@ static void **make_copy(const void *real)
 		void *stub = prof_trace_stub(copy[i], prof_intern(name), cat, 0);
 		if (stub)
 			copy[i] = stub;
+		else
+			prof_debug(PROF_DEBUG_TRACE, "not tracing %s: %s", name,
+				   errno == ENOSPC ? "the table of traced functions is full"
+						   : "no executable memory for its stub");
 	}
 	return copy;
 }
@@ -169,6 +183,9 @@ static const void *ort_get_api(uint32_t version)
 	for (unsigned i = 0; i < ntables && !out; i++)
 		if (tables[i].real == real)
 			out = tables[i].copy;
+	if (!out && ntables == MAX_TABLES)
+		prof_debug(PROF_DEBUG_TRACE, "not tracing ONNX Runtime's OrtApi version %u: "
+			   "%d tables traced already", version, MAX_TABLES);
 	if (!out && ntables < MAX_TABLES) {
 		void **copy = make_copy(real);
 		if (copy) {

@@ -7,8 +7,8 @@
  * "libprof" (CUPTI takes one subscriber per process: an error here means another tool,
  * e.g. Nsight Systems, holds it, which is said in one line), puts CUPTI's timestamps on
  * the session clock, and enables kernels, copies, sets and the runtime and driver API
- * records. Any other failure leaves CUPTI alone without a word: no driver, no CUPTI 13,
- * an old CUPTI.
+ * records. Any other failure leaves CUPTI alone, said only under PROFILER_DEBUG=cupti:
+ * no driver, no CUPTI 13, an old CUPTI, a call CUPTI refuses.
  *
  * Where libcupti.so.13 comes from: the copy already mapped (PyTorch links it), else the
  * library search path, else the directory of the loaded libcudart.so.13 (pip wheels keep
@@ -21,6 +21,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "preload/common/debug.h"
 #include "preload/gpu/cupti.h"
 #include "preload/wrap/dl.h"
 #include "preload/core/state.h"
@@ -46,15 +47,21 @@ int InitializeInjection(void);
 void prof_cupti_setup(void)
 {
 	/* another tool's (Nsight Systems sets it), "none", or a profiled parent's: kept */
-	if (!prof_cfg.cupti || getenv("CUDA_INJECTION64_PATH"))
+	const char *set = getenv("CUDA_INJECTION64_PATH");
+	if (!prof_cfg.cupti || (set && !(prof_debug_mask & PROF_DEBUG_CUPTI)))
 		return;
 	struct prof_thread *t = &prof_thr;
 	Dl_info self;
-	char path[PATH_MAX];
+	char path[PATH_MAX], other[PATH_MAX];
 	t->busy++;
 	if (dladdr((void *)InitializeInjection, &self) && self.dli_fname &&
-	    realpath(self.dli_fname, path))
-		setenv("CUDA_INJECTION64_PATH", path, 0);
+	    realpath(self.dli_fname, path)) {
+		if (!set)
+			setenv("CUDA_INJECTION64_PATH", path, 0);
+		else if (!realpath(set, other) || strcmp(other, path))
+			prof_debug(PROF_DEBUG_CUPTI, "no GPU timeline unless CUPTI is free: "
+				   "CUDA_INJECTION64_PATH is another tool's (%s)", set);
+	}
 	t->busy--;
 }
 
@@ -148,18 +155,28 @@ static int load(void)
 		handle = dlopen(CUPTI_SONAME, RTLD_NOW | RTLD_LOCAL);
 	if (!handle)
 		handle = open_beside_cudart();
-	if (!handle)
+	if (!handle) {
+		prof_debug(PROF_DEBUG_CUPTI, "no GPU timeline: cannot load %s (%s)", CUPTI_SONAME,
+			   dlerror());
 		return -1;
+	}
 	for (size_t i = 0; i < sizeof functions / sizeof *functions; i++) {
 		void *f = prof_real_dlsym(handle, functions[i].name);
-		if (!f && functions[i].required)
+		if (!f && functions[i].required) {
+			prof_debug(PROF_DEBUG_CUPTI, "no GPU timeline: %s has no %s", CUPTI_SONAME,
+				   functions[i].name);
 			return -1;
+		}
 		memcpy((char *)&prof_cupti + functions[i].offset, &f, sizeof f);
 	}
 	uint32_t version = 0;
-	if (prof_cupti.get_version(&version) != CUPTI_OK || version < CUPTI_VERSION_MIN ||
-	    version >= CUPTI_VERSION_END)
+	cupti_result rc = prof_cupti.get_version(&version);
+	if (rc != CUPTI_OK || version < CUPTI_VERSION_MIN || version >= CUPTI_VERSION_END) {
+		prof_debug(PROF_DEBUG_CUPTI, "no GPU timeline: cuptiGetVersion gave %d, version %u "
+			   "(libprof reads CUPTI %d to %d)", (int)rc, version, CUPTI_VERSION_MIN,
+			   CUPTI_VERSION_END - 1);
 		return -1;
+	}
 	return 0;
 }
 
@@ -215,15 +232,24 @@ static int start_recording(void)
 				   CUPTI_CBID_CONTEXT_DESTROY_STARTING);
 	/* before any kind is enabled: CUPTI then maps GPU timestamps onto this clock (its
 	 * default, CLOCK_REALTIME, would put them off the timeline) */
-	if (prof_cupti.register_timestamp(session_clock) != CUPTI_OK)
+	cupti_result rc = prof_cupti.register_timestamp(session_clock);
+	if (rc != CUPTI_OK) {
+		prof_debug(PROF_DEBUG_CUPTI, "no GPU timeline: "
+			   "cuptiActivityRegisterTimestampCallback failed (%d)", (int)rc);
 		return -1;
+	}
 	/* threadId as the kernel's tid, the one the rows use (else pthread_self()) */
 	int tids = prof_cupti.set_thread_id_type(CUPTI_THREAD_ID_SYSTEM) == CUPTI_OK;
-	if (prof_cupti.register_callbacks(prof_cupti_buffer_request,
-					  prof_cupti_buffer_complete) != CUPTI_OK)
+	rc = prof_cupti.register_callbacks(prof_cupti_buffer_request, prof_cupti_buffer_complete);
+	if (rc != CUPTI_OK) {
+		prof_debug(PROF_DEBUG_CUPTI, "no GPU timeline: cuptiActivityRegisterCallbacks "
+			   "failed (%d)", (int)rc);
 		return -1;
+	}
 	for (size_t i = 0; i < sizeof gpu / sizeof *gpu; i++)
-		if (prof_cupti.enable(gpu[i]) != CUPTI_OK) {
+		if ((rc = prof_cupti.enable(gpu[i])) != CUPTI_OK) {
+			prof_debug(PROF_DEBUG_CUPTI, "no GPU timeline: cuptiActivityEnable(kind %u) "
+				   "failed (%d)", gpu[i], (int)rc);
 			while (i--)
 				prof_cupti.disable(gpu[i]);
 			return -1;
@@ -259,8 +285,10 @@ static void claim(void)
 			  "recorded", holder[0] ? holder : "another CUPTI subscriber");
 		return;
 	}
-	if (rc != CUPTI_OK)
+	if (rc != CUPTI_OK) {
+		prof_debug(PROF_DEBUG_CUPTI, "no GPU timeline: cuptiSubscribe failed (%d)", (int)rc);
 		return;
+	}
 	if (start_recording()) {
 		prof_cupti.unsubscribe(subscriber);
 		return;

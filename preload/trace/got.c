@@ -4,10 +4,12 @@
  * own exported functions through its PLT. Objects loaded later are patched when they
  * are first seen (the dlsym wrapper looks, as ctypes and extension-module loading both
  * go through it); dlsym itself hands back stubs (dl.c). All of this runs at set-up, never
- * on a traced call. */
+ * on a traced call. What the frameworks add (presets, hooks) is asked of
+ * preload/frameworks/frameworks.h: nothing here knows one. */
 #define _GNU_SOURCE
 #include <dlfcn.h>
 #include <elf.h>
+#include <errno.h>
 #include <fnmatch.h>
 #include <link.h>
 #include <pthread.h>
@@ -17,13 +19,13 @@
 #include <sys/mman.h>
 #include <unistd.h>
 
+#include "preload/common/debug.h"
 #include "preload/wrap/dl.h"
 #include "preload/trace/elf_sym.h"
 #include "preload/trace/got_write.h"
-#include "preload/frameworks/ort.h"
+#include "preload/frameworks/frameworks.h"
 #include "prof.h"
 #include "preload/core/state.h"
-#include "preload/frameworks/tf.h"
 #include "preload/trace/trace.h"
 #include "preload/trace/trace_policy.h"
 
@@ -66,8 +68,13 @@ static void add_patterns(char *text)
 	for (char *save, *tok = strtok_r(text, ",", &save); tok; tok = strtok_r(0, ",", &save)) {
 		while (*tok == ' ')
 			tok++;
-		if (!*tok || npatterns == MAX_PATTERNS)
+		if (!*tok)
 			continue;
+		if (npatterns == MAX_PATTERNS) {
+			prof_debug(PROF_DEBUG_TRACE, "not tracing '%s': more than %d patterns", tok,
+				   MAX_PATTERNS);
+			continue;
+		}
 		char *eq = strchr(tok, '=');
 		struct pattern *p = &patterns[npatterns++];
 		p->cat = trace_cat;
@@ -79,102 +86,12 @@ static void add_patterns(char *text)
 	}
 }
 
-/* What each framework's calls look like; categories as the framework's own profiler
- * names them where it has one (MXNet's MXNET_C_API, PyTorch's operators). */
-static const struct {
-	const char *name, *patterns;
-} presets[] = {
-	{"mxnet", "MXNET_C_API=MX*,operator=_ZN5mxnet6engine14ThreadedEngine15ExecuteOprBlockE*"},
-	{"torch", "operator=at::_ops::*::call"},
-	{"onnxruntime", "ORT_API=OrtGetApiBase"},
-	/* first match wins: TFE_Execute is the operator (named by tf.c), the rest C API */
-	{"tensorflow", "operator=TFE_Execute,TF_C_API=TF_*,TF_C_API=TFE_*"},
-};
-
-/* PROFILER_FOLLOW: MXNet's profiler.set_state('run'|'stop') ends in this call. */
-static uint32_t follow_mxnet(const uint64_t *args)
-{
-	if ((int)args[0])
-		prof_resume();
-	else
-		prof_pause();
-	return 0;
-}
-
-/* torch.profiler (Kineto) starts and stops through these; recording starts when
- * enableProfiler returns, as torch.profiler's own does (what it runs to set itself up
- * is not in its tables either). */
-static uint32_t follow_start(const uint64_t *args)
-{
-	(void)args;
-	return PROF_HOOK_RESUME_AFTER;
-}
-
-static uint32_t follow_stop(const uint64_t *args)
-{
-	(void)args;
-	prof_pause();
-	return 0;
-}
-
-/* MXNet runs each operator on an engine thread in
- * ThreadedEngine::ExecuteOprBlock(RunContext, OprBlock *): its event is named after the
- * operator, read where MXNet 1.x keeps it (src/engine/threaded_engine.h): OprBlock::opr
- * at 8; ThreadedOpr::opr_name at 88, after the AsyncFn (32 bytes; Opr has no vtable),
- * two vectors and the FnProperty (checked on 1.9.1 in gdb). RunContext is passed in
- * memory, so the OprBlock is the second integer argument after `this`. */
-static uint32_t mxnet_operator(const uint64_t *args)
-{
-	const char *block = (const char *)args[1];
-	const char *opr = block ? *(const char *const *)(block + 8) : 0;
-	const char *name = opr ? *(const char *const *)(opr + 88) : 0;
-	struct prof_thread *t = &prof_thr;
-	if (!name || !prof_proc || t->busy)
-		return 0;
-	t->busy++;
-	uint32_t id = prof_intern(*name ? name : "(engine task)");
-	t->busy--;
-	return id + 1;
-}
-
-static const struct {
-	const char *symbol;   /* a glob over the mangled name */
-	prof_trace_hook hook;
-	const char *preset;   /* the framework preset that installs it, or NULL: follow only */
-	const char *category; /* of the call's own event, when no pattern names one */
-} hooks[] = {
-	{"MXSetProcessProfilerState", follow_mxnet, 0, "MXNET_C_API"},
-	{"MXSetProfilerState", follow_mxnet, 0, "MXNET_C_API"},
-	{"_ZN5torch8autograd8profiler14enableProfilerE*", follow_start, 0, "profiler"},
-	{"_ZN5torch8autograd8profiler15disableProfilerEv", follow_stop, 0, "profiler"},
-	/* tf.profiler.experimental.start/stop (and the TensorBoard callback's profiling):
-	 * _pywrap_profiler calls these in TensorFlow's common library. stop() exports
-	 * (ExportToTensorBoard) or, with save=False, drops the session (its destructor). */
-	{"_ZN10tensorflow8profiler6pywrap22ProfilerSessionWrapper5StartE*", follow_start, 0,
-	 "profiler"},
-	{"_ZN10tensorflow8profiler6pywrap22ProfilerSessionWrapper4StopE*", follow_stop, 0,
-	 "profiler"},
-	{"_ZN10tensorflow8profiler6pywrap22ProfilerSessionWrapper19ExportToTensorBoardEv",
-	 follow_stop, 0, "profiler"},
-	{"_ZN3tsl15ProfilerSessionD[12]Ev", follow_stop, 0, "profiler"},
-	{"_ZN5mxnet6engine14ThreadedEngine15ExecuteOprBlockE*", mxnet_operator, "mxnet",
-	 "operator"},
-	{"TFE_Execute", prof_tf_execute_hook, "tensorflow", "operator"},
-};
-
 static const char *preset_in_use; /* PROFILER_FRAMEWORK */
 
-/* The hook installed for name, or -1. */
-static int hook_index(const char *name)
+/* The framework hook installed for name (preload/frameworks/), or NULL. */
+static const struct prof_framework_hook *hook_for(const char *name)
 {
-	for (size_t i = 0; i < sizeof hooks / sizeof *hooks; i++) {
-		int on = hooks[i].preset ? preset_in_use && (!strcmp(preset_in_use, "auto") ||
-							     !strcmp(preset_in_use, hooks[i].preset))
-					 : following;
-		if (on && !fnmatch(hooks[i].symbol, name, 0))
-			return (int)i;
-	}
-	return -1;
+	return prof_framework_hook_for(name, preset_in_use, following);
 }
 
 /* PROFILER_TRACE, read from environ: getenv may be the program's own. bash defines one
@@ -196,10 +113,7 @@ int prof_trace_configure(const char *text, const char *framework, int follow)
 	pattern_text[0] = 0;
 	if (text && *text)
 		used = (size_t)snprintf(pattern_text, sizeof pattern_text, "%s,", text);
-	for (size_t i = 0; framework && *framework && i < sizeof presets / sizeof *presets; i++)
-		if (!strcmp(framework, "auto") || !strcmp(framework, presets[i].name))
-			used += (size_t)snprintf(pattern_text + used, sizeof pattern_text - used,
-						 "%s,", presets[i].patterns);
+	used = prof_framework_patterns(framework, pattern_text, sizeof pattern_text, used);
 	if (used >= sizeof pattern_text) {
 		prof_warn("PROFILER_TRACE is longer than %zu bytes; not tracing by name",
 			  sizeof pattern_text - 1);
@@ -280,24 +194,22 @@ static int inside_libprof(const void *addr)
 static void *stub_for(const char *name, void *real)
 {
 	unsigned cat = match(name);
-	int h = hook_index(name);
-	if (!cat && h < 0)
+	const struct prof_framework_hook *h = hook_for(name);
+	if (!cat && !h)
 		return 0;
 	if (!cat)
-		cat = category_for(hooks[h].category, strlen(hooks[h].category)) + 1u;
-	prof_trace_hook hook = h >= 0 ? hooks[h].hook : 0;
+		cat = category_for(h->category, strlen(h->category)) + 1u;
+	prof_trace_hook hook = h ? h->hook : 0;
 	int entry_only = hook ? 0 : prof_trace_entry_only(name);
 	if (entry_only)
 		hook = entry_only == 2 ? prof_trace_unwind_hook : prof_trace_entry_only_hook;
 	void *stub = prof_trace_stub(real, prof_intern(name), (uint8_t)(cat - 1), hook);
-	/* ONNX Runtime: OrtGetApiBase is replaced by ort.c's wrapper (which calls the stub) */
-	if (preset_in_use && !strcmp(name, "OrtGetApiBase") &&
-	    (!strcmp(preset_in_use, "auto") || !strcmp(preset_in_use, "onnxruntime"))) {
-		void *wrap = prof_ort_wrap_get_api_base(stub ? stub : real);
-		if (wrap)
-			return wrap;
-	}
-	return stub;
+	if (!stub)
+		prof_debug(PROF_DEBUG_TRACE, "not tracing %s: %s", name,
+			   errno == ENOSPC ? "the table of traced functions is full"
+					   : "no executable memory for its stub");
+	void *stand_in = prof_framework_stand_in(name, stub ? stub : real, preset_in_use);
+	return stand_in ? stand_in : stub;
 }
 
 /* Whether addr is where an executable's undefined symbol points: its PLT entry, made the
@@ -323,7 +235,7 @@ void *prof_trace_lookup(const char *name, void *real)
 
 /* The loaded objects, as prof_trace_patch_loaded last listed them. */
 static struct dl_phdr_info listed[MAX_OBJECTS];
-static unsigned nlisted;
+static unsigned nlisted, unlisted; /* unlisted: past the table, not patched */
 
 /* Where a slot's call really goes: the slot itself once bound, else what the dynamic
  * linker would pick (the global scope first, then the object's own). */
@@ -423,6 +335,11 @@ static int skip_object(const struct dl_phdr_info *info)
 	       inside_libprof((const void *)(info->dlpi_addr + info->dlpi_phdr[0].p_vaddr));
 }
 
+static const char *object_name(const struct dl_phdr_info *info)
+{
+	return info->dlpi_name && *info->dlpi_name ? info->dlpi_name : "the executable";
+}
+
 /* 0, or -1 when the object is still being relocated (got_write.c): look again later. */
 static int patch_slot(const struct dl_phdr_info *info, const struct dynamic_info *d,
 		      const Elf64_Rela *r, struct prof_got_object *pages, int hooks_only)
@@ -431,11 +348,24 @@ static int patch_slot(const struct dl_phdr_info *info, const struct dynamic_info
 	void **slot = (void **)(info->dlpi_addr + r->r_offset);
 	if (!*name || prof_trace_is_stub(*slot))
 		return 0;
-	if (hooks_only ? hook_index(name) < 0 : (!match(name) && hook_index(name) < 0))
+	if (hooks_only ? !hook_for(name) : (!match(name) && !hook_for(name)))
 		return 0;
 	void *real = resolve(slot, name, info);
-	void *stub = real && !inside_libprof(real) ? stub_for(name, real) : 0;
-	return stub ? prof_got_write(pages, slot, stub) : 0;
+	if (!real) {
+		prof_debug(PROF_DEBUG_TRACE, "not tracing %s in %s: no definition found", name,
+			   object_name(info));
+		return 0;
+	}
+	void *stub = !inside_libprof(real) ? stub_for(name, real) : 0;
+	int rc = stub ? prof_got_write(pages, slot, stub) : 0;
+	if (rc == PROF_GOT_REFUSED) {
+		/* the page will not become writable later: this slot is given up */
+		prof_debug(PROF_DEBUG_GOT,
+			   "cannot patch %s in %s: slot %p in a read-only mapping (mprotect: %s)",
+			   name, object_name(info), (void *)slot, strerror(errno));
+		return 0;
+	}
+	return rc;
 }
 
 static void patch_object(struct dl_phdr_info *info)
@@ -486,6 +416,8 @@ static int list_object(struct dl_phdr_info *info, size_t size, void *ctx)
 	(void)ctx;
 	if (nlisted < MAX_OBJECTS)
 		listed[nlisted++] = *info;
+	else
+		unlisted++;
 	return 0;
 }
 
@@ -515,8 +447,11 @@ void prof_trace_patch_loaded(void)
 	if (counts[1] != seen_subs)
 		npatched = 0;
 	seen_subs = counts[1];
-	nlisted = 0;
+	nlisted = unlisted = 0;
 	dl_iterate_phdr(list_object, 0);
+	if (unlisted)
+		prof_debug(PROF_DEBUG_GOT, "not patching %u loaded objects: more than %d loaded",
+			   unlisted, MAX_OBJECTS);
 	/* Not held open meanwhile: dlopen/dlclose here could drop the last reference of an
 	 * object whose constructor is what called dlsym. A dlclose racing with this patching
 	 * is not handled. */

@@ -12,6 +12,7 @@
  * us would crash the loader. What a page allows is read from /proc/self/maps (with
  * open/read: no allocation), once per page and object pass. */
 #define _GNU_SOURCE
+#include <errno.h>
 #include <fcntl.h>
 #include <pthread.h>
 #include <string.h>
@@ -80,7 +81,7 @@ int prof_got_write(struct prof_got_object *o, void **slot, void *value)
 	/* the loader protects only RELRO's whole pages: its last partial page stays writable */
 	uintptr_t relro_end = o->relro_hi & ~(pagesize - 1);
 	int relro = (uintptr_t)slot >= o->relro_lo && page + pagesize <= relro_end;
-	int rc = 0;
+	int rc = 0, err = 0;
 	pthread_mutex_lock(&lock);
 	if (relro && o->page != page) {
 		o->page = page;
@@ -90,14 +91,18 @@ int prof_got_write(struct prof_got_object *o, void **slot, void *value)
 	}
 	if (!relro) {
 		__atomic_store_n(slot, value, __ATOMIC_RELEASE);
-	} else if ((o->prot & PROT_WRITE) ||
-		   mprotect((void *)page, pagesize, o->prot | PROT_WRITE)) {
-		rc = -1;
+	} else if (o->prot & PROT_WRITE) {
+		rc = PROF_GOT_LATER;
+	} else if (mprotect((void *)page, pagesize, o->prot | PROT_WRITE)) {
+		err = errno;
+		rc = PROF_GOT_REFUSED;
 	} else {
 		__atomic_store_n(slot, value, __ATOMIC_RELEASE);
 		mprotect((void *)page, pagesize, o->prot);
 	}
 	pthread_mutex_unlock(&lock);
+	if (rc == PROF_GOT_REFUSED)
+		errno = err;
 	return rc;
 }
 

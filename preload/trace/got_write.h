@@ -12,8 +12,12 @@ struct prof_got_object {
 	int prot;
 };
 
-/* Stores value in slot: 0, or -1 when not written (the object's RELRO pages are still
- * writable: the loader is relocating it, and will write its own entries after). */
+/* Stores value in slot: 0; PROF_GOT_LATER when not written because the object's RELRO
+ * pages are still writable (the loader is relocating it, and will write its own entries
+ * after); PROF_GOT_REFUSED, errno set, when the slot's read-only page cannot be made
+ * writable (mprotect refused: a read-only file mapping, a sealed page): given up. */
+#define PROF_GOT_LATER (-1)
+#define PROF_GOT_REFUSED (-2)
 int prof_got_write(struct prof_got_object *o, void **slot, void *value);
 /* A fork may have caught another thread writing: the child's lock is free. */
 void prof_got_write_after_fork(void);

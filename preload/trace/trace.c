@@ -14,6 +14,7 @@
  * entry only (trace_policy.c), so their return addresses are never replaced. */
 #define _GNU_SOURCE
 #include <dlfcn.h>
+#include <errno.h>
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
@@ -31,7 +32,7 @@
 #define SHADOW_MAX 256
 #define STUB_SIZE 32
 #define STUBS_PER_CHUNK 2048
-#define MAX_TARGETS (1u << 16)
+#define MAX_TARGETS PROF_TRACE_MAX_TARGETS
 
 struct trace_target {
 	void *real;
@@ -401,6 +402,7 @@ void *prof_trace_stub(void *real, uint32_t name, uint8_t cat, prof_trace_hook ho
 	while (atomic_flag_test_and_set_explicit(&stub_lock, memory_order_acquire))
 		;
 	void *stub = 0;
+	int err = ENOSPC;
 	n = atomic_load(&ntargets);
 	if (n < MAX_TARGETS) {
 		if (!stubs_left) {
@@ -411,6 +413,8 @@ void *prof_trace_stub(void *real, uint32_t name, uint8_t cat, prof_trace_hook ho
 			if (p != MAP_FAILED) {
 				stub_chunk = p;
 				stubs_left = STUBS_PER_CHUNK;
+			} else {
+				err = errno;
 			}
 		}
 		if (stubs_left) {
@@ -424,6 +428,8 @@ void *prof_trace_stub(void *real, uint32_t name, uint8_t cat, prof_trace_hook ho
 		}
 	}
 	atomic_flag_clear_explicit(&stub_lock, memory_order_release);
+	if (!stub)
+		errno = err;
 	return stub;
 }
 

@@ -21,7 +21,9 @@ uint32_t prof_trace_entry_only_hook(const uint64_t *args);
 uint32_t prof_trace_unwind_hook(const uint64_t *args);
 
 /* A stub that traces real under name in category cat (one per real function), calling
- * hook first when there is one. NULL when the stub space is exhausted. */
+ * hook first when there is one. NULL when none can be made, errno set: ENOSPC when
+ * PROF_TRACE_MAX_TARGETS functions are traced already, else mmap's (no executable memory). */
+#define PROF_TRACE_MAX_TARGETS (1u << 16)
 void *prof_trace_stub(void *real, uint32_t name, uint8_t cat, prof_trace_hook hook);
 int prof_trace_is_stub(const void *addr);
 void prof_trace_after_fork_child(void); /* the locks a fork may have caught held */

@@ -16,12 +16,14 @@
 #define _GNU_SOURCE
 #include <dlfcn.h>
 #include <elf.h>
+#include <errno.h>
 #include <link.h>
 #include <pthread.h>
 #include <string.h>
 #include <sys/mman.h>
 #include <unistd.h>
 
+#include "preload/common/debug.h"
 #include "preload/wrap/alloc.h"
 #include "preload/wrap/alloc_got.h"
 #include "preload/wrap/dl.h"
@@ -33,7 +35,7 @@
 static unsigned long long seen_adds, seen_subs;
 static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
 static struct dl_phdr_info objects[MAX_OBJECTS];
-static unsigned nobjects;
+static unsigned nobjects, unlisted; /* unlisted: past the table, not checked */
 static uintptr_t done[MAX_OBJECTS]; /* objects checked since the last unload */
 static unsigned ndone;
 
@@ -63,6 +65,8 @@ static int list(struct dl_phdr_info *info, size_t size, void *ctx)
 	(void)ctx;
 	if (nobjects < MAX_OBJECTS)
 		objects[nobjects++] = *info;
+	else
+		unlisted++;
 	return 0;
 }
 
@@ -133,9 +137,19 @@ static int check_entry(const struct dl_phdr_info *info, const struct object_dyn 
 			return 0;
 		cur = prof_real_dlsym(handle, d->strtab + sym->st_name);
 	}
-	if (cur == real)
-		return prof_got_write(pages, slot, ours) == 0;
-	return 1;
+	if (cur != real)
+		return 1;
+	int rc = prof_got_write(pages, slot, ours);
+	if (rc == PROF_GOT_REFUSED) {
+		/* the page will not become writable later: given up, as settled */
+		prof_debug(PROF_DEBUG_GOT | PROF_DEBUG_ALLOC,
+			   "cannot redirect %s in %s to libprof: slot %p in a read-only mapping "
+			   "(mprotect: %s)", d->strtab + sym->st_name,
+			   *info->dlpi_name ? info->dlpi_name : "the executable", (void *)slot,
+			   strerror(errno));
+		return 1;
+	}
+	return rc == 0;
 }
 
 static int skip(const struct dl_phdr_info *info)
@@ -180,8 +194,11 @@ static int is_done(uintptr_t base)
  * entries too). */
 static void check_all(void *handle, uintptr_t handle_base)
 {
-	nobjects = 0;
+	nobjects = unlisted = 0;
 	dl_iterate_phdr(list, 0);
+	if (unlisted)
+		prof_debug(PROF_DEBUG_ALLOC, "not checking the allocator entries of %u loaded "
+			   "objects: more than %d loaded", unlisted, MAX_OBJECTS);
 	for (unsigned i = 0; i < nobjects; i++) {
 		uintptr_t base = objects[i].dlpi_addr;
 		if (is_done(base))

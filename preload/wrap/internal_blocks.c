@@ -4,6 +4,7 @@
  * an empty entry. */
 #include <stdint.h>
 
+#include "preload/common/debug.h"
 #include "preload/wrap/internal_blocks.h"
 
 #define BITS 15 /* 32,768 blocks: libprof's own live blocks are few per thread */
@@ -47,6 +48,8 @@ void prof_internal_note(void *ptr)
 			return;
 		}
 	}
+	prof_debug(PROF_DEBUG_ALLOC, "libprof's own block %p not noted (%u entries probed, "
+		   "all taken): its release will show as the program's", ptr, PROBES);
 }
 
 int prof_internal_forget(void *ptr)

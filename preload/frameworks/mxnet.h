@@ -1,0 +1,12 @@
+/* MXNet's hooks (mxnet.c): its profiler's state changes, its engine's operators. */
+#ifndef PROF_FRAMEWORKS_MXNET_H
+#define PROF_FRAMEWORKS_MXNET_H
+
+#include <stdint.h>
+
+/* PROFILER_FOLLOW: MXSetProfilerState(state) and MXSetProcessProfilerState. */
+uint32_t prof_mxnet_follow(const uint64_t *args);
+/* ThreadedEngine::ExecuteOprBlock: the operator's name id + 1, or 0. */
+uint32_t prof_mxnet_operator(const uint64_t *args);
+
+#endif
