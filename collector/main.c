@@ -42,7 +42,7 @@ int main(int argc, char **argv)
 	}
 	/* the collector inherits the program's environment; `prof record` is the one that
 	 * starts its session, so it names unknown domains (libprof does otherwise) */
-	prof_debug_init(environ, !strcmp(cmd, "record"));
+	prof_debug_init(environ);
 	if (!strcmp(cmd, "record"))
 		return cmd_record(argc - 1, argv + 1);
 	if (!strcmp(cmd, "report"))

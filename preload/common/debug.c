@@ -89,7 +89,7 @@ unsigned prof_debug_parse(const char *text, char *unknown, size_t len)
 	return mask & all;
 }
 
-void prof_debug_init(char *const *env, int warn)
+void prof_debug_init(char *const *env)
 {
 	static const char key[] = "PROFILER_DEBUG=";
 	const char *text = 0;
@@ -98,13 +98,4 @@ void prof_debug_init(char *const *env, int warn)
 			text = *e + sizeof key - 1;
 	char unknown[256];
 	prof_debug_mask = prof_debug_parse(text, unknown, sizeof unknown);
-	if (warn && unknown[0]) {
-		char line[400];
-		int n = snprintf(line, sizeof line,
-				 "libprof: PROFILER_DEBUG: unknown domain %s (known: got, trace, "
-				 "drain, cupti, shm, alloc, all)\n",
-				 unknown);
-		if (n > 0 && write(2, line, (size_t)n < sizeof line ? (size_t)n : sizeof line - 1) < 0) {
-		}
-	}
 }

@@ -37,7 +37,9 @@ void prof_debug_say(unsigned domain, const char *fmt, ...)
 unsigned prof_debug_parse(const char *text, char *unknown, size_t len);
 
 /* Reads PROFILER_DEBUG from env (the process's environ: getenv may be the program's
- * own) into prof_debug_mask; warn: say in one line which domains are unknown. */
-void prof_debug_init(char *const *env, int warn);
+ * own) into prof_debug_mask. Unknown domains are left out here and named by the settings
+ * parser (the `debug` row of preload/common/settings.c), which also takes
+ * prof_set_config("debug", ...) at run time. */
+void prof_debug_init(char *const *env);
 
 #endif

@@ -108,9 +108,9 @@ const struct prof_setting prof_settings[] = {
 	 .help = "GPU kernels, copies and sets from CUPTI (0: leave CUPTI to another tool, "
 		 "e.g. torch.profiler)"},
 	{.name = "debug", .env = "PROFILER_DEBUG", .type = PROF_SETTING_LIST,
-	 .when = PROF_WHEN_LOAD, FIELD(debug), .def = "",
-	 .values = "got,trace,drain,cupti,shm,alloc",
-	 .why = "use a comma list of got, trace, drain, cupti, shm, alloc",
+	 .when = PROF_WHEN_ANY, FIELD(debug), .def = "",
+	 .values = "got,trace,drain,cupti,shm,alloc,all",
+	 .why = "use a comma list of got, trace, drain, cupti, shm, alloc, all",
 	 .help = "print on stderr why libprof gave up on something"},
 };
 

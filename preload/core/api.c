@@ -13,6 +13,7 @@
 #include "prof.h"
 #include "preload/stacks/stack.h"
 #include "preload/core/state.h"
+#include "preload/common/debug.h"
 
 #define EXPORT __attribute__((visibility("default")))
 
@@ -137,6 +138,8 @@ EXPORT int prof_set_config(const char *key, const char *value)
 			  "prof_set_state(PROF_RUN) or with %s", key, env);
 	else if (!strncmp(key, "stack", 5))
 		prof_stack_setup();
+	else if (!strcmp(key, "debug"))
+		prof_debug_mask = prof_debug_parse(prof_cfg.debug, err, sizeof err);
 	publish_session_settings();
 	prof_update_flags();
 	t->busy--;

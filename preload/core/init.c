@@ -259,7 +259,7 @@ __attribute__((constructor(101))) static void prof_init(void)
 	struct prof_thread *t = &prof_thr;
 	int saved = errno; /* zero at main's start, as C promises, whatever failed here */
 	t->busy++;
-	prof_debug_init(environ, !getenv("PROFILER_SESSION"));
+	prof_debug_init(environ);
 	prof_alloc_resolve();
 	prof_config_defaults(&prof_cfg);
 	/* settings problems are reported once, by the process that starts the session */

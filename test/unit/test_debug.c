@@ -69,7 +69,7 @@ static void say_two(void)
 static void init_warns(void)
 {
 	char *env[] = {"A=1", "PROFILER_DEBUG=got,nope", 0};
-	prof_debug_init(env, 1);
+	prof_debug_init(env);
 }
 
 static void one_line_per_give_up(void **state)
@@ -84,11 +84,11 @@ static void one_line_per_give_up(void **state)
 	capture_stderr(say_two, out, sizeof out);
 	assert_string_equal(out, "libprof[debug alloc]: in two\n");
 	capture_stderr(init_warns, out, sizeof out);
+	/* the known domains are on; the settings parser names the unknown one */
 	assert_int_equal(prof_debug_mask, PROF_DEBUG_GOT);
-	assert_non_null(strstr(out, "PROFILER_DEBUG: unknown domain 'nope'"));
-	assert_ptr_equal(strchr(out, '\n'), out + strlen(out) - 1);
+	assert_string_equal(out, "");
 	char *quiet[] = {"PROFILER_DEBUG=", 0};
-	prof_debug_init(quiet, 1);
+	prof_debug_init(quiet);
 	assert_int_equal(prof_debug_mask, 0);
 }
 
