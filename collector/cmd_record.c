@@ -227,11 +227,11 @@ int cmd_record(int argc, char **argv)
 	atomic_store(&s->state, rc ? SESSION_FAILED : SESSION_DONE);
 	prof_futex_wake(&s->state);
 	prof_session_unlink(sid);
-	if (!o.child_status)
+	if (!o.child_reaped)
 		waitpid(child, &o.child_status, 0);
 	/* a collector that could not start (its capture) left the command's segments */
 	reclaim_session(sid);
-	int st = o.child_status & 0xffff;
+	int st = o.child_status;
 	if (WIFEXITED(st))
 		return WEXITSTATUS(st);
 	if (WIFSIGNALED(st))

@@ -13,7 +13,7 @@
 
 int32_t child_status(struct collector *c, pid_t pid)
 {
-	if (c->o->child != pid || !c->o->child_status)
+	if (c->o->child != pid || !c->o->child_reaped)
 		return INT32_MIN;
 	int st = c->o->child_status;
 	return WIFEXITED(st) ? WEXITSTATUS(st) : WIFSIGNALED(st) ? -WTERMSIG(st) : INT32_MIN;
@@ -21,16 +21,17 @@ int32_t child_status(struct collector *c, pid_t pid)
 
 void check_liveness(struct collector *c)
 {
-	if (c->o->child > 0 && !c->o->child_status) {
-		int st;
-		if (waitpid(c->o->child, &st, WNOHANG) == c->o->child)
-			c->o->child_status = st ? st : 0x10000; /* non-zero: reaped */
+	int st;
+	if (c->o->child > 0 && !c->o->child_reaped &&
+	    waitpid(c->o->child, &st, WNOHANG) == c->o->child) {
+		c->o->child_status = st;
+		c->o->child_reaped = 1;
 	}
 	for (struct proc_entry *p = c->procs; p; p = p->next) {
 		if (p->finished)
 			continue;
-		uint32_t st = atomic_load_explicit(&p->shm->state, memory_order_acquire);
-		if (st == PROC_EXITED)
+		uint32_t state = atomic_load_explicit(&p->shm->state, memory_order_acquire);
+		if (state == PROC_EXITED)
 			finish_process(c, p, child_status(c, p->pid));
 		else if (!prof_proc_alive(p->pid, p->shm->proc_start_ticks))
 			finish_process(c, p, child_status(c, p->pid));
@@ -40,7 +41,7 @@ void check_liveness(struct collector *c)
 static int root_alive(struct collector *c)
 {
 	if (c->o->child > 0)
-		return !c->o->child_status;
+		return !c->o->child_reaped;
 	pid_t root = (pid_t)c->s->root_pid;
 	if (root <= 0)
 		return 0;
