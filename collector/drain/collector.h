@@ -1,6 +1,6 @@
-/* The drain loop: finds the session's process segments, drains their rings into the raw
- * capture, notices exits, deaths and execs, answers dump requests, and at the end makes
- * the outputs. */
+/* The collector (collector/drain/, one file per job: drain_internal.h): finds the
+ * session's process segments, drains their rings into the raw capture, notices exits,
+ * deaths and execs, answers dump requests, and at the end makes the outputs. */
 #ifndef PROF_COLLECTOR_COLLECTOR_H
 #define PROF_COLLECTOR_COLLECTOR_H
 
