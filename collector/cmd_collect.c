@@ -11,9 +11,12 @@
 #include "collector/drain/collector.h"
 #include "collector/commands.h"
 #include "collector/shm/reclaim.h"
+#include "preload/common/child_setup.h"
 
 /* The program's descriptors (pipes above all) must not stay open in the collector, or a
- * reader at the other end would wait for the collector too; stderr stays for messages. */
+ * reader at the other end would wait for the collector too; stderr stays for messages.
+ * libprof.so closes them before the exec already: this is for a collector started
+ * otherwise. */
 static void drop_inherited_descriptors(void)
 {
 	int null = open("/dev/null", O_RDWR | O_CLOEXEC);
@@ -21,11 +24,7 @@ static void drop_inherited_descriptors(void)
 		dup2(null, 0);
 		dup2(null, 1);
 	}
-	for (int fd = 3; fd < 1024; fd++)
-		if (fd != null)
-			close(fd);
-	if (null > 2)
-		close(null);
+	prof_close_from(3); /* every one, /dev/null's too when above 2 */
 }
 
 int cmd_collect(int argc, char **argv)

@@ -14,6 +14,7 @@
 #include "collector/drain/collector.h"
 #include "collector/commands.h"
 #include "collector/shm/reclaim.h"
+#include "preload/common/child_setup.h"
 #include "preload/common/config.h"
 
 extern char **environ;
@@ -57,21 +58,14 @@ static void warn_line(const char *line)
 /* libprof.so beside this binary (build tree) or in ../lib (installed). */
 static int find_library(char *out, size_t len)
 {
+	static const char *const rels[] = {"libprof.so", "../lib/libprof.so", NULL};
 	const char *env = getenv("PROFILER_LIBRARY");
-	if (env && *env)
-		return snprintf(out, len, "%s", env) < (int)len && access(out, R_OK) == 0 ? 0 : -1;
-	char exe[PATH_MAX];
-	ssize_t n = readlink("/proc/self/exe", exe, sizeof exe - 1);
-	if (n <= 0)
+	char exe[PATH_MAX] = "";
+	ssize_t n = env && *env ? 0 : readlink("/proc/self/exe", exe, sizeof exe - 1);
+	if (n < 0)
 		return -1;
 	exe[n] = 0;
-	char *slash = strrchr(exe, '/');
-	*slash = 0;
-	if (snprintf(out, len, "%s/libprof.so", exe) < (int)len && access(out, R_OK) == 0)
-		return 0;
-	if (snprintf(out, len, "%s/../lib/libprof.so", exe) >= (int)len)
-		return -1;
-	return access(out, R_OK);
+	return prof_find_sibling(exe, rels, R_OK, env, out, len);
 }
 
 /* The Python module's folder, so `import libprof` works in the profiled program. */
@@ -153,9 +147,9 @@ static int parse(int argc, char **argv, struct prof_config *c, int *cmd_at)
 static void child_environment(const struct prof_config *c, const char *lib, const char *sid)
 {
 	const char *old = getenv("LD_PRELOAD");
-	char preload[2 * PATH_MAX + 2];
-	snprintf(preload, sizeof preload, "%s%s%s", lib, old && *old ? ":" : "", old ? old : "");
-	setenv("LD_PRELOAD", preload, 1);
+	char preload[strlen(lib) + (old ? strlen(old) : 0) + 16];
+	prof_preload_entry(preload, sizeof preload, lib, old);
+	setenv("LD_PRELOAD", preload + strlen("LD_PRELOAD="), 1);
 	setenv("PROFILER_SESSION", sid, 1);
 	setenv("PROFILER_AUTOSTART", "1", 1);
 	if (!c->profile_memory)
@@ -227,11 +221,11 @@ int cmd_record(int argc, char **argv)
 	atomic_store(&s->state, rc ? SESSION_FAILED : SESSION_DONE);
 	prof_futex_wake(&s->state);
 	prof_session_unlink(sid);
-	if (!o.child_status)
+	if (!o.child_reaped)
 		waitpid(child, &o.child_status, 0);
 	/* a collector that could not start (its capture) left the command's segments */
 	reclaim_session(sid);
-	int st = o.child_status & 0xffff;
+	int st = o.child_status;
 	if (WIFEXITED(st))
 		return WEXITSTATUS(st);
 	if (WIFSIGNALED(st))

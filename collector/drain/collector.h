@@ -1,6 +1,6 @@
-/* The drain loop: finds the session's process segments, drains their rings into the raw
- * capture, notices exits, deaths and execs, answers dump requests, and at the end makes
- * the outputs. */
+/* The collector (collector/drain/, one file per job: drain_internal.h): finds the
+ * session's process segments, drains their rings into the raw capture, notices exits,
+ * deaths and execs, answers dump requests, and at the end makes the outputs. */
 #ifndef PROF_COLLECTOR_COLLECTOR_H
 #define PROF_COLLECTOR_COLLECTOR_H
 
@@ -13,7 +13,8 @@ struct collector_options {
 	const char *sid;
 	struct prof_session_shm *session;
 	pid_t child;      /* `prof record`: the command it started (reaped here), else 0 */
-	int child_status; /* out: its wait status when child > 0 */
+	int child_reaped; /* out: the command was reaped here, */
+	int child_status; /* out: with this wait status */
 };
 
 /* Runs until every process of the session is gone, then writes the outputs. Returns 0,

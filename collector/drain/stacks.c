@@ -61,20 +61,20 @@ void stacks_read_maps(struct proc_stacks *ps, pid_t pid, stacks_put_fn put, void
 		if (ps->nmods == ps->cap) {
 			size_t cap = ps->cap ? ps->cap * 2 : 64;
 			struct module_range *m = realloc(ps->mods, cap * sizeof *m);
-			if (!m)
+			if (!m) {
 				prof_debug(PROF_DEBUG_DRAIN, "process %d: mappings past %zu left out: "
 					   "out of memory", (int)pid, ps->nmods);
-			if (!m)
 				break;
+			}
 			ps->mods = m;
 			ps->cap = cap;
 		}
 		char *copy = strdup(name);
-		if (!copy)
+		if (!copy) {
 			prof_debug(PROF_DEBUG_DRAIN, "process %d: mappings past %zu left out: out "
 				   "of memory", (int)pid, ps->nmods);
-		if (!copy)
 			break;
+		}
 		ps->mods[ps->nmods++] = (struct module_range){lo, hi, off, copy};
 		added++;
 		struct cap_module h = {.pid = (uint32_t)pid, .start = lo, .end = hi, .offset = off};

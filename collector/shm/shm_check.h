@@ -8,13 +8,15 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "preload/common/config.h"
 #include "preload/common/shm_layout.h"
 
 /* libprof makes 256 slots; the bound keeps a pass's work bounded (orphan slots are
  * compared with every other slot) */
 #define SHM_MAX_SLOTS 4096
 #define SHM_MAX_RING_CAP (1ull << 32) /* events per ring (192 GiB) */
-#define SHM_MAX_FRAMES 1024           /* frames of one stack (libprof writes 256 at most) */
+#define SHM_MAX_FRAMES 1024           /* frames of one stack: a bound looser than libprof's */
+_Static_assert(SHM_MAX_FRAMES >= PROF_MAX_STACK_FRAMES, "libprof's stacks must pass the check");
 
 struct shm_geom {
 	uint64_t size; /* bytes mapped (fstat of the segment when it was opened) */

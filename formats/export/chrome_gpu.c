@@ -9,6 +9,7 @@
  * grows with the GPU events, not with the API calls. Arrows go with the X events the
  * size rule keeps. */
 #include "formats/export/chrome.h"
+#include "preload/common/categories.h"
 
 #define FLOW_GPU 1       /* pass 1: GPU work has this id */
 #define FLOW_API_AFTER 2 /* pass 1: an API record with the id came after the GPU work */
@@ -41,7 +42,7 @@ int chrome_gpu_plan(struct chrome *c, uint32_t image, const struct prof_event *e
 
 static int is_kernel(struct chrome *c, uint32_t cat)
 {
-	if (c->kernel_cat == STR_NONE && strtab_intern_str(&c->out.str, "cuda_kernel",
+	if (c->kernel_cat == STR_NONE && strtab_intern_str(&c->out.str, PROF_CATNAME_CUDA_KERNEL,
 							  &c->kernel_cat))
 		c->kernel_cat = STR_NONE;
 	return cat == c->kernel_cat;

@@ -3,6 +3,7 @@
 #include "formats/symbols/aten_names.h"
 #include "formats/symbols/demangle.h"
 #include "formats/model/model.h"
+#include "preload/common/categories.h"
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -327,7 +328,8 @@ static int string(struct model *m, const unsigned char *p, uint32_t len, int cat
 	if (category) {
 		if (cs.id < 256) {
 			m->img[im].cat[cs.id] = gid;
-			if (len - sizeof(cs) == 10 && !memcmp(p + sizeof(cs), "gpu_memory", 10))
+			if (len - sizeof(cs) == strlen(PROF_CATNAME_GPU_MEMORY) &&
+			    !memcmp(p + sizeof(cs), PROF_CATNAME_GPU_MEMORY, len - sizeof(cs)))
 				m->img[im].gpu_cat = (int)cs.id;
 		}
 		return 0;

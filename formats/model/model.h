@@ -15,7 +15,7 @@
 #include "formats/util/strtab.h"
 #include "formats/util/u64map.h"
 
-#define MODEL_MAX_DEPTH 255
+#define MODEL_MAX_DEPTH PROF_EVENT_DEPTH_MAX /* an event's depth is at most this */
 #define MODEL_GPUS 8 /* device ordinals tracked; higher ones are counted as the last */
 /* Memory the CUDA calls manage, per domain: GPUs 0..MODEL_GPUS-1, then the page-locked
  * host memory they allocate (cudaMallocHost, cudaHostAlloc: MXNet's cpu_pinned/0). */

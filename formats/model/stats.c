@@ -1,5 +1,6 @@
 /* Aggregation of events into table rows, marks, counters and steps. */
 #include "formats/model/stats.h"
+#include "preload/common/categories.h"
 
 #include <stdlib.h>
 #include <string.h>
@@ -231,8 +232,8 @@ static int gpu_copy(struct stats *s, struct model *m, uint32_t cat, uint32_t nam
 	int created;
 
 	if (!s->gpu_cats) {
-		if (strtab_intern_str(&m->str, "cuda_memcpy", &s->memcpy_cat) ||
-		    strtab_intern_str(&m->str, "cuda_memset", &s->memset_cat))
+		if (strtab_intern_str(&m->str, PROF_CATNAME_CUDA_MEMCPY, &s->memcpy_cat) ||
+		    strtab_intern_str(&m->str, PROF_CATNAME_CUDA_MEMSET, &s->memset_cat))
 			return -1;
 		s->gpu_cats = 1;
 	}

@@ -4,6 +4,7 @@
  * process rows from the live-heap analysis. */
 #define _GNU_SOURCE /* strdup */
 #include "formats/perfcheck/summary.h"
+#include "preload/common/categories.h"
 
 #include <stdlib.h>
 #include <string.h>
@@ -296,7 +297,7 @@ static int gpu_rows(struct sum_run *run, struct model *m)
 		if (!allocs && !frees)
 			continue;
 		char name[32];
-		struct sum_row *r = sum_add_row(run, "gpu_memory",
+		struct sum_row *r = sum_add_row(run, PROF_CATNAME_GPU_MEMORY,
 						model_device_name(d, name, sizeof(name)), SUM_PROCESS);
 		if (!r)
 			return -1;

@@ -5,6 +5,7 @@
 #include <string.h>
 
 #include "formats/tables/report.h"
+#include "preload/common/categories.h"
 #include "formats/symbols/stack_names.h"
 #include "formats/tables/textfmt.h"
 
@@ -84,7 +85,7 @@ static void category(const struct report *r, const struct report_cat *c, FILE *o
 	char t[9][TEXTFMT_LEN];
 	const char *cat = model_str(r->m, c->cat, NULL);
 	/* where allocations happened inside calls: PyTorch's memory columns */
-	int mem = r->s->has_mem && strcmp(cat, "memory");
+	int mem = r->s->has_mem && strcmp(cat, PROF_CATNAME_MEMORY);
 
 	fprintf(out, "\n%s", cat);
 	if (c->nrows < c->all_rows)

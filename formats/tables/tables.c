@@ -9,6 +9,7 @@
 
 #include "formats/model/memtrack.h"
 #include "formats/tables/report.h"
+#include "preload/common/categories.h"
 
 double row_percent(const struct report_cat *c, const struct row *w)
 {
@@ -205,11 +206,12 @@ static void sections(struct report *r)
 	if (r->show_copies)
 		qsort_r(r->s->copies, r->s->ncopies, sizeof(*r->s->copies), by_copy_time, r->m);
 	if (c) {
-		r->show_copies &= !strcmp(c, "cuda_memcpy") || !strcmp(c, "cuda_memset");
-		r->show_memory &= !strcmp(c, "memory");
-		r->show_marks &= !strcmp(c, "mark");
-		r->show_counters &= !strcmp(c, "counter");
-		r->show_steps &= !strcmp(c, "step");
+		r->show_copies &= !strcmp(c, PROF_CATNAME_CUDA_MEMCPY) ||
+				  !strcmp(c, PROF_CATNAME_CUDA_MEMSET);
+		r->show_memory &= !strcmp(c, PROF_CATNAME_MEMORY);
+		r->show_marks &= !strcmp(c, PROF_CATNAME_MARK);
+		r->show_counters &= !strcmp(c, PROF_CATNAME_COUNTER);
+		r->show_steps &= !strcmp(c, PROF_CATNAME_STEP);
 	}
 }
 

@@ -47,6 +47,8 @@ struct prof_config {
 enum prof_stack_mode { PROF_STACK_OFF = 0, PROF_STACK_ALLOC = 1, PROF_STACK_ALL = 2 };
 #define PROF_DEFAULT_STACK_DEPTH 64
 #define PROF_MAX_STACK_DEPTH 128
+/* frames of one stack: up to the depth of native frames, then as many Python ones */
+#define PROF_MAX_STACK_FRAMES (2 * PROF_MAX_STACK_DEPTH)
 
 /* ---- the table (preload/common/settings.c) ---- */
 

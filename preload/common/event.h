@@ -80,6 +80,10 @@ struct prof_event {
 	uint8_t depth;  /* nesting depth on its thread when it began (saturates at 255) */
 };
 
+/* The deepest depth an event can say. Events that do not nest with their thread's calls
+ * (CUPTI's records, NVTX start/end ranges) are put there, which no real call reaches. */
+#define PROF_EVENT_DEPTH_MAX 255
+
 _Static_assert(sizeof(struct prof_event) == 48, "prof_event is part of the shm ABI");
 
 /* Name of a fixed category, or NULL for a dynamic one. */

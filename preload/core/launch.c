@@ -10,6 +10,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include "preload/common/child_setup.h"
 #include "preload/core/launch.h"
 
 #include <stdatomic.h>
@@ -17,38 +18,16 @@
 
 extern char **environ;
 
-static int try_path(char *out, size_t len, const char *dir, const char *rel)
-{
-	size_t n = strlen(dir) + strlen(rel) + 1;
-	if (n >= len)
-		return 0;
-	strcpy(out, dir);
-	strcat(out, rel);
-	return access(out, X_OK) == 0;
-}
-
 int prof_find_collector(char *out, size_t len)
 {
+	static const char *const rels[] = {"prof", "../bin/prof", NULL};
 	const char *env = getenv("PROFILER_COLLECTOR");
-	if (env && *env) {
-		if (strlen(env) >= len || access(env, X_OK))
-			return -1;
-		strcpy(out, env);
-		return 0;
-	}
 	Dl_info info;
-	if (!dladdr((void *)prof_find_collector, &info) || !info.dli_fname)
+	char self[PATH_MAX];
+	if (!(env && *env) && (!dladdr((void *)prof_find_collector, &info) || !info.dli_fname ||
+			       !realpath(info.dli_fname, self)))
 		return -1;
-	char dir[PATH_MAX];
-	if (!realpath(info.dli_fname, dir))
-		return -1;
-	char *slash = strrchr(dir, '/');
-	if (!slash)
-		return -1;
-	*slash = 0;
-	if (try_path(out, len, dir, "/prof") || try_path(out, len, dir, "/../bin/prof"))
-		return 0;
-	return -1;
+	return prof_find_sibling(self, rels, X_OK, env, out, len);
 }
 
 int prof_spawn_collector(const char *path, const char *sid, _Atomic uint32_t *pid_out)
@@ -59,11 +38,8 @@ int prof_spawn_collector(const char *path, const char *sid, _Atomic uint32_t *pi
 	while (environ && environ[n])
 		n++;
 	char **envp = alloca((n + 1) * sizeof *envp);
-	size_t k = 0;
-	for (size_t i = 0; i < n; i++)
-		if (strncmp(environ[i], "LD_PRELOAD=", 11) && strncmp(environ[i], "PROFILER_SESSION=", 17))
-			envp[k++] = environ[i];
-	envp[k] = 0;
+	static const char *const drop[] = {"LD_PRELOAD", "PROFILER_SESSION", NULL};
+	prof_env_drop(environ, drop, envp);
 	char sid_copy[64];
 	strncpy(sid_copy, sid, sizeof sid_copy - 1);
 	sid_copy[sizeof sid_copy - 1] = 0;
@@ -78,6 +54,8 @@ int prof_spawn_collector(const char *path, const char *sid, _Atomic uint32_t *pi
 		if (c > 0)
 			atomic_store(pid_out, (uint32_t)c); /* shared memory: the program sees it */
 		if (c == 0) {
+			/* the program's descriptors, close-on-exec or not, stay the program's */
+			prof_close_from(3);
 			execve(path, argv, envp);
 			_exit(127);
 		}

@@ -96,7 +96,7 @@ static inline void prof_emit(struct prof_thread *t, uint8_t cat, uint8_t type, u
 	e->cat = cat;
 	e->type = type;
 	e->flags = flags;
-	e->depth = depth > 255 ? 255 : (uint8_t)depth;
+	e->depth = depth > PROF_EVENT_DEPTH_MAX ? PROF_EVENT_DEPTH_MAX : (uint8_t)depth;
 	ring_commit(&t->w);
 }
 

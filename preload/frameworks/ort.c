@@ -16,6 +16,7 @@
 
 #include "preload/common/debug.h"
 #include "preload/frameworks/ort.h"
+#include "preload/common/categories.h"
 #include "preload/core/state.h"
 #include "preload/trace/trace.h"
 
@@ -154,7 +155,7 @@ static void **make_copy(const void *real)
 		return 0;
 	}
 	memcpy(copy, real, n * sizeof(void *));
-	uint8_t cat = prof_category("ORT_API");
+	uint8_t cat = prof_category(PROF_CATNAME_ORT_API);
 	char name[96];
 	for (size_t i = 0; i < N_NAMED; i++) {
 		if (!in_code(&s, copy[i]) || prof_trace_is_stub(copy[i]))

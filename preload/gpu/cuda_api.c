@@ -19,6 +19,7 @@
 #include <string.h>
 
 #include "preload/gpu/cuda_api.h"
+#include "preload/common/categories.h"
 #include "preload/gpu/cuda_funcs.h"
 #include "preload/gpu/cupti.h"
 #include "preload/wrap/dl.h"
@@ -232,7 +233,7 @@ static void record(struct prof_thread *t, int f, unsigned depth, uint64_t t0, ui
 	if (unlikely(!state[f].name))
 		state[f].name = prof_intern(prof_cuda_funcs[f].name);
 	if (unlikely(!__atomic_load_n(&have_cat, __ATOMIC_ACQUIRE))) {
-		cat = prof_category("cuda_api");
+		cat = prof_category(PROF_CATNAME_CUDA_API);
 		__atomic_store_n(&have_cat, 1, __ATOMIC_RELEASE);
 	}
 	if (unlikely(__atomic_load_n(&prof_stack_calls_on, __ATOMIC_RELAXED)) &&
@@ -383,7 +384,7 @@ static void gpu_memory(struct prof_thread *t, int f, enum gpu_memory_op op, uint
 	uint64_t now = prof_now();
 	t->busy++;
 	if (unlikely(!__atomic_load_n(&have_cat, __ATOMIC_ACQUIRE))) {
-		cat = prof_category("gpu_memory");
+		cat = prof_category(PROF_CATNAME_GPU_MEMORY);
 		__atomic_store_n(&have_cat, 1, __ATOMIC_RELEASE);
 	}
 	if (unlikely(!state[f].name))

@@ -26,13 +26,14 @@
 #include <unistd.h>
 
 #include "preload/gpu/cupti.h"
+#include "preload/common/categories.h"
 #include "preload/core/state.h"
 #include "preload/core/windows.h"
 
 #define BUFFER_BYTES (4u << 20)
 /* API records join their thread long after the fact: at the deepest level, which no
  * real call reaches, they stay out of its self-time nesting (as nvtx.c's start/end) */
-#define DETACHED_DEPTH 255
+#define DETACHED_DEPTH PROF_EVENT_DEPTH_MAX
 /* API callback ids are below this (13.0: 523 runtime, 807 driver); more are named uncached */
 #define MAX_CBID 2048
 /* how long CUPTI's thread waits for the collector to make room, at most */
@@ -40,8 +41,9 @@
 #define ROOM_POLL_US 200
 
 enum { CAT_KERNEL, CAT_MEMCPY, CAT_MEMSET, CAT_API, CAT_MEMORY, NCAT };
-static const char *const category_names[NCAT] = {"cuda_kernel", "cuda_memcpy", "cuda_memset",
-						 "cuda_api", "gpu_memory"};
+static const char *const category_names[NCAT] = {
+	PROF_CATNAME_CUDA_KERNEL, PROF_CATNAME_CUDA_MEMCPY, PROF_CATNAME_CUDA_MEMSET,
+	PROF_CATNAME_CUDA_API, PROF_CATNAME_GPU_MEMORY};
 static _Atomic uint8_t categories[NCAT];
 
 /* names by memcpy kind, then "Memset": string id + 1, 0 until interned */

@@ -33,6 +33,7 @@
 #include <wchar.h>
 
 #include "preload/gpu/nvtx.h"
+#include "preload/common/categories.h"
 #include "preload/core/state.h"
 
 #define EXPORT __attribute__((visibility("default")))
@@ -440,8 +441,8 @@ static int pop(const struct nvtx_domain *d)
 	nt->n = n - 1;
 	if (o.name1 && __atomic_load_n(&prof_on, __ATOMIC_RELAXED) && prof_proc) {
 		uint64_t now = prof_now();
-		prof_emit(t, category(&cat_nvtx, "nvtx"), PROF_EV_COMPLETE, 0, o.name1 - 1, o.depth,
-			  o.t0, now, 0, 0, 0);
+		prof_emit(t, category(&cat_nvtx, PROF_CATNAME_NVTX), PROF_EV_COMPLETE, 0, o.name1 - 1,
+			  o.depth, o.t0, now, 0, 0, 0);
 	}
 	t->busy = 0;
 	return (int)o.level;
@@ -456,8 +457,8 @@ static void mark(struct name_ref name)
 		return;
 	uint32_t id = resolve(name);
 	uint64_t now = prof_now();
-	prof_emit(t, category(&cat_nvtx, "nvtx"), PROF_EV_INSTANT, 0, id, t->depth, now, now, 0,
-		  0, 0);
+	prof_emit(t, category(&cat_nvtx, PROF_CATNAME_NVTX), PROF_EV_INSTANT, 0, id, t->depth, now,
+		  now, 0, 0, 0);
 	t->busy = 0;
 }
 
@@ -475,7 +476,7 @@ static void mark(struct name_ref name)
 /* Start/end ranges do not nest with anything: recorded at the deepest level, which no
  * real call reaches, their self time is their whole time and no enclosing event's self
  * time loses theirs. */
-#define DETACHED_DEPTH 255
+#define DETACHED_DEPTH PROF_EVENT_DEPTH_MAX
 
 struct open_range {
 	_Atomic uint64_t id;

@@ -18,7 +18,7 @@
 
 #define TABLE_BITS 19 /* 524,288 distinct stacks per process */
 #define TABLE_SIZE (1u << TABLE_BITS)
-#define MAX_FRAMES 256
+#define MAX_FRAMES PROF_MAX_STACK_FRAMES
 #define UNW_CACHE_PER_THREAD 2
 
 int prof_stack_alloc_on;
@@ -94,8 +94,8 @@ void prof_stack_setup(void)
 	if (want && load_libunwind())
 		want = 0;
 	depth_max = c->stack_depth ? c->stack_depth : PROF_DEFAULT_STACK_DEPTH;
-	if (depth_max > MAX_FRAMES / 2)
-		depth_max = MAX_FRAMES / 2;
+	if (depth_max > PROF_MAX_STACK_DEPTH)
+		depth_max = PROF_MAX_STACK_DEPTH;
 	if (want) {
 		Dl_info self;
 		if (!self_hi && dladdr((void *)prof_stack_setup, &self))

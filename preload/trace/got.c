@@ -19,6 +19,7 @@
 #include <sys/mman.h>
 #include <unistd.h>
 
+#include "preload/common/categories.h"
 #include "preload/common/debug.h"
 #include "preload/wrap/dl.h"
 #include "preload/trace/elf_sym.h"
@@ -64,7 +65,7 @@ static uint8_t category_for(const char *name, size_t len)
 
 static void add_patterns(char *text)
 {
-	uint8_t trace_cat = category_for("trace", 5);
+	uint8_t trace_cat = category_for(PROF_CATNAME_TRACE, strlen(PROF_CATNAME_TRACE));
 	for (char *save, *tok = strtok_r(text, ",", &save); tok; tok = strtok_r(0, ",", &save)) {
 		while (*tok == ' ')
 			tok++;

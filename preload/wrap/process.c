@@ -10,6 +10,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "preload/common/child_setup.h"
 #include "preload/wrap/exec_target.h"
 #include "preload/core/state.h"
 
@@ -131,12 +132,7 @@ static char **session_env(char *const *env, char **out, char *preload, size_t pl
 			 strncmp(env[i], "PROFILER_SPAWNED=", 17))
 			out[k++] = env[i];
 	}
-	if (old_preload && (!*lib || strstr(old_preload, lib)))
-		snprintf(preload, plen, "LD_PRELOAD=%s", old_preload);
-	else if (old_preload && *old_preload)
-		snprintf(preload, plen, "LD_PRELOAD=%s:%s", lib, old_preload);
-	else
-		snprintf(preload, plen, "LD_PRELOAD=%s", lib);
+	prof_preload_entry(preload, plen, lib, old_preload);
 	snprintf(sid, slen, "PROFILER_SESSION=%s", prof_sid);
 	for (char **v = saved_vars; *v; v++)
 		if (!env_has(env, *v))

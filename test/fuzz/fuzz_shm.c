@@ -1,6 +1,6 @@
 /* libFuzzer harness: process segments as libprof writes them (the real layout and ring
  * writer), then changed the way a buggy or hostile program could, drained by the
- * collector's real code (collector/drain/drain.c through drain_fuzz.h) into a capture written
+ * collector's real code (collector/drain/ through drain_fuzz.h) into a capture written
  * to /dev/null. The collector must never crash, hang or read outside a mapping.
  *
  * Input: 4 bytes of shape (slots, ring size, events, flags), then patches of 11 bytes:

@@ -1,0 +1,112 @@
+/* Inside the drain (collector/drain/): a session's collector and the process segments it
+ * drains, shared by the files of this folder only. drain.c: rings into the capture;
+ * discovery.c: new segments; liveness.c: exits, deaths, execs, children; dump_request.c:
+ * prof_dump and continuous dumps; session_end.c: the outputs; loop.c: the loop itself. */
+#ifndef PROF_COLLECTOR_DRAIN_INTERNAL_H
+#define PROF_COLLECTOR_DRAIN_INTERNAL_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include <sys/types.h>
+
+#include "formats/capture/capture.h"
+#include "preload/common/clock.h"
+#include "preload/common/ring.h"
+#include "collector/drain/collector.h"
+#include "collector/drain/dump.h"
+#include "collector/drain/stacks.h"
+#include "collector/shm/shm_check.h"
+
+#define EVENT_CHUNK 4096
+#define PENDING_FORK_GRACE_NS 2000000000ull /* the longest wait for a child to join */
+#define UNNOTED_CHILD_GRACE_NS 50000000ull /* 50 ms */
+
+struct proc_entry {
+	struct proc_entry *next;
+	char name[264];
+	struct prof_proc_shm *shm;
+	pid_t pid;
+	uint64_t strings_read;
+	uint32_t categories_read;
+	struct proc_stacks stacks;
+	pid_t ppid;
+	uint32_t exec_seq;
+	uint32_t *slot_gen;
+	int finished;
+	uint64_t lost;
+	struct shm_geom g;   /* checked when found; addresses come from here only */
+	size_t map_size;     /* bytes mapped */
+	uint64_t *slot_tail; /* the collector's own tail of each ring */
+	int corrupt;         /* quarantined: not drained any more */
+	volatile int shrunk; /* a read hit a page the file no longer has (shm_guard) */
+};
+
+struct collector {
+	struct collector_options *o;
+	struct prof_session_shm *s;
+	struct cap_writer *w;
+	int write_failed;
+	struct prof_clock_map clock;
+	struct proc_entry *procs;
+	char shm_prefix[128];
+	char capture_path[PROF_PATH_MAX + 8];
+	int capture_fd; /* the capture itself: its name may be taken over (capture_own.h) */
+	uint64_t events, lost, processes;
+	uint64_t last_scan, last_live, last_clock, last_dump, all_gone_since, last_touch;
+	int root_released;
+	int liveness_pass; /* this pass also checks orphan slots' threads */
+	struct dump_job dump;
+	/* the events of one drain call, converted */
+	struct prof_event buf[EVENT_CHUNK];
+	uint32_t buf_n, buf_pid, buf_tid;
+	uint64_t buf_lost;
+	uint64_t lost_bound; /* the most one LOST event may count (shm_check_lost) */
+	char bad_event[160]; /* why a ring's batch stopped, set by on_ring_events */
+	/* A program process can truncate the session segment too: its reads are guarded
+	 * (shm_guard) and, on a hit, c->s points here, the settings as they were at start. */
+	volatile int session_shrunk;
+	struct prof_session_shm session_copy;
+};
+
+/* drain.c: rings, strings and stacks into the capture */
+void write_failed(struct collector *c);
+static inline void put(struct collector *c, uint32_t type, const void *head, size_t hlen,
+		       const void *tail, size_t tlen)
+{
+	if (c->write_failed)
+		return;
+	if (cap_write2(c->w, type, head, hlen, tail, tlen))
+		write_failed(c);
+}
+/* put() for stacks.c's callbacks (ctx is the collector) */
+void put_record(void *ctx, uint32_t type, const void *head, size_t hlen, const void *tail,
+		size_t tlen);
+void quarantine(struct proc_entry *p, const char *why);
+/* One pass over every live process; >0 when a ring was a quarter full. */
+uint64_t drain_all(struct collector *c);
+/* Drains what is left, reports its losses and writes PROCESS_END; unmaps the segment. */
+void finish_process(struct collector *c, struct proc_entry *p, int32_t status);
+/* Frees every process entry (unmapping a segment still mapped) and c itself. */
+void free_collector(struct collector *c);
+
+/* discovery.c: segments in /dev/shm */
+void add_process(struct collector *c, const char *name, struct prof_proc_shm *shm,
+		 size_t mapped);
+int scan_segments(struct collector *c); /* how many were added */
+void sweep_segments(struct collector *c);
+int has_segment(struct collector *c, pid_t pid);
+
+/* liveness.c: exits, deaths, execs, the command's child and unjoined children */
+int32_t child_status(struct collector *c, pid_t pid);
+void check_liveness(struct collector *c);
+void release_root_if_alone(struct collector *c);
+int session_over(struct collector *c, uint64_t now);
+
+/* dump_request.c: prof_dump, prof_dumps and continuous dumps */
+void answer_dump(struct collector *c);
+void finish_dump(struct collector *c); /* waits for a dump still running, answers it */
+
+/* session_end.c: the capture's end and the outputs; returns collector_run's result */
+int end_session(struct collector *c);
+
+#endif

@@ -1,0 +1,166 @@
+/* Liveness: which processes of the session are gone (marked EXITED, or dead by
+ * /proc/PID/stat: a zombie is gone, a reused pid is not the same process), `prof
+ * record`'s command reaped, the root released while its children still run, and whether
+ * the session is over (counted children that have not joined yet are waited for while
+ * they can still join, up to a grace). */
+#define _GNU_SOURCE
+#include <fcntl.h>
+#include <stdio.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "collector/drain/drain_internal.h"
+
+int32_t child_status(struct collector *c, pid_t pid)
+{
+	if (c->o->child != pid || !c->o->child_reaped)
+		return INT32_MIN;
+	int st = c->o->child_status;
+	return WIFEXITED(st) ? WEXITSTATUS(st) : WIFSIGNALED(st) ? -WTERMSIG(st) : INT32_MIN;
+}
+
+void check_liveness(struct collector *c)
+{
+	int st;
+	if (c->o->child > 0 && !c->o->child_reaped &&
+	    waitpid(c->o->child, &st, WNOHANG) == c->o->child) {
+		c->o->child_status = st;
+		c->o->child_reaped = 1;
+	}
+	for (struct proc_entry *p = c->procs; p; p = p->next) {
+		if (p->finished)
+			continue;
+		uint32_t state = atomic_load_explicit(&p->shm->state, memory_order_acquire);
+		if (state == PROC_EXITED)
+			finish_process(c, p, child_status(c, p->pid));
+		else if (!prof_proc_alive(p->pid, p->shm->proc_start_ticks))
+			finish_process(c, p, child_status(c, p->pid));
+	}
+}
+
+static int root_alive(struct collector *c)
+{
+	if (c->o->child > 0)
+		return !c->o->child_reaped;
+	pid_t root = (pid_t)c->s->root_pid;
+	if (root <= 0)
+		return 0;
+	for (struct proc_entry *p = c->procs; p; p = p->next)
+		if (p->pid == root && !p->finished)
+			return 1;
+	/* not registered yet (or gone): ask the kernel */
+	int registered = 0;
+	for (struct proc_entry *p = c->procs; p; p = p->next)
+		registered |= p->pid == root;
+	return !registered && prof_proc_start_ticks(root) != 0;
+}
+
+static int live_processes(struct collector *c)
+{
+	int n = 0;
+	for (struct proc_entry *p = c->procs; p; p = p->next)
+		n += !p->finished;
+	return n;
+}
+
+/* The root's processes still running, or -1 while the root itself runs (or was not
+ * seen yet). */
+static int left_by_root(struct collector *c)
+{
+	pid_t root = (pid_t)c->s->root_pid;
+	int root_seen = 0, root_running = 0, others = 0;
+	/* the root may have exec'd several times: only its newest image counts */
+	for (struct proc_entry *p = c->procs; p; p = p->next) {
+		if (p->pid == root) {
+			root_seen = 1;
+			root_running |= !p->finished;
+		} else if (!p->finished) {
+			others++;
+		}
+	}
+	return root_seen && !root_running ? others : -1;
+}
+
+void release_root_if_alone(struct collector *c)
+{
+	if (c->root_released || c->o->child)
+		return;
+	int others = left_by_root(c);
+	if (others > 0) {
+		/* A child checked earlier in this pass may have been reaped by the root since,
+		 * just before it exited: look again now that the root is gone. */
+		check_liveness(c);
+		others = left_by_root(c);
+	}
+	if (others <= 0)
+		return;
+	if (!c->s->quiet)
+		fprintf(stderr, "libprof: the program exited; %d of its processes still run, the "
+				"outputs follow when they end\n", others);
+	atomic_store(&c->s->root_release, 1);
+	prof_futex_wake(&c->s->state);
+	c->root_released = 1;
+	/* Whoever reads the program's stderr through a pipe must not wait for its
+	 * background processes too: the rest goes to the outputs only. */
+	int null = open("/dev/null", O_WRONLY | O_CLOEXEC);
+	if (null >= 0) {
+		dup2(null, 2);
+		close(null);
+	}
+}
+
+/* Counted children (fork, exec, spawn: their pids are noted in the session) that have no
+ * segment: how many are alive, i.e. could still join. give_up: name each one, which is
+ * then not waited for. */
+static int unjoined_children(struct collector *c, int give_up)
+{
+	struct prof_session_shm *s = c->s;
+	uint32_t n = atomic_load(&s->children_next);
+	int alive = 0;
+	for (uint32_t i = 0; i < n && i < PROF_CHILD_SLOTS; i++) {
+		pid_t pid = (pid_t)atomic_load(&s->children[i]);
+		if (pid <= 0 || has_segment(c, pid))
+			continue;
+		int running = prof_proc_start_ticks(pid) != 0;
+		alive += running;
+		if (!give_up || s->quiet)
+			continue;
+		char exe[PROF_PATH_MAX] = "", link[64];
+		snprintf(link, sizeof link, "/proc/%d/exe", (int)pid);
+		ssize_t len = running ? readlink(link, exe, sizeof exe - 1) : -1;
+		exe[len > 0 ? len : 0] = 0;
+		if (running)
+			fprintf(stderr, "libprof: process %d%s%s%s did not join the session within "
+					"%llu s; not profiled, not waited for\n", (int)pid,
+				*exe ? " (" : "", exe, *exe ? ")" : "",
+				PENDING_FORK_GRACE_NS / 1000000000ull);
+		else
+			fprintf(stderr, "libprof: process %d ended without joining the session; not "
+					"profiled\n", (int)pid);
+	}
+	return alive;
+}
+
+int session_over(struct collector *c, uint64_t now)
+{
+	if (live_processes(c) || root_alive(c)) {
+		c->all_gone_since = 0;
+		return 0;
+	}
+	uint64_t started = atomic_load(&c->s->forks_started);
+	uint64_t registered = atomic_load(&c->s->forks_registered);
+	if (!c->all_gone_since)
+		c->all_gone_since = now;
+	if (started <= registered)
+		return 1;
+	/* A child counted but not joined: wait only while one can still join (alive, no
+	 * segment yet), and for at most the grace; a gone one never will. A pid not noted
+	 * yet (its parent died between fork and noting it) gets a short grace too. */
+	uint64_t waited = now - c->all_gone_since;
+	int expired = waited >= PENDING_FORK_GRACE_NS;
+	int alive = unjoined_children(c, 0);
+	if (!expired && (alive || waited < UNNOTED_CHILD_GRACE_NS))
+		return 0;
+	unjoined_children(c, 1);
+	return 1;
+}

@@ -1,0 +1,159 @@
+/* The collector's drain loop. One pass every millisecond (at once while rings fill up):
+ * new process segments, new strings, each ring's new events, liveness, dump requests;
+ * when every process is gone, the end of the session (session_end.c). */
+#define _GNU_SOURCE
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "collector/drain/drain_internal.h"
+#include "collector/output/outfile.h"
+#include "collector/shm/shm_guard.h"
+
+#define LIVENESS_EVERY_NS 10000000ull /* 10 ms */
+#define SCAN_EVERY_NS 2000000ull      /* 2 ms */
+#define CLOCK_EVERY_NS 100000000ull   /* 100 ms */
+#define TOUCH_EVERY_NS 5000000000ull  /* 5 s: the session segment's mtime, far below the
+					 reclaim's min-age (60 s) */
+
+static void write_session_header(struct collector *c)
+{
+	char text[PROF_CMDLINE_MAX + 1024], host[256] = "";
+	gethostname(host, sizeof host - 1);
+	snprintf(text, sizeof text,
+		 "command=%s\nhost=%s\nclock=%s\nstart_ns=%llu\nroot_pid=%u\nring_bytes=%llu\n"
+		 "block=%u\nversion=1\n",
+		 c->s->command, host, c->clock.kind == PROF_CLOCK_TSC ? "tsc" : "monotonic",
+		 (unsigned long long)c->clock.first_ns, c->s->root_pid,
+		 (unsigned long long)c->s->ring_bytes, c->s->block);
+	put(c, CAP_SESSION, text, strlen(text), 0, 0);
+}
+
+/* The session segment lost pages under us: from now on its settings come from the copy
+ * taken at start, and the session is over (its counters and futexes are gone). */
+static int session_lost(struct collector *c)
+{
+	if (!c->session_shrunk)
+		return 0;
+	if (c->s != &c->session_copy) {
+		c->s = &c->session_copy;
+		fprintf(stderr, "libprof: the session's shared memory (/dev/shm/libprof-%u-%s) was "
+				"truncated by a process of the program; the outputs hold the "
+				"events drained so far\n", (unsigned)c->s->uid, c->o->sid);
+	}
+	return 1;
+}
+
+/* A live session whose pids another pid namespace cannot see (containers sharing
+ * /dev/shm) is still not reclaimed there: its session segment stays young. */
+static void touch_session(struct collector *c)
+{
+	char name[128];
+	prof_session_shm_name(name, sizeof name, c->o->sid);
+	int fd = shm_open(name, O_RDONLY | O_CLOEXEC, 0);
+	if (fd >= 0) {
+		futimens(fd, NULL);
+		close(fd);
+	}
+}
+
+static void sleep_ms(long ms)
+{
+	struct timespec ts = {0, ms * 1000000};
+	nanosleep(&ts, 0);
+}
+
+int collector_run(struct collector_options *o)
+{
+	struct collector *c = calloc(1, sizeof *c);
+	if (!c)
+		return 1;
+	c->o = o;
+	c->s = o->session;
+	if (shm_guard_add(c->s, sizeof *c->s, &c->session_shrunk)) {
+		fprintf(stderr, "libprof: cannot guard the session's shared memory; not profiling\n");
+		free(c);
+		return 1;
+	}
+	prof_proc_shm_prefix(c->shm_prefix, sizeof c->shm_prefix, o->sid);
+	/* Claimed before the program is told the collector is ready, and written back: every
+	 * later write (dumps, the end) uses the claimed prefix. */
+	char err[PROF_PATH_MAX + 512];
+	int fd = outfile_claim(c->s->output_prefix, sizeof c->s->output_prefix,
+			       (int)c->s->overwrite, err, sizeof err);
+	snprintf(c->capture_path, sizeof c->capture_path, "%s.prof", c->s->output_prefix);
+	c->capture_fd = fd >= 0 ? fcntl(fd, F_DUPFD_CLOEXEC, 0) : -1;
+	collector_outputs_init((int)c->s->overwrite);
+	c->w = fd < 0 ? NULL
+		      : cap_writer_fdopen(fd, c->capture_path, cap_writer_workers(), err,
+					  sizeof err);
+	if (!c->w) {
+		fprintf(stderr, "libprof: %s; not profiling\n", err);
+		if (c->capture_fd >= 0)
+			close(c->capture_fd);
+		atomic_store(&c->s->state, SESSION_FAILED);
+		prof_futex_wake(&c->s->state);
+		atomic_store(&c->s->collector_ready, 1); /* the creator stops waiting, sees FAILED */
+		prof_futex_wake(&c->s->collector_ready);
+		free(c);
+		return 1;
+	}
+	c->session_copy = *c->s; /* the settings and the claimed prefix */
+	prof_clock_map_init(&c->clock, (enum prof_clock_kind)c->s->clock_kind, c->s->clock_tsc,
+			    c->s->clock_ns);
+	write_session_header(c);
+	atomic_store(&c->s->collector_ready, 1);
+	prof_futex_wake(&c->s->collector_ready);
+
+	for (;;) {
+		uint64_t now = prof_mono_ns();
+		if (now - c->last_scan >= SCAN_EVERY_NS) {
+			scan_segments(c);
+			c->last_scan = now;
+		}
+		if (now - c->last_touch >= TOUCH_EVERY_NS) {
+			touch_session(c);
+			c->last_touch = now;
+		}
+		if (now - c->last_clock >= CLOCK_EVERY_NS) {
+			prof_clock_map_update(&c->clock);
+			c->last_clock = now;
+		}
+		c->liveness_pass = now - c->last_live >= LIVENESS_EVERY_NS;
+		uint64_t busy = drain_all(c);
+		if (session_lost(c))
+			break;
+		if (c->liveness_pass) {
+			check_liveness(c);
+			release_root_if_alone(c);
+			c->last_live = now;
+			/* session_over keeps its own grace timer: resetting it here on
+			 * every pass made a child that never joins a hang */
+			if (session_over(c, now)) {
+				/* closed to newcomers, then one more look for segments made in
+				 * the last moment */
+				atomic_store(&c->s->state, SESSION_CLOSING);
+				if (!scan_segments(c))
+					break;
+				atomic_store(&c->s->state, SESSION_RUNNING);
+			}
+		}
+		/* writers blocked on a full ring tell a stopped or dead collector by this */
+		atomic_fetch_add_explicit(&c->s->heartbeat, 1, memory_order_relaxed);
+		answer_dump(c);
+		if (session_lost(c))
+			break;
+		if (!busy)
+			sleep_ms(1);
+	}
+	for (struct proc_entry *p = c->procs; p; p = p->next)
+		finish_process(c, p, child_status(c, p->pid));
+	finish_dump(c);
+	session_lost(c);
+	return end_session(c);
+}

@@ -1,0 +1,100 @@
+/* The end of a session, once every process is finished: segments that joined too late
+ * removed, native frames named (while the binaries on disk are those that ran), the
+ * capture closed, and the outputs made from it. */
+#define _GNU_SOURCE
+#include <stdio.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "collector/drain/drain_internal.h"
+#include "collector/output/capture_own.h"
+#include "formats/symbols/symbolize.h"
+#include "preload/common/debug.h"
+
+/* A forked child's parent, whose mappings it had (its first image only). */
+static const struct proc_stacks *parent_stacks(struct collector *c, struct proc_entry *child)
+{
+	if (child->exec_seq)
+		return NULL;
+	for (struct proc_entry *p = c->procs; p; p = p->next)
+		if (p->pid == child->ppid)
+			return &p->stacks;
+	return NULL;
+}
+
+/* The processes' stack frames named while the modules on disk are those that ran, so
+ * a report made later from the capture does not depend on the binaries then. */
+static void name_frames(struct collector *c)
+{
+	if (!c->s->stacks)
+		return;
+	struct symbolizer *sym = symbolizer_new();
+	if (!sym) {
+		prof_debug(PROF_DEBUG_DRAIN, "stack frames left unnamed: out of memory");
+		return;
+	}
+	int ok = 1;
+	for (struct proc_entry *p = c->procs; p && ok; p = p->next)
+		ok = !stacks_add_frames(&p->stacks, parent_stacks(c, p), sym);
+	if (ok && !symbolizer_resolve(sym))
+		for (struct proc_entry *p = c->procs; p; p = p->next)
+			stacks_put_names(&p->stacks, parent_stacks(c, p), p->pid, p->exec_seq, sym,
+					 put_record, c);
+	symbolizer_free(sym);
+}
+
+static void write_session_end(struct collector *c)
+{
+	char text[256];
+	snprintf(text, sizeof text, "end_ns=%llu\nevents=%llu\nlost=%llu\nprocesses=%llu\n",
+		 (unsigned long long)prof_mono_ns(), (unsigned long long)c->events,
+		 (unsigned long long)c->lost, (unsigned long long)c->processes);
+	put(c, CAP_SESSION_END, text, strlen(text), 0, 0);
+}
+
+int end_session(struct collector *c)
+{
+	char err[PROF_PATH_MAX + 512];
+	sweep_segments(c);
+	name_frames(c);
+	write_session_end(c);
+	int rc = 0;
+	if (!c->write_failed && cap_flush(c->w))
+		write_failed(c);
+	if (cap_writer_close(c->w))
+		rc = 1;
+	int ours = capture_is_ours(c->capture_fd, c->capture_path);
+	char prefix[PROF_PATH_MAX];
+	snprintf(prefix, sizeof prefix, "%s", c->s->output_prefix);
+	if (!c->processes) {
+		/* the command never ran (not found, or died before libprof started); a capture
+		 * another session put at our name is not ours to remove */
+		if (ours)
+			unlink(c->capture_path);
+		if (!c->s->quiet)
+			fprintf(stderr, "libprof: no process was profiled; no outputs written\n");
+	} else if (!ours && capture_keep_elsewhere(c->capture_fd, prefix, sizeof prefix,
+						   c->capture_path, sizeof c->capture_path, err,
+						   sizeof err)) {
+		fprintf(stderr, "libprof: %s.prof was replaced by another session's capture, and "
+				"this session's could not be kept (%s); no outputs written\n",
+			c->s->output_prefix, err);
+		rc = 1;
+	} else {
+		if (!ours)
+			fprintf(stderr, "libprof: %s.prof was replaced by another session's capture; "
+					"this session's is kept as %s\n", c->s->output_prefix,
+				c->capture_path);
+		struct output_request q = {.max_json_events = c->s->max_json_events,
+					   .tables = (int)c->s->aggregate_stats,
+					   .quiet = (int)c->s->quiet,
+					   .write_failed = c->write_failed,
+					   .drained = c->events};
+		if (collector_make_outputs(c->capture_path, prefix, &q))
+			rc = 1;
+	}
+	if (c->capture_fd >= 0)
+		close(c->capture_fd);
+	free_collector(c);
+	return rc;
+}
