@@ -62,7 +62,7 @@ static void add_python_path(const char *lib)
 		return;
 	*slash = 0;
 	const char *rel[] = {"/../scripts", "/libprof/python"};
-	for (int i = 0; i < 2; i++) {
+	for (size_t i = 0; i < ARRAY_LEN(rel); i++) {
 		snprintf(candidate, sizeof candidate, "%s%s/libprof.py", dir, rel[i]);
 		if (access(candidate, R_OK))
 			continue;
