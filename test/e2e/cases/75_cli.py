@@ -160,3 +160,18 @@ def cli_unknown_option_one_line(c):
             want = "prof %s: unknown option '%s' (see prof %s --help)\n" % (cmd, bad, cmd)
             check((r.rc, r.out, r.err) == (2, "", want), "prof %s %s x: %r" % (cmd, bad, r))
     eq(sorted(os.listdir(c.dir)), [], "files made by bad invocations")
+
+
+@case
+def cli_record_leaves_program_arguments(c):
+    # prof record's options end at the program's name (or at "--"): what follows is the
+    # program's, options of prof's own spelling included
+    show = ["sh", "-c", 'for a in "$@"; do echo "arg=$a"; done', "sh"]
+    theirs = ["--help", "-o", "x", "--quiet", "--", "-q", "--output=y"]
+    for how in ([], ["--"]):
+        r = c.prof("record", "-q", "-o", c.path("rec%d" % len(how)), *(how + show + theirs))
+        eq(r.rc, 0, "prof record %s: %r" % (" ".join(how), r))
+        eq(r.kv("arg"), theirs, "the program's arguments (prof record %s...)" % " ".join(how))
+        eq(r.err, "", "prof record -q: standard error")
+    eq(sorted(os.listdir(c.dir)), ["rec0.json", "rec0.prof", "rec0.txt", "rec1.json",
+                                   "rec1.prof", "rec1.txt"], "outputs")
