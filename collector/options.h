@@ -33,7 +33,7 @@ struct opt {
 	const char *needs; /* what a refused value should be: "--top needs <needs> (got 'x')"
 			    * (OPT_CHOICE: made from the choices when NULL) */
 	void *dest;
-	uint64_t min, max;          /* OPT_NUMBER */
+	uint64_t min, max;          /* OPT_NUMBER: the range (set max) */
 	const char *const *choices; /* OPT_CHOICE */
 	size_t nchoices;
 	/* OPT_CALL: 0; -1 when value is refused (the parser says what it needs); 2 after a
