@@ -10,6 +10,7 @@
 
 #include "collector/drain/collector.h"
 #include "collector/commands.h"
+#include "collector/options.h"
 #include "collector/shm/reclaim.h"
 #include "preload/common/child_setup.h"
 
@@ -30,19 +31,25 @@ static void drop_inherited_descriptors(void)
 int cmd_collect(int argc, char **argv)
 {
 	const char *sid = 0;
-	for (int i = 1; i < argc; i++) {
-		if (!strcmp(argv[i], "--session") && i + 1 < argc)
-			sid = argv[++i];
-		else if (!strcmp(argv[i], "--help") || !strcmp(argv[i], "-h")) {
-			printf("usage: prof collect --session SID\n"
-			       "The collector libprof.so starts for a program run with LD_PRELOAD;\n"
-			       "it drains the session's rings and writes the outputs at its end.\n");
-			return 0;
-		} else {
-			fprintf(stderr, "prof collect: unexpected argument '%s'\n", argv[i]);
-			return 2;
-		}
-	}
+	char **args;
+	int nargs, bad_usage;
+	const struct opt opts[] = {
+		{ .name = "session", .kind = OPT_TEXT, .value = "SID", .dest = &sid,
+		  .needs = "a session id", .help = "the session to collect" },
+	};
+	const struct opt_command c = {
+		.name = "collect",
+		.usage = "prof collect --session SID",
+		.about = "The collector libprof.so starts for a program run with LD_PRELOAD;\n"
+			 "it drains the session's rings and writes the outputs at its end.\n",
+		.opts = opts,
+		.nopts = ARRAY_LEN(opts),
+	};
+
+	if ((bad_usage = opt_parse(&c, argc, argv, &args, &nargs)))
+		return bad_usage < 0 ? 0 : bad_usage;
+	if (nargs)
+		return opt_error("collect", "unexpected argument '%s'", args[0]);
 	struct prof_session_shm *s = prof_session_open(sid);
 	if (!s) {
 		fprintf(stderr, "prof collect: no session '%s'\n", sid ? sid : "");

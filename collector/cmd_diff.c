@@ -6,154 +6,126 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "collector/cmd_args.h"
 #include "collector/commands.h"
+#include "collector/options.h"
+#include "collector/output/cmd_save.h"
 #include "formats/perfcheck/diff.h"
 
-#define bad(...) arg_error("prof diff", __VA_ARGS__)
-
-static void help(void)
-{
-	printf("usage: prof diff BASE CUR [--threshold PCT|METRIC=VALUE] [--metric LIST]\n"
-	       "                 [--config FILE] [--top N] [--format text|markdown|json|junit]\n"
-	       "                 [--no-drift] [--same-machine] [-o OUT]\n"
-	       "\n"
-	       "Compares the runs of BASE with those of CUR, name by name, and says which changes\n"
-	       "are regressions. Each side is a raw capture, a summary (prof summary), or a\n"
-	       "directory holding several of either: repeated runs, which time needs (at least\n"
-	       "3 a side, 6 recommended).\n"
-	       "\n"
-	       "Metrics, per (category, name): count; median, p95, p99 and mean time per call;\n"
-	       "total and self time per run; allocs and bytes (allocated by its calls and those\n"
-	       "nested in them); for the program: common, wall (the run's duration), allocs,\n"
-	       "bytes and peak (live heap bytes). Time is a regression when its change is beyond\n"
-	       "the threshold and solid across runs (rank test) and across calls (quantile test),\n"
-	       "after removing the change every name of a run shares (reported apart as the\n"
-	       "program's \"common\"; judged when asked, and only when both sides were measured\n"
-	       "together and every current run is beyond every base run: a slower machine looks\n"
-	       "the same). Counts, allocations and bytes are exact: any change beyond their\n"
-	       "threshold is one.\n"
-	       "\n"
-	       "  --metric LIST      metrics judged for every name (default median; groups:\n"
-	       "                     time, exact, memory, all)\n"
-	       "  --threshold PCT    the threshold of every metric, in percent (default 5 for\n"
-	       "                     time, 0 for exact metrics)\n"
-	       "  --threshold METRIC=VALUE  one metric's: 10%%, or an amount (2us, 0, 64K); a\n"
-	       "                     threshold for an exact metric also makes it judged\n"
-	       "  --config FILE      thresholds per metric and per name pattern, ignored names,\n"
-	       "                     new or vanished names as regressions (docs/PERFCHECK.md)\n"
-	       "  --top N            at most N names in each list of the report (0: all)\n"
-	       "  --format FORMAT    text (default), markdown (a pull-request comment), json, or\n"
-	       "                     junit (XML for CI dashboards: a test case per judged name\n"
-	       "                     and metric)\n"
-	       "  --no-drift         judge each name on its own change, the common-mode change\n"
-	       "                     of its run included (sides measured interleaved on one\n"
-	       "                     machine)\n"
-	       "  --same-machine     judge whole-program time (common, wall) even when the sides\n"
-	       "                     were not measured together, interleaved on one host (a\n"
-	       "                     quiet, dedicated machine)\n"
-	       "  -o, --output OUT   write the report to OUT instead of standard output\n"
-	       "  --force-overwrite  replace OUT when it exists (else: an error, exit 2)\n"
-	       "  -h, --help         this text\n"
-	       "\n"
-	       "Warns when the sides ran on different hosts, CPUs, clocks or settings, lost\n"
-	       "events or came from damaged captures. New and vanished names are listed (with\n"
-	       "a likely rename), not regressions unless the config says 'flag new' or 'flag\n"
-	       "gone'. Exit status: 0 no regression; 1 regression; 2 bad arguments or an\n"
-	       "unusable input. docs/PERFCHECK.md explains the statistics.\n");
-}
-
-/* --force-overwrite: OUT may replace an existing file */
-static int force_overwrite;
+#define bad(...) opt_error("diff", __VA_ARGS__)
 
 struct diff_args {
 	const char *side[2], *out, *config;
 	const char *metrics;
 	const char *thresholds[64];
-	int nthresholds;
-	long top;
+	size_t nthresholds;
+	uint64_t top;
 	int no_drift, same_machine;
-	enum diff_format format;
+	int format; /* enum diff_format */
+	int force_overwrite; /* OUT may replace an existing file */
 };
 
-static int option(int argc, char **argv, int *i, struct diff_args *a)
+/* --threshold, as often as given: the values are read by configure(). */
+static int add_threshold(const struct opt *o, const char *v, void *dest)
 {
-	static const char *const formats[] = { "text", "markdown", "json", "junit" };
-	const char *v;
-	uint64_t n;
-	int k;
+	struct diff_args *a = dest;
 
-	if (arg_value(argc, argv, i, "--threshold", &v)) {
-		if (!v || !*v)
-			return bad("--threshold needs a percentage or METRIC=VALUE");
-		if (a->nthresholds == 64)
-			return bad("too many --threshold options (use --config)");
-		a->thresholds[a->nthresholds++] = v;
-	} else if (arg_value(argc, argv, i, "--metric", &v)) {
-		if (!v || !*v)
-			return bad("--metric needs a list of metrics");
-		a->metrics = v;
-	} else if (arg_value(argc, argv, i, "--config", &v)) {
-		if (!v || !*v)
-			return bad("--config needs a file name");
-		a->config = v;
-	} else if (arg_value(argc, argv, i, "--top", &v)) {
-		if (arg_number(v, 0, 1000000000, &n))
-			return bad("--top needs a number of names (got '%s')", v ? v : "");
-		a->top = (long)n;
-	} else if (arg_value(argc, argv, i, "--format", &v)) {
-		for (k = 0; k < 4 && v && strcmp(v, formats[k]); k++)
-			;
-		if (!v || k == 4)
-			return bad("--format needs text, markdown, json or junit (got '%s')",
-				   v ? v : "");
-		a->format = (enum diff_format)k;
-	} else if (!strcmp(argv[*i], "--no-drift")) {
-		a->no_drift = 1;
-	} else if (!strcmp(argv[*i], "--same-machine")) {
-		a->same_machine = 1;
-	} else if (arg_value(argc, argv, i, "-o", &v) || arg_value(argc, argv, i, "--output", &v)) {
-		if (!v || !*v)
-			return bad("-o needs a file name");
-		a->out = v;
-	} else if (!strcmp(argv[*i], "--force-overwrite")) {
-		force_overwrite = 1;
-	} else {
-		return bad("unknown option '%s' (see prof diff --help)", argv[*i]);
-	}
+	(void)o;
+	if (a->nthresholds == ARRAY_LEN(a->thresholds))
+		return bad("too many --threshold options (use --config)");
+	a->thresholds[a->nthresholds++] = v;
 	return 0;
 }
 
-/* 0 to go on, -1 after --help, or the exit status 2. */
+static const char *const formats[] = { "text", "markdown", "json", "junit" }; /* enum diff_format */
+
+/* 0 to go on, OPT_HELP after --help, or the exit status 2. */
 static int parse(int argc, char **argv, struct diff_args *a)
 {
-	int i, n = 0, rc;
+	char **pos;
+	int rc, npos;
+	const struct opt opts[] = {
+		{ .name = "metric", .kind = OPT_TEXT, .value = "LIST", .dest = &a->metrics,
+		  .needs = "a list of metrics",
+		  .help = "metrics judged for every name (default median; groups:\n"
+			  "time, exact, memory, all)" },
+		{ .name = "threshold", .kind = OPT_CALL, .value = "PCT|METRIC=VALUE",
+		  .call = add_threshold, .dest = a, .needs = "a percentage or METRIC=VALUE",
+		  .help = "PCT: the threshold of every metric, in percent (default 5\n"
+			  "for time, 0 for exact metrics); METRIC=VALUE: one metric's:\n"
+			  "10%, or an amount (2us, 0, 64K); a threshold for an exact\n"
+			  "metric also makes it judged. May be given more than once" },
+		{ .name = "config", .kind = OPT_TEXT, .value = "FILE", .dest = &a->config,
+		  .needs = "a file name",
+		  .help = "thresholds per metric and per name pattern, ignored names,\n"
+			  "new or vanished names as regressions (docs/PERFCHECK.md)" },
+		{ .name = "top", .kind = OPT_NUMBER, .value = "N", .dest = &a->top, .max = 1000000000,
+		  .needs = "a number of names",
+		  .help = "at most N names in each list of the report (0: all)" },
+		{ .name = "format", .kind = OPT_CHOICE, .value = "FORMAT", .dest = &a->format,
+		  .choices = formats, .nchoices = ARRAY_LEN(formats),
+		  .help = "text (default), markdown (a pull-request comment), json, or\n"
+			  "junit (XML for CI dashboards: a test case per judged name\n"
+			  "and metric)" },
+		{ .name = "no-drift", .kind = OPT_FLAG, .dest = &a->no_drift,
+		  .help = "judge each name on its own change, the common-mode change\n"
+			  "of its run included (sides measured interleaved on one\n"
+			  "machine)" },
+		{ .name = "same-machine", .kind = OPT_FLAG, .dest = &a->same_machine,
+		  .help = "judge whole-program time (common, wall) even when the sides\n"
+			  "were not measured together, interleaved on one host (a\n"
+			  "quiet, dedicated machine)" },
+		{ .name = "output", .letter = 'o', .kind = OPT_TEXT, .value = "OUT", .dest = &a->out,
+		  .needs = "a file name",
+		  .help = "write the report to OUT instead of standard output" },
+		{ .name = "force-overwrite", .kind = OPT_FLAG, .dest = &a->force_overwrite,
+		  .help = "replace OUT when it exists (else: an error, exit 2)" },
+	};
+	const struct opt_command c = {
+		.name = "diff",
+		.usage = "prof diff BASE CUR [--threshold PCT|METRIC=VALUE] [--metric LIST]\n"
+			 "                 [--config FILE] [--top N] [--format text|markdown|json|junit]\n"
+			 "                 [--no-drift] [--same-machine] [-o OUT]",
+		.about = "Compares the runs of BASE with those of CUR, name by name, and says which changes\n"
+			 "are regressions. Each side is a raw capture, a summary (prof summary), or a\n"
+			 "directory holding several of either: repeated runs, which time needs (at least\n"
+			 "3 a side, 6 recommended).\n"
+			 "\n"
+			 "Metrics, per (category, name): count; median, p95, p99 and mean time per call;\n"
+			 "total and self time per run; allocs and bytes (allocated by its calls and those\n"
+			 "nested in them); for the program: common, wall (the run's duration), allocs,\n"
+			 "bytes and peak (live heap bytes). Time is a regression when its change is beyond\n"
+			 "the threshold and solid across runs (rank test) and across calls (quantile test),\n"
+			 "after removing the change every name of a run shares (reported apart as the\n"
+			 "program's \"common\"; judged when asked, and only when both sides were measured\n"
+			 "together and every current run is beyond every base run: a slower machine looks\n"
+			 "the same). Counts, allocations and bytes are exact: any change beyond their\n"
+			 "threshold is one.\n",
+		.after = "Warns when the sides ran on different hosts, CPUs, clocks or settings, lost\n"
+			 "events or came from damaged captures. New and vanished names are listed (with\n"
+			 "a likely rename), not regressions unless the config says 'flag new' or 'flag\n"
+			 "gone'. Exit status: 0 no regression; 1 regression; 2 bad arguments or an\n"
+			 "unusable input. docs/PERFCHECK.md explains the statistics.\n",
+		.opts = opts,
+		.nopts = ARRAY_LEN(opts),
+	};
 
-	for (i = 1; i < argc; i++) {
-		if (!strcmp(argv[i], "-h") || !strcmp(argv[i], "--help")) {
-			help();
-			return -1;
-		}
-		if (argv[i][0] == '-' && argv[i][1]) {
-			if ((rc = option(argc, argv, &i, a)))
-				return rc;
-		} else if (n == 2) {
-			return bad("more than two sides given ('%s'); put repeated runs in a "
-				   "directory", argv[i]);
-		} else {
-			a->side[n++] = argv[i];
-		}
-	}
-	if (n < 2)
+	if ((rc = opt_parse(&c, argc, argv, &pos, &npos)))
+		return rc;
+	if (npos > 2)
+		return bad("more than two sides given ('%s'); put repeated runs in a "
+			   "directory", pos[2]);
+	if (npos < 2)
 		return bad("needs BASE and CUR: captures, summaries or directories "
 			   "(see prof diff --help)");
+	a->side[0] = pos[0];
+	a->side[1] = pos[1];
 	return 0;
 }
 
 static int configure(const struct diff_args *a, struct diff_config *cfg)
 {
 	char err[512];
-	int i;
+	size_t i;
 
 	if (a->config && diff_config_read(cfg, a->config, err, sizeof(err)))
 		return bad("%s", err);
@@ -181,11 +153,6 @@ static int load(struct summary *s, const char *path)
 	if (!s->nruns)
 		return bad("%s: holds no runs", path);
 	return 0;
-}
-
-static int save(const char *path, const char *buf, size_t len)
-{
-	return arg_save("prof diff", path, buf, len, force_overwrite);
 }
 
 int cmd_diff(int argc, char **argv)
@@ -220,11 +187,11 @@ int cmd_diff(int argc, char **argv)
 		rc = bad("out of memory");
 	} else {
 		rc = r.regression ? 1 : 0;
-		if (diff_write(&r, &cfg, &labels, a.format, a.top, f) || fflush(f))
+		if (diff_write(&r, &cfg, &labels, (enum diff_format)a.format, (long)a.top, f) || fflush(f))
 			rc = bad("writing the report: %m");
 		if (a.out && fclose(f) && rc != 2)
 			rc = bad("out of memory");
-		if (a.out && rc != 2 && save(a.out, buf, len))
+		if (a.out && rc != 2 && cmd_save("diff", a.out, buf, len, a.force_overwrite))
 			rc = 2;
 		free(buf);
 	}

@@ -2,65 +2,19 @@
  * flame graphs. */
 #define _GNU_SOURCE /* open_memstream */
 #include <errno.h>
-#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
 
-#include "collector/cmd_args.h"
 #include "collector/commands.h"
+#include "collector/options.h"
+#include "collector/output/cmd_save.h"
 #include "formats/export/folded.h"
 #include "collector/output/outfile.h"
 #include "formats/model/outputs.h"
 
-static void help(void)
-{
-	printf("usage: prof export FILE.prof [-o OUT.json] [--max-events N]\n"
-	       "       prof export FILE.prof --format folded [--weight time|bytes|count]\n"
-	       "                   [--threads] [-o OUT]\n"
-	       "\n"
-	       "--format chrome (the default) writes the Chrome Trace Event JSON of a raw\n"
-	       "capture, for ui.perfetto.dev or chrome://tracing: process and thread names, one\n"
-	       "slice per call or range (with bytes and pointers for allocator calls), marks and\n"
-	       "steps as instants, counters, a \"live heap bytes\" counter per process,\n"
-	       "lost-event markers, and otherData with the session's facts.\n"
-	       "\n"
-	       "--format folded writes the call stacks recorded with PROFILER_STACK=alloc or all\n"
-	       "as folded stacks for flame graphs (flamegraph.pl, speedscope, inferno): one line\n"
-	       "\"process (pid);outermost frame;...;innermost frame;call VALUE\" per distinct\n"
-	       "stack, where call is the allocator function or the traced function. Calls\n"
-	       "without a stack are left out. Frames read \"function (file:line)\"; ';' in a\n"
-	       "name becomes ':'.\n"
-	       "\n"
-	       "  -o, --output OUT    the output file (chrome: FILE with .prof replaced by .json\n"
-	       "                      by default; folded: standard output by default)\n"
-	       "  --force-overwrite   replace OUT when it exists (else: an error, exit 2)\n"
-	       "  --format FORMAT     chrome (default) or folded\n"
-	       "  --max-events N      chrome: keep at most N trace events (default %llu).\n"
-	       "                      Browsers fail on traces of 1-2 GB; beyond N, user ranges,\n"
-	       "                      marks, steps, counters and lost markers are all kept and\n"
-	       "                      the shortest other slices are left out\n"
-	       "                      (otherData.json_rule says which); the live-heap counter\n"
-	       "                      is thinned to at most N/4 points. `prof report` and the\n"
-	       "                      capture still have every event.\n"
-	       "  --weight WEIGHT     folded: what VALUE counts. time: nanoseconds in the calls,\n"
-	       "                      less the calls nested in them that have lines of their\n"
-	       "                      own (a frame's width is then its calls' time); bytes:\n"
-	       "                      bytes the allocations asked for; count: calls. Default:\n"
-	       "                      time when calls other than allocations have stacks\n"
-	       "                      (PROFILER_STACK=all), else bytes\n"
-	       "  --threads           folded: a frame \"thread name (tid)\" below the process\n"
-	       "  -h, --help          this text\n"
-	       "\n"
-	       "Exit status: 0 ok; 1 the capture is damaged (the output covers every complete\n"
-	       "frame before the damage, which is named on standard error); 2 bad arguments, an\n"
-	       "unusable file, or (folded) a capture without call stacks. docs/FORMATS.md\n"
-	       "describes the size rule.\n",
-	       (unsigned long long)CHROME_DEFAULT_MAX_EVENTS);
-}
-
-#define bad(...) arg_error("prof export", __VA_ARGS__)
+#define bad(...) opt_error("export", __VA_ARGS__)
 
 enum export_format { EXPORT_CHROME, EXPORT_FOLDED };
 
@@ -69,72 +23,88 @@ struct export_args {
 	uint64_t max_events;
 	enum export_format format;
 	struct folded_options folded;
-	const char *folded_only; /* a folded option given, for the check after parsing */
+	int force_overwrite; /* OUT may replace an existing file */
 };
 
-/* --force-overwrite: OUT may replace an existing file */
-static int force_overwrite;
+static const char *const formats[] = { "chrome", "folded" }; /* enum export_format order */
+/* in enum folded_weight order, after FOLDED_AUTO */
+static const char *const weights[] = { "time", "bytes", "count" };
 
-static int choose(const char *v, const char *const *names, int n, int *out)
-{
-	for (int i = 0; v && i < n; i++) {
-		if (!strcmp(v, names[i])) {
-			*out = i;
-			return 0;
-		}
-	}
-	return -1;
-}
-
-static int option(int argc, char **argv, int *i, struct export_args *a)
-{
-	static const char *const formats[] = { "chrome", "folded" };
-	/* in enum folded_weight order, after FOLDED_AUTO */
-	static const char *const weights[] = { "time", "bytes", "count" };
-	const char *v;
-	int k;
-
-	if (arg_value(argc, argv, i, "-o", &v) || arg_value(argc, argv, i, "--output", &v)) {
-		if (!v || !*v)
-			return bad("-o needs a file name");
-		a->out = v;
-	} else if (arg_value(argc, argv, i, "--max-events", &v)) {
-		if (arg_number(v, 1, UINT64_MAX, &a->max_events))
-			return bad("--max-events needs a positive number (got '%s')", v ? v : "");
-	} else if (arg_value(argc, argv, i, "--format", &v)) {
-		if (choose(v, formats, 2, &k))
-			return bad("--format needs chrome or folded (got '%s')", v ? v : "");
-		a->format = (enum export_format)k;
-	} else if (arg_value(argc, argv, i, "--weight", &v)) {
-		if (choose(v, weights, 3, &k))
-			return bad("--weight needs time, bytes or count (got '%s')", v ? v : "");
-		a->folded.weight = (enum folded_weight)(k + 1);
-		a->folded_only = "--weight";
-	} else if (!strcmp(argv[*i], "--force-overwrite")) {
-		force_overwrite = 1;
-	} else if (!strcmp(argv[*i], "--threads")) {
-		a->folded.threads = 1;
-		a->folded_only = "--threads";
-	} else {
-		return bad("unknown option '%s' (see prof export --help)", argv[*i]);
-	}
-	return 0;
-}
-
-static int option_cb(int argc, char **argv, int *i, void *ctx)
-{
-	return option(argc, argv, i, ctx);
-}
-
-/* 0 to go on, -1 after --help, or the exit status 2. */
+/* 0 to go on, OPT_HELP after --help, or the exit status 2. */
 static int parse(int argc, char **argv, struct export_args *a)
 {
-	int rc = args_parse("prof export", argc, argv, help, option_cb, a, &a->capture);
+	int format = EXPORT_CHROME, weight = -1, rc, npos;
+	char **pos, max_help[1024];
 
-	if (rc)
+	snprintf(max_help, sizeof(max_help),
+		 "chrome: keep at most N trace events (default %llu).\n"
+		 "Browsers fail on traces of 1-2 GB; beyond N, user ranges,\n"
+		 "marks, steps, counters and lost markers are all kept and\n"
+		 "the shortest other slices are left out\n"
+		 "(otherData.json_rule says which); the live-heap counter\n"
+		 "is thinned to at most N/4 points. `prof report` and the\n"
+		 "capture still have every event.",
+		 (unsigned long long)CHROME_DEFAULT_MAX_EVENTS);
+	const struct opt opts[] = {
+		{ .name = "output", .letter = 'o', .kind = OPT_TEXT, .value = "OUT", .dest = &a->out,
+		  .needs = "a file name",
+		  .help = "the output file (chrome: FILE with .prof replaced by .json\n"
+			  "by default; folded: standard output by default)" },
+		{ .name = "force-overwrite", .kind = OPT_FLAG, .dest = &a->force_overwrite,
+		  .help = "replace OUT when it exists (else: an error, exit 2)" },
+		{ .name = "format", .kind = OPT_CHOICE, .value = "FORMAT", .dest = &format,
+		  .choices = formats, .nchoices = ARRAY_LEN(formats),
+		  .help = "chrome (default) or folded" },
+		{ .name = "max-events", .kind = OPT_NUMBER, .value = "N", .dest = &a->max_events,
+		  .min = 1, .max = UINT64_MAX, .needs = "a positive number", .help = max_help },
+		{ .name = "weight", .kind = OPT_CHOICE, .value = "WEIGHT", .dest = &weight,
+		  .choices = weights, .nchoices = ARRAY_LEN(weights),
+		  .help = "folded: what VALUE counts. time: nanoseconds in the calls,\n"
+			  "less the calls nested in them that have lines of their\n"
+			  "own (a frame's width is then its calls' time); bytes:\n"
+			  "bytes the allocations asked for; count: calls. Default:\n"
+			  "time when calls other than allocations have stacks\n"
+			  "(PROFILER_STACK=all), else bytes" },
+		{ .name = "threads", .kind = OPT_FLAG, .dest = &a->folded.threads,
+		  .help = "folded: a frame \"thread name (tid)\" below the process" },
+	};
+	const struct opt_command c = {
+		.name = "export",
+		.usage = "prof export FILE.prof [-o OUT.json] [--max-events N]\n"
+			 "       prof export FILE.prof --format folded [--weight time|bytes|count]\n"
+			 "                   [--threads] [-o OUT]",
+		.about = "--format chrome (the default) writes the Chrome Trace Event JSON of a raw\n"
+			 "capture, for ui.perfetto.dev or chrome://tracing: process and thread names, one\n"
+			 "slice per call or range (with bytes and pointers for allocator calls), marks and\n"
+			 "steps as instants, counters, a \"live heap bytes\" counter per process,\n"
+			 "lost-event markers, and otherData with the session's facts.\n"
+			 "\n"
+			 "--format folded writes the call stacks recorded with PROFILER_STACK=alloc or all\n"
+			 "as folded stacks for flame graphs (flamegraph.pl, speedscope, inferno): one line\n"
+			 "\"process (pid);outermost frame;...;innermost frame;call VALUE\" per distinct\n"
+			 "stack, where call is the allocator function or the traced function. Calls\n"
+			 "without a stack are left out. Frames read \"function (file:line)\"; ';' in a\n"
+			 "name becomes ':'.\n",
+		.after = "Exit status: 0 ok; 1 the capture is damaged (the output covers every complete\n"
+			 "frame before the damage, which is named on standard error); 2 bad arguments, an\n"
+			 "unusable file, or (folded) a capture without call stacks. docs/FORMATS.md\n"
+			 "describes the size rule.\n",
+		.opts = opts,
+		.nopts = ARRAY_LEN(opts),
+	};
+
+	if ((rc = opt_parse(&c, argc, argv, &pos, &npos)))
 		return rc;
-	if (a->format == EXPORT_CHROME && a->folded_only)
-		return bad("%s needs --format folded", a->folded_only);
+	if (npos > 1)
+		return bad("more than one capture given ('%s', '%s')", pos[0], pos[1]);
+	if (npos == 0)
+		return bad("no capture file given (see prof export --help)");
+	a->capture = pos[0];
+	a->format = (enum export_format)format;
+	if (weight >= 0)
+		a->folded.weight = (enum folded_weight)(weight + 1);
+	if (a->format == EXPORT_CHROME && (weight >= 0 || a->folded.threads))
+		return bad("%s needs --format folded", weight >= 0 ? "--weight" : "--threads");
 	if (a->format == EXPORT_FOLDED && a->max_events)
 		return bad("--max-events applies to --format chrome only");
 	return 0;
@@ -155,9 +125,9 @@ static char *default_out(const char *capture)
 	return s;
 }
 
-static int save(const char *path, const char *buf, size_t len)
+static int save(const struct export_args *a, const char *buf, size_t len)
 {
-	return arg_save("prof export", path, buf, len, force_overwrite);
+	return cmd_save("export", a->out, buf, len, a->force_overwrite);
 }
 
 /* The trace goes to a new temporary file beside OUT, renamed into place once complete:
@@ -166,7 +136,7 @@ static int export_chrome(struct export_args *a, struct output_summary *sum, char
 			 size_t errlen)
 {
 	char tmp[4352];
-	int rc = arg_output_ok("prof export", a->out, force_overwrite);
+	int rc = cmd_output_ok("export", a->out, a->force_overwrite);
 	int fd = rc ? -1 : outfile_temp(a->out, tmp, sizeof(tmp));
 	FILE *f = fd >= 0 ? fdopen(fd, "w") : NULL;
 
@@ -185,7 +155,7 @@ static int export_chrome(struct export_args *a, struct output_summary *sum, char
 		unlink(tmp);
 		return 2;
 	}
-	if (arg_place("prof export", tmp, a->out, force_overwrite))
+	if (cmd_place("export", tmp, a->out, a->force_overwrite))
 		return -2;
 	return rc;
 }
@@ -212,7 +182,7 @@ static int export_folded(struct export_args *a)
 		return bad("%s", err);
 	}
 	if (a->out) {
-		int bad_write = save(a->out, buf, len);
+		int bad_write = save(a, buf, len);
 		free(buf);
 		if (bad_write)
 			return 2;

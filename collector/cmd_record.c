@@ -13,6 +13,7 @@
 
 #include "collector/drain/collector.h"
 #include "collector/commands.h"
+#include "collector/options.h"
 #include "collector/shm/reclaim.h"
 #include "preload/common/child_setup.h"
 #include "preload/common/config.h"
@@ -25,29 +26,6 @@ static void forward_term(int sig)
 {
 	if (record_child > 0)
 		kill(record_child, sig);
-}
-
-static void usage(FILE *f)
-{
-	fprintf(f,
-		"usage: prof record [options] [--] command [args...]\n"
-		"Runs command with libprof preloaded and writes PREFIX.json (Chrome trace),\n"
-		"PREFIX.txt (tables) and PREFIX.prof (raw capture) when every process of it ended.\n"
-		"\n"
-		"  -o, --output PREFIX   output prefix (default: libprof; %%p pid, %%h host,\n"
-		"                        %%t start time, %%r rank). When a file of PREFIX\n"
-		"                        exists, PREFIX-2, PREFIX-3, ... is used (the summary\n"
-		"                        line names the files)\n"
-		"  --force-overwrite     replace existing files at PREFIX's names instead\n"
-		"  --ring-size SIZE      per-thread ring (default 4M; e.g. 64K, 16M)\n"
-		"  --block               writers wait for room instead of dropping events\n"
-		"  --max-json-events N   cap on events in the Chrome trace (default 4000000)\n"
-		"  --no-memory           do not trace the allocator\n"
-		"  -q, --quiet           no summary line on stderr\n"
-		"  -h, --help            this text\n"
-		"\n"
-		"PROFILER_* environment variables are read as well (see README.md); options win.\n"
-		"The exit status is the command's (128+N when killed by signal N).\n");
 }
 
 static void warn_line(const char *line)
@@ -78,7 +56,7 @@ static void add_python_path(const char *lib)
 		return;
 	*slash = 0;
 	const char *rel[] = {"/../scripts", "/libprof/python"};
-	for (int i = 0; i < 2; i++) {
+	for (size_t i = 0; i < ARRAY_LEN(rel); i++) {
 		snprintf(candidate, sizeof candidate, "%s%s/libprof.py", dir, rel[i]);
 		if (access(candidate, R_OK))
 			continue;
@@ -92,55 +70,59 @@ static void add_python_path(const char *lib)
 	}
 }
 
-static int set_option(struct prof_config *c, const char *key, const char *value)
+/* An option made from a row of the settings table (preload/common/settings.c): o->data
+ * is the row; a switch sets the row's record_value. */
+static int set_setting(const struct opt *o, const char *value, void *dest)
 {
+	const struct prof_setting *row = o->data;
 	char err[512];
-	if (prof_config_set(c, key, value, err, sizeof err) == 0)
+
+	if (prof_config_set(dest, row->name, value ? value : row->record_value, err,
+			    sizeof err) == 0)
 		return 0;
-	fprintf(stderr, "prof record: %s\n", err);
-	return -1;
+	return opt_error("record", "%s", err);
 }
 
+/* 0 with *cmd_at the index of the command in argv, OPT_HELP after --help, or 2 after one
+ * line. The options are the settings table's rows that name a prof record flag, so a
+ * setting and its flag cannot drift apart. */
 static int parse(int argc, char **argv, struct prof_config *c, int *cmd_at)
 {
-	int i;
-	for (i = 1; i < argc && argv[i][0] == '-'; i++) {
-		const char *a = argv[i];
-		const char *next = i + 1 < argc ? argv[i + 1] : 0;
-		if (!strcmp(a, "--")) {
-			i++;
-			break;
-		} else if (!strcmp(a, "-h") || !strcmp(a, "--help")) {
-			usage(stdout);
-			exit(0);
-		} else if ((!strcmp(a, "-o") || !strcmp(a, "--output")) && next) {
-			if (set_option(c, "output", argv[++i]))
-				return -1;
-		} else if (!strcmp(a, "--ring-size") && next) {
-			if (set_option(c, "ring_size", argv[++i]))
-				return -1;
-		} else if (!strcmp(a, "--max-json-events") && next) {
-			if (set_option(c, "trace_max_events", argv[++i]))
-				return -1;
-		} else if (!strcmp(a, "--force-overwrite")) {
-			c->overwrite = 1;
-		} else if (!strcmp(a, "--block")) {
-			c->block = 1;
-		} else if (!strcmp(a, "--no-memory")) {
-			c->profile_memory = 0;
-		} else if (!strcmp(a, "-q") || !strcmp(a, "--quiet")) {
-			c->quiet = 1;
-		} else {
-			fprintf(stderr, "prof record: unknown option or missing value: '%s' (see "
-					"prof record --help)\n", a);
-			return -1;
+	struct opt_list list = { 0 };
+	struct opt_command cmd = {
+		.name = "record",
+		.usage = "prof record [options] [--] command [args...]",
+		.about = "Runs command with libprof preloaded and writes PREFIX.json (Chrome trace),\n"
+			 "PREFIX.txt (tables) and PREFIX.prof (raw capture) when every process of it ended.\n",
+		.after = "PROFILER_* environment variables are read as well (see README.md); options win.\n"
+			 "The exit status is the command's (128+N when killed by signal N).\n",
+		.stop_at_arg = 1,
+	};
+	char **rest;
+	int nrest, rc;
+
+	for (size_t i = 0; i < prof_nsettings; i++) {
+		const struct prof_setting *row = &prof_settings[i];
+		if (!row->record_flag)
+			continue;
+		struct opt o = { .name = row->record_flag + 2, .letter = row->record_short,
+				 .kind = OPT_CALL, .value = row->record_arg, .call = set_setting,
+				 .data = row, .dest = c, .needs = row->record_needs,
+				 .help = row->record_help ? row->record_help : row->help };
+		if (opt_list_add(&list, &o, 1)) {
+			opt_list_free(&list);
+			return opt_error("record", "out of memory");
 		}
 	}
-	if (i >= argc) {
-		fprintf(stderr, "prof record: no command to run (see prof record --help)\n");
-		return -1;
-	}
-	*cmd_at = i;
+	cmd.opts = list.v;
+	cmd.nopts = list.n;
+	rc = opt_parse(&cmd, argc, argv, &rest, &nrest);
+	opt_list_free(&list);
+	if (rc)
+		return rc;
+	if (!nrest)
+		return opt_error("record", "no command to run (see prof record --help)");
+	*cmd_at = argc - nrest;
 	return 0;
 }
 
@@ -160,11 +142,12 @@ static void child_environment(const struct prof_config *c, const char *lib, cons
 int cmd_record(int argc, char **argv)
 {
 	struct prof_config cfg;
-	int cmd_at;
+	int cmd_at = 0;
 	prof_config_defaults(&cfg);
 	prof_config_from_env(&cfg, environ, warn_line);
-	if (parse(argc, argv, &cfg, &cmd_at))
-		return 2;
+	int bad_usage = parse(argc, argv, &cfg, &cmd_at);
+	if (bad_usage)
+		return bad_usage == OPT_HELP ? 0 : bad_usage;
 	signal(SIGCHLD, SIG_DFL); /* an inherited SIG_IGN would reap the command for us */
 	char lib[PATH_MAX];
 	if (find_library(lib, sizeof lib)) {

@@ -92,6 +92,8 @@ struct prof_setting {
 	/* prof record's option: --flag [ARG], -short; a switch (no arg) sets record_value */
 	const char *record_flag, *record_arg, *record_value;
 	char record_short;
+	const char *record_help;  /* the option's text in prof record --help ('\n': a line) */
+	const char *record_needs; /* what a missing ARG should be: "--output needs <this>" */
 	const char *help;
 };
 

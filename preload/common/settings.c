@@ -19,12 +19,18 @@ const struct prof_setting prof_settings[] = {
 	 .when = PROF_WHEN_START, FIELD(output), .def = "libprof", .flags = PROF_SETTING_NONEMPTY,
 	 .why = "empty output name", .range_why = "output name too long",
 	 .record_flag = "--output", .record_short = 'o', .record_arg = "PREFIX",
+	 .record_needs = "an output prefix",
+	 .record_help = "output prefix (default: libprof; %p pid, %h host,\n"
+			"%t start time, %r rank). When a file of PREFIX\n"
+			"exists, PREFIX-2, PREFIX-3, ... is used (the summary\n"
+			"line names the files)",
 	 .help = "output prefix; `%p` pid, `%h` host, `%t` start time, `%r` rank (RANK, "
 		 "OMPI_COMM_WORLD_RANK, PMI_RANK, SLURM_PROCID). A taken prefix becomes "
 		 "`PREFIX-2`, `PREFIX-3`, ..."},
 	{.name = "overwrite", .env = "PROFILER_OVERWRITE", .type = PROF_SETTING_BOOL,
 	 .when = PROF_WHEN_START, FIELD(overwrite), .def = "0",
 	 .record_flag = "--force-overwrite", .record_value = "1",
+	 .record_help = "replace existing files at PREFIX's names instead",
 	 .help = "replace regular files at the output names instead"},
 	{.name = "filename", .env = "PROFILER_FILENAME", .type = PROF_SETTING_STRING,
 	 .when = PROF_WHEN_START, .sets = "output",
@@ -39,10 +45,13 @@ const struct prof_setting prof_settings[] = {
 	 .min = PROF_MIN_RING_BYTES, .max = PROF_MAX_RING_BYTES,
 	 .why = "not a size (e.g. 4M, 65536)", .range_why = "ring size must be 4K..1G",
 	 .record_flag = "--ring-size", .record_arg = "SIZE",
+	 .record_needs = "a size (e.g. 64K, 16M)",
+	 .record_help = "per-thread ring (default 4M; e.g. 64K, 16M)",
 	 .help = "per-thread ring, rounded down to a power of two"},
 	{.name = "block", .env = "PROFILER_BLOCK", .type = PROF_SETTING_BOOL,
 	 .when = PROF_WHEN_START, FIELD(block), .def = "0",
 	 .record_flag = "--block", .record_value = "1",
+	 .record_help = "writers wait for room instead of dropping events",
 	 .help = "a full ring makes the writer wait instead of dropping (nothing lost while "
 		 "the collector runs; a dead or stopped collector is noticed within "
 		 "milliseconds and writers drop and count again)"},
@@ -52,6 +61,7 @@ const struct prof_setting prof_settings[] = {
 	{.name = "profile_memory", .env = "PROFILER_PROFILE_MEMORY", .type = PROF_SETTING_BOOL,
 	 .when = PROF_WHEN_ANY, FIELD(profile_memory), .def = "1",
 	 .record_flag = "--no-memory", .record_value = "0",
+	 .record_help = "do not trace the allocator",
 	 .help = "record the allocator"},
 	{.name = "profile_api", .env = "PROFILER_PROFILE_API", .type = PROF_SETTING_BOOL,
 	 .when = PROF_WHEN_ANY, FIELD(profile_api), .def = "1",
@@ -70,6 +80,8 @@ const struct prof_setting prof_settings[] = {
 	 .when = PROF_WHEN_START, FIELD(max_json_events), .def = "4000000", .min = 1,
 	 .max = UINT64_MAX, .why = "not a positive count",
 	 .record_flag = "--max-json-events", .record_arg = "N",
+	 .record_needs = "a number of events",
+	 .record_help = "cap on events in the Chrome trace (default 4000000)",
 	 .help = "cap on events in the JSON (see below)"},
 	{.name = "clock", .env = "PROFILER_CLOCK", .type = PROF_SETTING_ENUM,
 	 .when = PROF_WHEN_START, FIELD(clock), .values = "tsc,mono", .flags = PROF_SETTING_TEXT,

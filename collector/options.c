@@ -1,0 +1,290 @@
+/* The option parser every prof command shares; see options.h. */
+#include "collector/options.h"
+
+#include <errno.h>
+#include <stdarg.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* Option heads wider than this have their help on the next line, and do not push the
+ * help column of the others to the right. */
+#define OPT_HEAD_WIDE 19
+
+int opt_error(const char *cmd, const char *fmt, ...)
+{
+	va_list ap;
+	int saved = errno; /* for a %m in fmt */
+
+	fprintf(stderr, "prof %s: ", cmd);
+	errno = saved;
+	va_start(ap, fmt);
+	vfprintf(stderr, fmt, ap);
+	va_end(ap);
+	fputc('\n', stderr);
+	return 2;
+}
+
+int opt_number(const char *v, uint64_t min, uint64_t max, uint64_t *out)
+{
+	unsigned long long x;
+	char *end;
+
+	if (!v || *v < '0' || *v > '9')
+		return -1;
+	errno = 0;
+	x = strtoull(v, &end, 10);
+	if (errno || *end || x < min || x > max)
+		return -1;
+	*out = x;
+	return 0;
+}
+
+int opt_list_add(struct opt_list *l, const struct opt *o, size_t n)
+{
+	if (l->n + n > l->cap) {
+		size_t cap = l->cap ? l->cap : 16;
+		struct opt *v;
+
+		while (cap < l->n + n)
+			cap *= 2;
+		v = realloc(l->v, cap * sizeof(*v));
+		if (!v)
+			return -1;
+		l->v = v;
+		l->cap = cap;
+	}
+	memcpy(l->v + l->n, o, n * sizeof(*o));
+	l->n += n;
+	return 0;
+}
+
+void opt_list_free(struct opt_list *l)
+{
+	free(l->v);
+	l->v = NULL;
+	l->n = l->cap = 0;
+}
+
+static int takes_value(const struct opt *o)
+{
+	switch (o->kind) {
+	case OPT_FLAG:
+	case OPT_FLAG_OFF:
+		return 0;
+	case OPT_CALL:
+		return o->value != NULL;
+	default:
+		return 1;
+	}
+}
+
+/* "a, b or c" */
+static void join_choices(const struct opt *o, const char *sep, const char *last, char *buf,
+			 size_t len)
+{
+	size_t at = 0;
+
+	buf[0] = '\0';
+	for (size_t k = 0; k < o->nchoices && at < len; k++)
+		at += (size_t)snprintf(buf + at, len - at, "%s%s",
+				       k == 0 ? "" : k + 1 == o->nchoices ? last : sep,
+				       o->choices[k]);
+}
+
+/* The head of an option in --help: "-o, --output OUT". */
+static void head(const struct opt *o, char *buf, size_t len)
+{
+	char choices[256];
+	const char *value = o->value;
+	int at;
+
+	if (o->letter && o->name)
+		at = snprintf(buf, len, "-%c, --%s", o->letter, o->name);
+	else if (o->letter)
+		at = snprintf(buf, len, "-%c", o->letter);
+	else
+		at = snprintf(buf, len, "--%s", o->name);
+	if (!value && o->kind == OPT_CHOICE) {
+		join_choices(o, "|", "|", choices, sizeof(choices));
+		value = choices;
+	}
+	if (value && takes_value(o) && at >= 0 && (size_t)at < len)
+		snprintf(buf + at, len - at, " %s", value);
+}
+
+void opt_print_item(FILE *f, const char *head, const char *text, int column)
+{
+	int w = fprintf(f, "  %s", head);
+
+	if (w + 2 > column) { /* too wide: the text starts on the next line */
+		fputc('\n', f);
+		w = 0;
+	}
+	fprintf(f, "%*s", column - w, "");
+	for (const char *p = text; *p; p++) {
+		fputc(*p, f);
+		if (*p == '\n')
+			fprintf(f, "%*s", column, "");
+	}
+	fputc('\n', f);
+}
+
+static const struct opt help_opt = { .name = "help", .letter = 'h', .kind = OPT_FLAG,
+				     .help = "this text" };
+
+void opt_help(const struct opt_command *c, FILE *f)
+{
+	char h[512];
+	int column = 0;
+
+	for (size_t k = 0; k <= c->nopts; k++) {
+		int n;
+
+		head(k < c->nopts ? &c->opts[k] : &help_opt, h, sizeof(h));
+		n = (int)strlen(h);
+		if (n <= OPT_HEAD_WIDE && n + 4 > column)
+			column = n + 4;
+	}
+	fprintf(f, "usage: %s\n", c->usage);
+	if (c->about)
+		fprintf(f, "\n%s", c->about);
+	fputc('\n', f);
+	for (size_t k = 0; k <= c->nopts; k++) {
+		const struct opt *o = k < c->nopts ? &c->opts[k] : &help_opt;
+
+		head(o, h, sizeof(h));
+		opt_print_item(f, h, o->help ? o->help : "", column);
+	}
+	if (c->after)
+		fprintf(f, "\n%s", c->after);
+}
+
+static const struct opt *find(const struct opt_command *c, const char *name, size_t len,
+			      char letter)
+{
+	for (size_t k = 0; k < c->nopts; k++) {
+		const struct opt *o = &c->opts[k];
+
+		if (letter ? o->letter == letter
+			   : o->name && strlen(o->name) == len && !strncmp(o->name, name, len))
+			return o;
+	}
+	return NULL;
+}
+
+/* What a refused or missing value of o should be. */
+static const char *needs(const struct opt *o, char *buf, size_t len)
+{
+	if (o->needs)
+		return o->needs;
+	if (o->kind == OPT_CHOICE) {
+		join_choices(o, ", ", " or ", buf, len);
+		return buf;
+	}
+	if (o->kind == OPT_NUMBER)
+		return "a number";
+	return "a value";
+}
+
+/* Sets o from value (NULL: missing, or a flag). 0, or 2 after one line. */
+static int apply(const struct opt_command *c, const struct opt *o, const char *spelled,
+		 const char *value)
+{
+	char buf[256];
+	int rc = 0;
+
+	if (takes_value(o) && (!value || !*value)) /* an empty value is none */
+		return opt_error(c->name, "%s needs %s", spelled, needs(o, buf, sizeof(buf)));
+	switch (o->kind) {
+	case OPT_FLAG:
+		*(int *)o->dest = 1;
+		break;
+	case OPT_FLAG_OFF:
+		*(int *)o->dest = 0;
+		break;
+	case OPT_TEXT:
+		*(const char **)o->dest = value;
+		break;
+	case OPT_NUMBER:
+		rc = opt_number(value, o->min, o->max, o->dest);
+		break;
+	case OPT_CHOICE:
+		rc = -1;
+		for (size_t k = 0; k < o->nchoices; k++) {
+			if (!strcmp(value, o->choices[k])) {
+				*(int *)o->dest = (int)k;
+				rc = 0;
+				break;
+			}
+		}
+		break;
+	case OPT_CALL:
+		rc = o->call(o, value, o->dest);
+		break;
+	}
+	if (rc == -1)
+		return opt_error(c->name, "%s needs %s (got '%s')", spelled,
+				 needs(o, buf, sizeof(buf)), value);
+	return rc ? 2 : 0;
+}
+
+/* argv[*i] starts with '-' and is not "-", "--", "-h" or "--help". */
+static int one_option(const struct opt_command *c, int argc, char **argv, int *i)
+{
+	const char *a = argv[*i], *eq = strchr(a, '='), *value = NULL;
+	const struct opt *o;
+	char spelled[128];
+
+	if (a[1] == '-')
+		o = find(c, a + 2, eq ? (size_t)(eq - a - 2) : strlen(a + 2), 0);
+	else
+		o = a[2] == '\0' || a[2] == '=' ? find(c, NULL, 0, a[1]) : NULL;
+	if (!o)
+		return opt_error(c->name, "unknown option '%s' (see prof %s --help)", a, c->name);
+	snprintf(spelled, sizeof(spelled), "%.*s", eq ? (int)(eq - a) : (int)strlen(a), a);
+	if (!takes_value(o)) {
+		if (eq)
+			return opt_error(c->name, "%s takes no value (got '%s')", spelled, eq + 1);
+	} else if (eq) {
+		value = eq + 1;
+	} else if (*i + 1 < argc) {
+		value = argv[++*i];
+	}
+	return apply(c, o, spelled, value);
+}
+
+int opt_parse(const struct opt_command *c, int argc, char **argv, char ***pos, int *npos)
+{
+	int i, n = 0, rc;
+
+	for (i = 1; i < argc; i++) {
+		const char *a = argv[i];
+
+		if (!strcmp(a, "--")) {
+			i++;
+			break;
+		}
+		if (a[0] != '-' || !a[1]) {
+			if (c->stop_at_arg)
+				break;
+			argv[1 + n++] = argv[i]; /* 1 + n <= i: nothing unread is overwritten */
+			continue;
+		}
+		if (!strcmp(a, "-h") || !strcmp(a, "--help")) {
+			opt_help(c, stdout);
+			return OPT_HELP;
+		}
+		if ((rc = one_option(c, argc, argv, &i)))
+			return rc;
+	}
+	if (c->stop_at_arg) {
+		*pos = argv + i;
+		*npos = argc - i;
+		return 0;
+	}
+	for (; i < argc; i++)
+		argv[1 + n++] = argv[i];
+	*pos = argv + 1;
+	*npos = n;
+	return 0;
+}
