@@ -9,7 +9,7 @@
  * grows with the GPU events, not with the API calls. Arrows go with the X events the
  * size rule keeps. */
 #include "formats/export/chrome.h"
-#include "preload/common/categories.h"
+#include "preload/common/event.h"
 
 #define FLOW_GPU 1       /* pass 1: GPU work has this id */
 #define FLOW_API_AFTER 2 /* pass 1: an API record with the id came after the GPU work */

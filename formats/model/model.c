@@ -3,7 +3,7 @@
 #include "formats/symbols/aten_names.h"
 #include "formats/symbols/demangle.h"
 #include "formats/model/model.h"
-#include "preload/common/categories.h"
+#include "preload/common/event.h"
 
 #include <stdio.h>
 #include <stdlib.h>

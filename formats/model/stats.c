@@ -1,6 +1,6 @@
 /* Aggregation of events into table rows, marks, counters and steps. */
 #include "formats/model/stats.h"
-#include "preload/common/categories.h"
+#include "preload/common/event.h"
 
 #include <stdlib.h>
 #include <string.h>

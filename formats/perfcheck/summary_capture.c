@@ -4,7 +4,7 @@
  * process rows from the live-heap analysis. */
 #define _GNU_SOURCE /* strdup */
 #include "formats/perfcheck/summary.h"
-#include "preload/common/categories.h"
+#include "preload/common/event.h"
 
 #include <stdlib.h>
 #include <string.h>

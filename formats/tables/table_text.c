@@ -5,7 +5,7 @@
 #include <string.h>
 
 #include "formats/tables/report.h"
-#include "preload/common/categories.h"
+#include "preload/common/event.h"
 #include "formats/symbols/stack_names.h"
 #include "formats/tables/textfmt.h"
 

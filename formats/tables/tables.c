@@ -9,7 +9,7 @@
 
 #include "formats/model/memtrack.h"
 #include "formats/tables/report.h"
-#include "preload/common/categories.h"
+#include "preload/common/event.h"
 
 double row_percent(const struct report_cat *c, const struct row *w)
 {

@@ -1,6 +1,5 @@
 /* Names of the fixed event categories (enum prof_category). */
 #include "preload/common/event.h"
-#include "preload/common/categories.h"
 
 #include <stddef.h>
 

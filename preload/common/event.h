@@ -89,4 +89,31 @@ _Static_assert(sizeof(struct prof_event) == 48, "prof_event is part of the shm A
 /* Name of a fixed category, or NULL for a dynamic one. */
 const char *prof_fixed_category_name(unsigned cat);
 
+/* Category names: what libprof.so registers (or, for the fixed ones, numbers above) and
+ * what the readers in formats/ look for, spelled once. A reader that compares a category
+ * by name uses these. */
+/* the fixed categories (enum prof_category), named by prof_fixed_category_name */
+#define PROF_CATNAME_MEMORY "memory"
+#define PROF_CATNAME_USER "user"
+#define PROF_CATNAME_MARK "mark"
+#define PROF_CATNAME_STEP "step"
+#define PROF_CATNAME_COUNTER "counter"
+#define PROF_CATNAME_LOST "lost"
+
+/* registered at run time (prof_category) */
+#define PROF_CATNAME_CUDA_API "cuda_api"       /* CUDA runtime/driver calls */
+#define PROF_CATNAME_CUDA_KERNEL "cuda_kernel" /* CUPTI: kernels on the GPU */
+#define PROF_CATNAME_CUDA_MEMCPY "cuda_memcpy" /* CUPTI: copies */
+#define PROF_CATNAME_CUDA_MEMSET "cuda_memset" /* CUPTI: memsets */
+#define PROF_CATNAME_GPU_MEMORY "gpu_memory"   /* device allocations */
+#define PROF_CATNAME_NVTX "nvtx"               /* NVTX ranges without a domain */
+#define PROF_CATNAME_TRACE "trace"             /* PROFILER_TRACE functions */
+#define PROF_CATNAME_ORT_API "ORT_API"         /* onnxruntime's C API */
+/* framework presets (preload/frameworks/presets.c), named as the framework's own
+ * profiler names them */
+#define PROF_CATNAME_OPERATOR "operator"       /* one framework operator */
+#define PROF_CATNAME_MXNET_C_API "MXNET_C_API" /* MXNet's MX* C API */
+#define PROF_CATNAME_TF_C_API "TF_C_API"       /* TensorFlow's TF_* / TFE_* C API */
+#define PROF_CATNAME_PROFILER "profiler"       /* the framework's profiler start/stop */
+
 #endif

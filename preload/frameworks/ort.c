@@ -16,7 +16,7 @@
 
 #include "preload/common/debug.h"
 #include "preload/frameworks/ort.h"
-#include "preload/common/categories.h"
+#include "preload/common/event.h"
 #include "preload/core/state.h"
 #include "preload/trace/trace.h"
 

@@ -5,6 +5,7 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "preload/common/event.h"
 #include "preload/frameworks/frameworks.h"
 #include "preload/frameworks/mxnet.h"
 #include "preload/frameworks/ort.h"
@@ -16,11 +17,13 @@
 static const struct {
 	const char *name, *patterns;
 } presets[] = {
-	{"mxnet", "MXNET_C_API=MX*,operator=_ZN5mxnet6engine14ThreadedEngine15ExecuteOprBlockE*"},
-	{"torch", "operator=at::_ops::*::call"},
-	{"onnxruntime", "ORT_API=OrtGetApiBase"},
+	{"mxnet", PROF_CATNAME_MXNET_C_API "=MX*," PROF_CATNAME_OPERATOR
+		  "=_ZN5mxnet6engine14ThreadedEngine15ExecuteOprBlockE*"},
+	{"torch", PROF_CATNAME_OPERATOR "=at::_ops::*::call"},
+	{"onnxruntime", PROF_CATNAME_ORT_API "=OrtGetApiBase"},
 	/* first match wins: TFE_Execute is the operator (named by tf.c), the rest C API */
-	{"tensorflow", "operator=TFE_Execute,TF_C_API=TF_*,TF_C_API=TFE_*"},
+	{"tensorflow", PROF_CATNAME_OPERATOR "=TFE_Execute," PROF_CATNAME_TF_C_API
+		       "=TF_*," PROF_CATNAME_TF_C_API "=TFE_*"},
 };
 
 static int preset_on(const char *framework, const char *preset)
@@ -55,23 +58,23 @@ static uint32_t follow_stop(const uint64_t *args)
 }
 
 static const struct prof_framework_hook hooks[] = {
-	{"MXSetProcessProfilerState", prof_mxnet_follow, 0, "MXNET_C_API"},
-	{"MXSetProfilerState", prof_mxnet_follow, 0, "MXNET_C_API"},
-	{"_ZN5torch8autograd8profiler14enableProfilerE*", follow_start, 0, "profiler"},
-	{"_ZN5torch8autograd8profiler15disableProfilerEv", follow_stop, 0, "profiler"},
+	{"MXSetProcessProfilerState", prof_mxnet_follow, 0, PROF_CATNAME_MXNET_C_API},
+	{"MXSetProfilerState", prof_mxnet_follow, 0, PROF_CATNAME_MXNET_C_API},
+	{"_ZN5torch8autograd8profiler14enableProfilerE*", follow_start, 0, PROF_CATNAME_PROFILER},
+	{"_ZN5torch8autograd8profiler15disableProfilerEv", follow_stop, 0, PROF_CATNAME_PROFILER},
 	/* tf.profiler.experimental.start/stop (and the TensorBoard callback's profiling):
 	 * _pywrap_profiler calls these in TensorFlow's common library. stop() exports
 	 * (ExportToTensorBoard) or, with save=False, drops the session (its destructor). */
 	{"_ZN10tensorflow8profiler6pywrap22ProfilerSessionWrapper5StartE*", follow_start, 0,
-	 "profiler"},
+	 PROF_CATNAME_PROFILER},
 	{"_ZN10tensorflow8profiler6pywrap22ProfilerSessionWrapper4StopE*", follow_stop, 0,
-	 "profiler"},
+	 PROF_CATNAME_PROFILER},
 	{"_ZN10tensorflow8profiler6pywrap22ProfilerSessionWrapper19ExportToTensorBoardEv",
-	 follow_stop, 0, "profiler"},
-	{"_ZN3tsl15ProfilerSessionD[12]Ev", follow_stop, 0, "profiler"},
+	 follow_stop, 0, PROF_CATNAME_PROFILER},
+	{"_ZN3tsl15ProfilerSessionD[12]Ev", follow_stop, 0, PROF_CATNAME_PROFILER},
 	{"_ZN5mxnet6engine14ThreadedEngine15ExecuteOprBlockE*", prof_mxnet_operator, "mxnet",
-	 "operator"},
-	{"TFE_Execute", prof_tf_execute_hook, "tensorflow", "operator"},
+	 PROF_CATNAME_OPERATOR},
+	{"TFE_Execute", prof_tf_execute_hook, "tensorflow", PROF_CATNAME_OPERATOR},
 };
 
 const struct prof_framework_hook *prof_framework_hook_for(const char *name,

@@ -19,7 +19,7 @@
 #include <string.h>
 
 #include "preload/gpu/cuda_api.h"
-#include "preload/common/categories.h"
+#include "preload/common/event.h"
 #include "preload/gpu/cuda_funcs.h"
 #include "preload/gpu/cupti.h"
 #include "preload/wrap/dl.h"

@@ -26,7 +26,7 @@
 #include <unistd.h>
 
 #include "preload/gpu/cupti.h"
-#include "preload/common/categories.h"
+#include "preload/common/event.h"
 #include "preload/core/state.h"
 #include "preload/core/windows.h"
 

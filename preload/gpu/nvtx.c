@@ -33,7 +33,7 @@
 #include <wchar.h>
 
 #include "preload/gpu/nvtx.h"
-#include "preload/common/categories.h"
+#include "preload/common/event.h"
 #include "preload/core/state.h"
 
 #define EXPORT __attribute__((visibility("default")))

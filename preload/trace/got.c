@@ -19,7 +19,7 @@
 #include <sys/mman.h>
 #include <unistd.h>
 
-#include "preload/common/categories.h"
+#include "preload/common/event.h"
 #include "preload/common/debug.h"
 #include "preload/wrap/dl.h"
 #include "preload/trace/elf_sym.h"
