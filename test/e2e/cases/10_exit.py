@@ -331,17 +331,17 @@ def x10_killed_collector(c, block):
           "counted %d + %d, the program wrote %d events" % (dropped, undrained, 2 * pairs))
 
 
-@case
+@case(serial=True)
 def exit_block_collector_killed(c):
     x10_killed_collector(c, block=True)
 
 
-@case
+@case(serial=True)
 def exit_collector_killed(c):
     x10_killed_collector(c, block=False)
 
 
-@case
+@case(serial=True)
 def exit_block_collector_stopped(c):
     # PROFILER_BLOCK with the collector stopped (SIGSTOP): the writer stops waiting within
     # a fraction of a second, drops and counts; once the collector runs again, the drops

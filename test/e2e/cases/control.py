@@ -192,7 +192,7 @@ def clock_on_session_timeline(c):
         check(n > N, tag + "only %d events" % n)
 
 
-@case
+@case(serial=True)
 def continuous_dump(c):
     # phase 1 (>= 0.75 s of ranges "phase1" around 57001-byte pairs, until libprof.txt
     # exists), then the program waits for "go" while the runner reads the dumps; phase 2

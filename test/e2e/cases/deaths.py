@@ -22,22 +22,22 @@ def death(c, mode, sig):
        "report malloc count vs trace")
 
 
-@case
+@case(serial=True)
 def sigkill(c):
     death(c, "kill", signal.SIGKILL)
 
 
-@case
+@case(serial=True)
 def abort_(c):
     death(c, "abort", signal.SIGABRT)
 
 
-@case
+@case(serial=True)
 def sigsegv(c):
     death(c, "segv", signal.SIGSEGV)
 
 
-@case
+@case(serial=True)
 def child_outlives_program(c):
     # a child still running when the program exits: one line says the outputs follow,
     # the program's exit does not wait for the child, and the outputs have the child's

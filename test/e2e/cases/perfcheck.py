@@ -59,7 +59,7 @@ def perf_name(doc, category, name):
     return got[0]
 
 
-@case
+@case(serial=True)
 def perf_diff_trials(c):
     """The trials: f17 made 10% slower among fifty is flagged, by name and alone, in 10 of
     10 trials; two sets of runs of the same program are flagged in 0 of 20 trials. Six
@@ -89,7 +89,7 @@ def perf_diff_trials(c):
     check(slow_ok == 10 and aa_flagged == 0, "; ".join(problems))
 
 
-@case
+@case(serial=True)
 def perf_summary_matches_report(c):
     cap = perf_run(c, c.path("one"), 1, [])
     rep = c.report_json(cap)
@@ -149,7 +149,7 @@ def perf_summary_matches_report(c):
           "no duplicate warning: %r" % doc["warnings"])
 
 
-@case
+@case(serial=True)
 def perf_diff_added_allocation(c):
     """One malloc more per call of f20: flagged exactly (+1 per call) where allocations
     are judged, and not judged unless asked."""
@@ -175,7 +175,7 @@ def perf_diff_added_allocation(c):
     eq([f for f in perf_flagged(doc) if f[1] != "median"], [], "regressions by default")
 
 
-@case
+@case(serial=True)
 def perf_diff_renamed_and_gone(c):
     dirs = perf_sides(c, [("base", []), ("renamed", [-1, 0, 2, 20]),
                           ("dropped", [-1, 0, 3, 20])], 3)
@@ -201,7 +201,7 @@ def perf_diff_renamed_and_gone(c):
           "junit for a vanished name: %r" % r)
 
 
-@case
+@case(serial=True)
 def perf_diff_whole_program_slower(c):
     """Every function twice as slow (far beyond this machine's own swings, up to 30%): the
     common-mode change is the regression, not fifty names; measured apart (not
@@ -226,7 +226,7 @@ def perf_diff_whole_program_slower(c):
     eq((rc, doc["judged"]), (0, ["median"]), "by default the common-mode change is not judged")
 
 
-@case
+@case(serial=True)
 def perf_diff_reports_and_errors(c):
     dirs = perf_sides(c, [("base", []), ("slow", [PERF_SLOW, 30])], 3)
     base, slow = dirs["base"], dirs["slow"]
@@ -294,7 +294,7 @@ def perf_diff_reports_and_errors(c):
     check(r.rc == 0 and "-o" in r.out, "prof summary --help: %r" % r)
 
 
-@case
+@case(serial=True)
 def perf_check_script(c):
     """scripts/perf-check: a baseline made with --update, then the same program (no
     regression) and f17 made 30% slower (a regression, in Markdown and JUnit); and two

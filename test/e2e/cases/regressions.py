@@ -245,7 +245,7 @@ def shmem_kb():
     return int(m.group(1)) if m else 0
 
 
-@case
+@case(serial=True)
 def many_processes_shm_released(c):
     # a session of many short processes: the segments of finished ones are released at
     # once, not kept to the session's end

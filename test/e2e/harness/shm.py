@@ -92,7 +92,8 @@ def maps_segment(pid, name):
         return False
 
 
-def segments(uid=None):
+def uid_segments(uid=None):
+    """The names of this user's libprof segments in /dev/shm."""
     try:
         names = os.listdir("/dev/shm")
     except OSError:
@@ -106,7 +107,7 @@ def sessions_of(root):
     real = os.path.realpath(root) + os.sep
     pat = re.compile(r"^libprof-%d-([0-9a-f]{16})$" % os.getuid())
     out = []
-    for n in segments():
+    for n in uid_segments():
         m = pat.match(n)
         if not m:
             continue
@@ -122,7 +123,7 @@ def remove_sessions(root):
     removed, kept = [], []
     for sid, root_pid, collector_pid in sessions_of(root):
         prefix = "libprof-%d-%s" % (os.getuid(), sid)
-        names = [n for n in segments() if n == prefix or n.startswith(prefix + "-")]
+        names = [n for n in uid_segments() if n == prefix or n.startswith(prefix + "-")]
         users = [(p, n) for n in names for p in {root_pid, collector_pid} if p]
         users += [(int(n.split("-")[3]), n) for n in names
                   if n != prefix and n.split("-")[3].isdigit()]
