@@ -129,7 +129,7 @@ def x10_build_slow(c):
     return prog
 
 
-@case
+@case(serial=True)
 def exit_child_never_joins(c):
     # the collector's safety net: a counted child that has not joined (alive, no
     # segment: here it is slow to start) and outlives the program is given up after the

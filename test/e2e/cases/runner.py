@@ -3,10 +3,11 @@
 
 # quick cases of today's and of the old runner, whose sessions end, are killed whole, and
 # reclaimed by the next collector (a reclaim that must spare a live session)
-RUNNER_NESTED_CASES = ["record_exit_status", "sigterm_to_everyone", "shm_reclaim_next_collector"]
+RUNNER_NESTED_CASES = ["record_exit_status", "sigterm_to_everyone", "shm_reclaim_next_collector",
+                       "runner_session_left_behind"]
 
 
-def runner_foreign_segments(sid):
+def runner_session_segments(sid):
     """{name: inode} of a session's segments."""
     prefix = "libprof-%d-%s" % (os.getuid(), sid)
     out = {}
@@ -43,7 +44,7 @@ def runner_stable_segments(sid, quiet=0.5):
     image's former segment goes when its collector has drained it)."""
     last, since = None, time.monotonic()
     while True:
-        now = runner_foreign_segments(sid)
+        now = runner_session_segments(sid)
         if now != last:
             last, since = now, time.monotonic()
         elif time.monotonic() - since >= quiet:
@@ -93,9 +94,7 @@ def runner_spares_foreign_sessions(c):
               "its cases are too quick to show anything")
         r = c.finish(argv, p, out, err, t0, 300)
         nested = None
-        check(r.rc == 0 and re.search(r"^%d passed, 0 failed$" % len(RUNNER_NESTED_CASES),
-                                      r.out, re.M), "the nested run: %r" % r)
-        after = runner_foreign_segments(sid)
+        after = runner_session_segments(sid)
         c.note("foreign session %s: %d segments before, %d after the nested run"
                % (sid, len(before), len(after)))
         for n, ino in before.items():
@@ -103,6 +102,15 @@ def runner_spares_foreign_sessions(c):
         eq(after, during, "the foreign session's segments (name: inode) after the nested run")
         check(len(during) > len(before), "the foreign child made no segment: %r" % during)
         check(sid not in r.out + r.err, "the nested run names the foreign session: %r" % r)
+        check(r.rc == 0 and re.search(r"^%d passed, 0 failed$" % len(RUNNER_NESTED_CASES),
+                                      r.out, re.M), "the nested run: %r" % r)
+        # and the session its own case left behind is gone, named in its closing note
+        m = re.search(r"left session ([0-9a-f]{16})", r.out)
+        check(m, "runner_session_left_behind named no session: %r" % r)
+        eq(runner_session_segments(m.group(1)), {}, "segments of the session the nested run's "
+           "case left")
+        check(re.search(r"^note: removed the /dev/shm segments .*%s \(runner_session_left_behind"
+                        % m.group(1), r.out, re.M), "the nested run's closing note: %r" % r)
         # the foreign program is whole: its child, stopped, is in its outputs
         child = int(re.search(r"^child=(\d+)$", read_text(fout.name), re.M).group(1))
         os.kill(child, signal.SIGUSR1)
@@ -114,7 +122,7 @@ def runner_spares_foreign_sessions(c):
                         lambda: runner_trace(os.path.join(d, "foreign.json")))
         eq(t.count("malloc", 47011, child), 40, "the foreign child's mallocs in its trace")
         runner_wait("the foreign session's segments removed at its end",
-                    lambda: not runner_foreign_segments(sid))
+                    lambda: not runner_session_segments(sid))
     finally:
         if nested:
             nested[0].kill()
@@ -124,3 +132,29 @@ def runner_spares_foreign_sessions(c):
             foreign.wait()
         fout.close()
         ferr.close()
+
+
+@case
+def runner_session_left_behind(c):
+    # A session killed whole (its collector, then its program) leaves its segments in
+    # /dev/shm; the runner removes them after this case, by session id (the session's
+    # outputs go into this case's directory). runner_spares_foreign_sessions runs this in
+    # a nested run and checks they went; here the segments are checked to be left.
+    p, out, err, t0 = c.start([c.prog("basic"), "10", "47021", "wait"])
+    try:
+        runner_wait("the program's ready line", lambda: "ready" in read_out_file(out))
+        sid, _, collector = runner_wait(
+            "the session and its collector",
+            lambda: [s for s in sessions_of(c.root) if s[2]] and
+            [s for s in sessions_of(c.root) if s[2]][0])
+        check(collector in c.leftover_processes(), "collector %d is not this case's" % collector)
+        os.kill(collector, signal.SIGKILL)
+        runner_wait("the collector's end", lambda: not os.path.exists("/proc/%d" % collector)
+                    or task_state(collector, collector) == "Z")
+    finally:
+        p.kill()
+    r = c.finish([c.prog("basic")], p, out, err, t0, 30)
+    eq(r.rc, -signal.SIGKILL, "the program's exit status")
+    left = runner_session_segments(sid)
+    check(len(left) >= 2, "the killed session's segments (session, process): %s" % left)
+    c.note("left session %s: %d segments" % (sid, len(left)))
