@@ -54,11 +54,11 @@ def parse_args(args):
         elif a == "-v":
             verbose = True
         elif a in ("-j", "--jobs") or a.startswith("-j") or a.startswith("--jobs="):
-            v = a[len("--jobs="):] if a.startswith("--jobs=") else a[2:] if a.startswith("-j") \
-                and a != "-j" else None
-            if v is None:
+            if a in ("-j", "--jobs"):  # the number is the next argument
                 i += 1
                 v = args[i] if i < len(args) else ""
+            else:
+                v = a.split("=", 1)[1] if a.startswith("--jobs=") else a[2:]
             if not v.isdigit() or int(v) < 1:
                 usage("-j wants a number of jobs, 1 or more, got '%s'" % v)
             jobs = int(v)
