@@ -117,7 +117,7 @@ def runner_spares_foreign_sessions(c):
         rc = foreign.wait(timeout=60)
         eq((rc, re.findall(r"^done=(\d+)$", read_text(fout.name), re.M)), (0, ["0"]),
            "the foreign program's exit (stderr: %s)" % read_text(ferr.name))
-        # (sh's exit does not wait for the outputs: it ends with _exit)
+        # (dash ends with _exit: its exit does not wait for the outputs)
         t = runner_wait("the foreign program's trace",
                         lambda: runner_trace(os.path.join(d, "foreign.json")))
         eq(t.count("malloc", 47011, child), 40, "the foreign child's mallocs in its trace")
