@@ -129,7 +129,7 @@ def x10_build_slow(c):
     return prog
 
 
-@case
+@case(serial=True)
 def exit_child_never_joins(c):
     # the collector's safety net: a counted child that has not joined (alive, no
     # segment: here it is slow to start) and outlives the program is given up after the
@@ -331,17 +331,17 @@ def x10_killed_collector(c, block):
           "counted %d + %d, the program wrote %d events" % (dropped, undrained, 2 * pairs))
 
 
-@case
+@case(serial=True)
 def exit_block_collector_killed(c):
     x10_killed_collector(c, block=True)
 
 
-@case
+@case(serial=True)
 def exit_collector_killed(c):
     x10_killed_collector(c, block=False)
 
 
-@case
+@case(serial=True)
 def exit_block_collector_stopped(c):
     # PROFILER_BLOCK with the collector stopped (SIGSTOP): the writer stops waiting within
     # a fraction of a second, drops and counts; once the collector runs again, the drops

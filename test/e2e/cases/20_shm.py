@@ -313,7 +313,9 @@ def reclaim_beside(c, by_clean, live_run, live_pid, live_child, live_dir):
     check(not wait_gone(live_prefix), "the live session's segments after its end")
 
 
-@case
+# serial: any collector starting meanwhile (a case beside it) reclaims the dead session it
+# aged before its prof clean --dry-run can name it
+@case(serial=True)
 def shm_reclaim_prof_clean(c):
     reclaim_case(c, True)
 

@@ -6,6 +6,7 @@ DATA_SRC = os.path.join(HERE, "cases", "50_data")
 DATA_BIN = os.path.join(BIN, "data")
 
 
+@one_at_a_time
 def data_build(name, cmd_tail, src, after=(), deps=()):
     """Builds DATA_SRC/src into DATA_BIN/name with cmd_tail (a list: compiler and flags)
     and after (flags after the source: libraries) when missing or older than its source

@@ -11,6 +11,7 @@ CAP_KINDS = ["undefined_ids", "unknown_pid", "end_before_start", "huge_values",
              "dangling_stacks"]
 
 
+@one_at_a_time
 def damaged_capture_tool():
     """Builds the helper into $BUILD/e2e/damaged_capture when missing or older than its
     source or libprofcore.a. Returns its path."""
@@ -115,7 +116,7 @@ def capture_truncated_readers(c):
             check(r.rc in (1, 2), "prof %s of a cut capture exit %d: %r" % (args[0], r.rc, r))
 
 
-@case
+@case(serial=True)
 def capture_many_images_memory(c):
     # 40,000 CAP_PROCESS records (32 bytes each, 50 KB compressed) and nothing else; and
     # 100,000 events naming as many threads (400 KB): the readers' memory must stay
@@ -156,7 +157,7 @@ def capture_many_images_memory(c):
         c.note("%s: peak RSS %.0f MB" % (what, peak_mb))
 
 
-@case
+@case(serial=True)
 def capture_many_modules_and_names_time(c):
     # 120,000 modules and a stack of 120,000 frames outside them, 20,000 processes and
     # 300,000 names of frames of an image never seen (660 KB): every reader looked at

@@ -1,0 +1,51 @@
+"""The e2e harness: what every case file sees (see README.md in this folder)."""
+import csv
+import io
+import json
+import os
+import re
+import shutil
+import signal
+import socket
+import struct
+import subprocess
+import sys
+import tempfile
+import time
+import traceback
+import uuid
+
+from . import build, case, helpers, outputs, paths, sanitizers, shm
+
+# what case files could use without importing it when they ran inside the old run.py
+_STD = (csv, io, json, os, re, shutil, signal, socket, struct, subprocess, sys, tempfile, time,
+        traceback, uuid)
+
+
+def namespace():
+    """A fresh namespace for the case files: every public name of the harness's modules
+    (helpers, @case, Case, Setup, BIN, ROOT, HERE...) and the standard modules above."""
+    ns = {m.__name__: m for m in _STD}
+    for mod in (paths, outputs, sanitizers, build, case, shm, helpers):
+        ns.update((k, v) for k, v in vars(mod).items()
+                  if not k.startswith("_") and not isinstance(v, type(sys)))
+    ns["__name__"] = "e2e_cases"
+    return ns
+
+
+def case_files(folder):
+    """The case files in load order: the area files (a name not starting with a digit),
+    then the NN_topic.py files in name order, as run.py's own cases once came first."""
+    names = [n for n in os.listdir(folder) if n.endswith(".py")]
+    return ([os.path.join(folder, n) for n in sorted(n for n in names if not n[0].isdigit())] +
+            [os.path.join(folder, n) for n in sorted(n for n in names if n[0].isdigit())])
+
+
+def load_cases(folder, ns):
+    """Runs every case file in ns, one namespace for all (a file may use another's
+    helpers, as when they all lived in run.py); returns the registered cases."""
+    for path in case_files(folder):
+        with open(path) as f:
+            code = compile(f.read(), path, "exec")
+        exec(code, ns)
+    return list(case.CASES)
