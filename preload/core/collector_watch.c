@@ -130,6 +130,10 @@ void prof_report_undelivered(void)
 	    (!__atomic_load_n(&gone, __ATOMIC_RELAXED) &&
 	     prof_collector_running(prof_session)))
 		return;
+	/* It may have finished between the two looks (this process was its last: it can
+	 * drain, write and exit meanwhile); it marks the session done before it exits. */
+	if (atomic_load(&prof_session->state) == SESSION_DONE)
+		return;
 	uint64_t dropped = atomic_load(&p->lost_no_slot), undrained = 0;
 	for (unsigned i = 0; i < p->nslots; i++) {
 		struct prof_slot *s = prof_proc_slot(p, i);

@@ -246,6 +246,10 @@ static void wait_for_outputs(void)
 	while (((st = atomic_load(&s->state)) == SESSION_RUNNING || st == SESSION_CLOSING) &&
 	       !atomic_load(&s->root_release)) {
 		if (!prof_collector_alive()) {
+			/* finished between the two looks: it ends the session before it exits */
+			st = atomic_load(&s->state);
+			if (st != SESSION_RUNNING && st != SESSION_CLOSING)
+				return;
 			prof_warn("the collector (pid %u) is gone; outputs may be missing",
 				  atomic_load(&s->collector_pid));
 			return;

@@ -71,3 +71,182 @@ def record_usage_errors(c):
         eq(len(r.err.splitlines()), 1, "prof %s: stderr lines: %r" % (" ".join(args), r.err))
         eq(r.out, "", "prof %s stdout" % " ".join(args))
     eq(sorted(os.listdir(c.dir)), [], "files made by bad invocations")
+
+
+# The prof commands share one option parser (issue 13): `prof help CMD` is `prof CMD
+# --help`, every option a help text shows is one the command accepts, and every command
+# refuses an unknown option the same way. Run by run.py in its namespace: its helpers
+# (case, check, eq, profile, ...) are in scope; names here start with cli75_.
+
+CLI75_COMMANDS = ("record", "report", "export", "summary", "diff", "clean", "collect")
+
+# an option line of a help text: "  -o, --output OUT   text", "  --block   text",
+# "  --group-by stack[:N]" (its text on the next line)
+CLI75_OPTION_RE = re.compile(
+    r"^  (?:(-[A-Za-z0-9])(?:, |(?= |$)))?(--[a-z0-9][a-z0-9-]*)?(?: ([^ ]+))?(?:  |$)")
+
+# a session id nobody has: prof clean limited to it touches no other session
+CLI75_NO_SESSION = "0" * 16
+
+
+def cli75_options(text):
+    """The options a help text shows: (short, long, value name or None), -h/--help
+    left out."""
+    found = []
+    for line in text.splitlines():
+        m = CLI75_OPTION_RE.match(line)
+        if m and (m.group(1) or m.group(2)) and m.group(2) != "--help":
+            found.append(m.groups())
+    return found
+
+
+def cli75_spellings(short, long, value):
+    """Every way of giving the option with value: --long VALUE, --long=VALUE, -s VALUE
+    (flags: --long, -s)."""
+    ways = []
+    if long:
+        ways += [[long]] if value is None else [[long, value], ["%s=%s" % (long, value)]]
+    if short:
+        ways += [[short]] if value is None else [[short, value]]
+    return ways
+
+
+@case
+def cli_help_command_equals_command_help(c):
+    # prof help CMD prints exactly what prof CMD --help prints, for every command
+    for cmd in CLI75_COMMANDS:
+        a, b = c.prof("help", cmd), c.prof(cmd, "--help")
+        if (a.rc, b.rc, a.err, b.err) != (0, 0, "", ""):
+            c.defer("prof help %s / prof %s --help: exit %s / %s, stderr %r / %r"
+                    % (cmd, cmd, a.rc, b.rc, a.err, b.err))
+        elif a.out != b.out:
+            c.defer("prof help %s differs from prof %s --help:\n%s\n---\n%s"
+                    % (cmd, cmd, a.out[:300], b.out[:300]))
+        h = c.prof(cmd, "-h")
+        check(h.rc == 0 and h.out == b.out, "prof %s -h differs from --help: %r" % (cmd, h))
+        check(cli75_options(b.out), "prof %s --help shows no option: %r" % (cmd, b.out))
+    a, b = c.prof("help"), c.prof("--help")
+    eq((a.rc, b.rc), (0, 0), "prof help, prof --help: exit status")
+    eq(a.out, b.out, "prof help vs prof --help")
+    for cmd in CLI75_COMMANDS:
+        check(re.search(r"^  %s\b" % cmd, b.out, re.M), "prof --help does not list %s" % cmd)
+    r = c.prof("help", "no-such-command")
+    check(r.rc == 2 and r.out == "" and
+          r.err == "prof: unknown command 'no-such-command' (see prof --help)\n",
+          "prof help no-such-command: %r" % r)
+
+
+@case
+def cli_every_option_in_help_is_accepted(c):
+    # a small capture with call stacks (export --format folded needs them)
+    profile(c, [c.prog("basic"), 5, 75001, "exit:0"], env={"PROFILER_STACK": "alloc"})
+    cap = c.path("libprof.prof")
+    conf = c.path("empty.conf")
+    with open(conf, "w") as f:
+        f.write("# no thresholds of its own\n")
+    n = [0]
+
+    def out():
+        n[0] += 1
+        return c.path("out-%d" % n[0])
+
+    # values that must be accepted, by (command, option); OUT/PREFIX values are new files
+    samples = {
+        ("report", "--sort"): ["total", "self", "count", "avg", "max", "cpu_mem",
+                               "self_cpu_mem"],
+        ("report", "--top"): ["2"],
+        ("report", "--category"): ["memory"],
+        ("report", "--format"): ["text", "csv", "json"],
+        ("report", "--group-by"): ["stack", "stack:2"],
+        ("export", "--format"): ["chrome", "folded"],
+        ("export", "--max-events"): ["100"],
+        ("export", "--weight"): ["time", "bytes", "count"],
+        ("diff", "--metric"): ["median", "all"],
+        ("diff", "--threshold"): ["5", "median=10%"],
+        ("diff", "--config"): [conf],
+        ("diff", "--top"): ["2"],
+        ("diff", "--format"): ["text", "markdown", "json", "junit"],
+        ("clean", "--min-age"): ["60"],
+        ("record", "--ring-size"): ["64K"],
+        ("record", "--max-json-events"): ["1000"],
+    }
+
+    def run(cmd, opt):
+        """prof cmd with opt (a list) in a call that works: its exit status must say so."""
+        if cmd == "report":
+            return c.prof("report", cap, *opt), (0,)
+        if cmd == "export":
+            extra = ["--format", "folded"] if opt[0].startswith(("--weight", "--threads")) \
+                else []
+            if not opt[0].startswith(("-o", "--output")):
+                extra += ["-o", out()]
+            return c.prof("export", cap, *(extra + opt)), (0,)
+        if cmd == "summary":
+            return c.prof("summary", cap, *opt), (0,)
+        if cmd == "diff":
+            return c.prof("diff", cap, cap, *opt), (0, 1)
+        if cmd == "clean":
+            return c.prof("clean", "--dry-run", CLI75_NO_SESSION, *opt), (0,)
+        if cmd == "record":
+            target = [] if opt[0].startswith(("-o", "--output")) else ["-o", out()]
+            return c.prof("record", *(target + opt + ["--", c.prog("basic"), 1, 75002,
+                                                        "exit:0"])), (0,)
+        raise Fail("no way to run prof %s" % cmd)
+
+    tried = 0
+    for cmd in ("report", "export", "summary", "diff", "clean", "record", "collect"):
+        shown = cli75_options(c.prof(cmd, "--help").out)
+        for short, long, value in shown:
+            if cmd == "collect":
+                # its one option names a live session: one that is not there is refused
+                # as such, not as an option
+                r = c.prof("collect", long, CLI75_NO_SESSION)
+                check(r.rc == 2 and r.err == "prof collect: no session '%s'\n"
+                      % CLI75_NO_SESSION, "prof collect %s: %r" % (long, r))
+                continue
+            if value is None:
+                values = [None]
+            elif value in ("OUT", "PREFIX", "OUT.json"):
+                values = ["@out"]
+            elif "|" in value and "=" not in value:
+                values = value.split("|")  # the choices, shown as the value's name
+            else:
+                values = samples.get((cmd, long))
+                check(values, "prof %s --help shows %s %s: the case knows no value for it"
+                      % (cmd, long, value))
+            for v in values:
+                for opt in cli75_spellings(short, long, v):
+                    opt = [x.replace("@out", out()) if "@out" in x else x for x in opt]
+                    r, ok = run(cmd, opt)
+                    tried += 1
+                    if r.rc not in ok:
+                        c.defer("prof %s %s: exit %s: %s" % (cmd, " ".join(opt), r.rc,
+                                                            r.err.strip()[:300]))
+    c.note("%d option spellings tried" % tried)
+
+
+@case
+def cli_unknown_option_one_line(c):
+    # every command: an unknown option is one line naming it, exit status 2, nothing
+    # on standard output and no file made
+    for cmd in CLI75_COMMANDS:
+        for bad in ("--no-such-option", "--no-such-option=1", "-Z"):
+            r = c.prof(cmd, bad, "x")
+            want = "prof %s: unknown option '%s' (see prof %s --help)\n" % (cmd, bad, cmd)
+            check((r.rc, r.out, r.err) == (2, "", want), "prof %s %s x: %r" % (cmd, bad, r))
+    eq(sorted(os.listdir(c.dir)), [], "files made by bad invocations")
+
+
+@case
+def cli_record_leaves_program_arguments(c):
+    # prof record's options end at the program's name (or at "--"): what follows is the
+    # program's, options of prof's own spelling included
+    show = ["sh", "-c", 'for a in "$@"; do echo "arg=$a"; done', "sh"]
+    theirs = ["--help", "-o", "x", "--quiet", "--", "-q", "--output=y"]
+    for how in ([], ["--"]):
+        r = c.prof("record", "-q", "-o", c.path("rec%d" % len(how)), *(how + show + theirs))
+        eq(r.rc, 0, "prof record %s: %r" % (" ".join(how), r))
+        eq(r.kv("arg"), theirs, "the program's arguments (prof record %s...)" % " ".join(how))
+        eq(r.err, "", "prof record -q: standard error")
+    eq(sorted(os.listdir(c.dir)), ["rec0.json", "rec0.prof", "rec0.txt", "rec1.json",
+                                   "rec1.prof", "rec1.txt"], "outputs")

@@ -34,11 +34,9 @@ def namespace():
 
 
 def case_files(folder):
-    """The case files in load order: the area files (a name not starting with a digit),
-    then the NN_topic.py files in name order, as run.py's own cases once came first."""
-    names = [n for n in os.listdir(folder) if n.endswith(".py")]
-    return ([os.path.join(folder, n) for n in sorted(n for n in names if not n[0].isdigit())] +
-            [os.path.join(folder, n) for n in sorted(n for n in names if n[0].isdigit())])
+    """The case files in load order: by name. A file may use another's helpers inside its
+    cases (one namespace), not at load time."""
+    return [os.path.join(folder, n) for n in sorted(os.listdir(folder)) if n.endswith(".py")]
 
 
 def load_cases(folder, ns):

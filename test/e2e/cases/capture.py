@@ -1,12 +1,12 @@
 # Issue 12: the capture readers (formats/) never crash on a damaged capture. Captures
 # damaged in representative ways are written with the real writer by a helper built
-# here (test/e2e/cases/60_capture/damaged_capture.c, linked with libprofcore.a) and given
+# here (test/e2e/cases/capture/damaged_capture.c, linked with libprofcore.a) and given
 # to prof report and prof export: exit 0 or 1 with at most a one-line warning, or 2 with
 # one line, never a signal, and the sound part (pid 100: three "good_range" ranges and a
 # malloc) still reported. test/fuzz/fuzz_capture.c drives the same readers with
 # libFuzzer.
 
-CAP_SRC = os.path.join(HERE, "cases", "60_capture", "damaged_capture.c")
+CAP_SRC = os.path.join(HERE, "cases", "capture", "damaged_capture.c")
 CAP_KINDS = ["undefined_ids", "unknown_pid", "end_before_start", "huge_values",
              "dangling_stacks"]
 

@@ -1,6 +1,6 @@
 /* Writes a capture with the real writer (formats/capture/capture_write.c): a sound process (pid
  * 100: three "good_range" ranges and a malloc on thread 101), followed by damage of one
- * kind, as a corrupted segment or a hostile file could hold it. 60_capture.py gives the
+ * kind, as a corrupted segment or a hostile file could hold it. capture.py gives the
  * result to prof report and prof export.
  * usage: damaged_capture OUT KIND
  * KIND: undefined_ids, unknown_pid, end_before_start, huge_values, dangling_stacks,

@@ -1,5 +1,5 @@
 /* A plugin the program loads with RTLD_DEEPBIND: its own references to the allocator
- * bind to libc's before the global scope (libprof's). Built by 50_data.py. */
+ * bind to libc's before the global scope (libprof's). Built by alloc_data.py. */
 #include <stdlib.h>
 #include <string.h>
 

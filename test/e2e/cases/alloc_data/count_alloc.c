@@ -2,7 +2,7 @@
  * libc, this library is what libprof's RTLD_NEXT finds, so it sees every block libprof
  * passes on, from the process's first allocation. Each block carries its requested size in a
  * header; the live total and its peak are printed at exit (count_pid= true_peak= true_live=).
- * Built by 50_data.py: cc -shared -fPIC, linked first into the program. */
+ * Built by alloc_data.py: cc -shared -fPIC, linked first into the program. */
 #define _GNU_SOURCE
 #include <errno.h>
 #include <stddef.h>

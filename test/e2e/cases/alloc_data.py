@@ -1,8 +1,8 @@
 # Issue 12, item 7: nothing wrong or missing silently in the allocator data.
 # Programs that need other flags than run.py's (a C++ program, shared libraries) are
-# built here from test/e2e/cases/50_data/ into $BUILD/e2e/data/.
+# built here from test/e2e/cases/alloc_data/ into $BUILD/e2e/data/.
 
-DATA_SRC = os.path.join(HERE, "cases", "50_data")
+DATA_SRC = os.path.join(HERE, "cases", "alloc_data")
 DATA_BIN = os.path.join(BIN, "data")
 
 
