@@ -10,12 +10,7 @@ def debug90_cc(c, out, source, *flags):
     src = c.path(out + ".c")
     with open(src, "w") as f:
         f.write(source)
-    path = c.path(out)
-    cmd = [os.environ.get("CC", "cc"), "-O1", "-g", "-pthread"] + list(flags) + \
-        ["-o", path, src]
-    p = subprocess.run(cmd, capture_output=True, text=True)
-    check(p.returncode == 0, "cannot build %s: %s" % (out, p.stderr))
-    return path
+    return c.cc(out, [src], flags)
 
 
 # A library whose GOT cannot be written: linked with full RELRO (-z now puts its PLT slots

@@ -10,17 +10,9 @@ TRACE40_SRC = os.path.join(HERE, "cases", "trace_safety_src")
 def trace40_build(c, kind, out, *srcs):
     """Compiles srcs into the case directory: kind 'c++' (a program), 'no-pie' (a C
     program built -no-pie -fno-pic) or 'so' (cc -shared)."""
-    path = c.path(out)
     srcs = [os.path.join(TRACE40_SRC, s) for s in srcs]
-    if kind == "c++":
-        cmd = [os.environ.get("CXX", "g++"), "-O1", "-g", "-o", path] + srcs
-    elif kind == "no-pie":
-        cmd = [os.environ.get("CC", "cc"), "-O1", "-g", "-no-pie", "-fno-pic", "-o", path] + srcs
-    else:
-        cmd = [os.environ.get("CC", "cc"), "-O1", "-g", "-fPIC", "-shared", "-o", path] + srcs
-    p = subprocess.run(cmd, capture_output=True, text=True)
-    check(p.returncode == 0, "cannot build %s: %s" % (out, p.stderr))
-    return path
+    flags = {"c++": [], "no-pie": ["-no-pie", "-fno-pic"]}.get(kind, ["-fPIC", "-shared"])
+    return c.cc(out, srcs, flags, cxx=kind == "c++")
 
 
 def trace40_native(c, argv, env=None):

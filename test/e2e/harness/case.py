@@ -62,6 +62,16 @@ class Case:
     def prog(self, name):
         return os.path.join(BIN, name)
 
+    def cc(self, out, srcs, flags=(), cxx=False):
+        """Compiles srcs into the case's directory as out (cc -O1 -g -pthread, or the C++
+        compiler) with flags; the path, or a failure naming the compiler's complaint."""
+        path = self.path(out)
+        compiler = os.environ.get("CXX", "g++") if cxx else os.environ.get("CC", "cc")
+        cmd = [compiler, "-O1", "-g", "-pthread"] + list(flags) + ["-o", path] + list(srcs)
+        p = subprocess.run(cmd, capture_output=True, text=True)
+        check(p.returncode == 0, "cannot build %s: %s" % (out, p.stderr))
+        return path
+
     def start(self, argv, env=None, preload=True, autostart=True, cwd=None):
         e = dict(self.env)
         e.update(Setup.program_env())
