@@ -28,7 +28,7 @@ struct prof_config {
 	int overwrite;            /* outputs replace files at their names (else: -2, -3...) */
 	uint32_t dump_period_ms;
 	uint64_t ring_bytes;
-	uint64_t max_json_events; /* 0: the exporter's default */
+	uint64_t max_json_events; /* cap on the Chrome trace's events (default 4000000) */
 	char output[PROF_PATH_MAX]; /* prefix before %-expansion */
 	char clock[8];              /* "", "tsc" or "mono" */
 	int follow;                 /* record only while the framework's own profiler runs */

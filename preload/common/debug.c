@@ -62,12 +62,6 @@ unsigned prof_debug_parse(const char *text, char *unknown, size_t len)
 		size_t n = strcspn(p, ",");
 		const char *word = p;
 		p += n + (p[n] == ',');
-		while (n && *word == ' ')
-			word++, n--;
-		while (n && word[n - 1] == ' ')
-			n--;
-		if (!n)
-			continue;
 		unsigned bit = 0;
 		if (n == 3 && !strncmp(word, "all", 3))
 			bit = ~0u;
@@ -97,5 +91,7 @@ void prof_debug_init(char *const *env)
 		if (!strncmp(*e, key, sizeof key - 1))
 			text = *e + sizeof key - 1;
 	char unknown[256];
-	prof_debug_mask = prof_debug_parse(text, unknown, sizeof unknown);
+	unsigned mask = prof_debug_parse(text, unknown, sizeof unknown);
+	/* the settings row refuses such a value whole, in one line ("ignored"): so does this */
+	prof_debug_mask = unknown[0] ? 0 : mask;
 }

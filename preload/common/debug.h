@@ -17,7 +17,8 @@ enum prof_debug_domain {
 	PROF_DEBUG_ALLOC = 1u << 5, /* allocator entries not redirected */
 };
 
-/* The domains on; set once by prof_debug_init, before any thread but the first runs. */
+/* The domains on: set by prof_debug_init at start, and by prof_set_config("debug") from
+ * any thread (a word-sized store; a reader sees the old or the new set). */
 extern unsigned prof_debug_mask;
 
 #define prof_debug(domain, ...)                                                            \
@@ -37,8 +38,8 @@ void prof_debug_say(unsigned domain, const char *fmt, ...)
 unsigned prof_debug_parse(const char *text, char *unknown, size_t len);
 
 /* Reads PROFILER_DEBUG from env (the process's environ: getenv may be the program's
- * own) into prof_debug_mask. Unknown domains are left out here and named by the settings
- * parser (the `debug` row of preload/common/settings.c), which also takes
+ * own) into prof_debug_mask. A value with an unknown domain turns nothing on; the settings
+ * parser (the `debug` row of preload/common/settings.c) names it in one line, and takes
  * prof_set_config("debug", ...) at run time. */
 void prof_debug_init(char *const *env);
 

@@ -118,6 +118,8 @@ static void publish_session_settings(void)
 	s->dump_period_ms = prof_cfg.dump_period_ms;
 }
 
+int prof_trace_from_api;
+
 EXPORT int prof_set_config(const char *key, const char *value)
 {
 	char err[512];
@@ -140,6 +142,8 @@ EXPORT int prof_set_config(const char *key, const char *value)
 		prof_stack_setup();
 	else if (!strcmp(key, "debug"))
 		prof_debug_mask = prof_debug_parse(prof_cfg.debug, err, sizeof err);
+	if (!rc && !strcmp(key, "trace"))
+		prof_trace_from_api = 1;
 	publish_session_settings();
 	prof_update_flags();
 	t->busy--;

@@ -182,9 +182,12 @@ static int prof_start_session(int may_create)
 			rc = 0;
 			/* the driver's cuInit then hands CUPTI to libprof */
 			prof_cupti_setup();
-			/* PROFILER_TRACE (read from environ at load: getenv may be the
-			 * program's own), or what prof_set_config("trace") set since */
-			prof_trace_configure(prof_cfg.trace, prof_cfg.framework,
+			/* what prof_set_config("trace") set, else PROFILER_TRACE as
+			 * environ holds it now (the program may have set it since load;
+			 * getenv may be the program's own) */
+			const char *trace = prof_trace_from_api ? prof_cfg.trace
+								: prof_trace_env();
+			prof_trace_configure(trace ? trace : "", prof_cfg.framework,
 					     prof_cfg.follow);
 			/* follow: nothing is recorded until the framework's profiler starts */
 			if (prof_cfg.follow)

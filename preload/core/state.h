@@ -32,6 +32,8 @@ struct prof_thread {
 extern __thread struct prof_thread prof_thr __attribute__((tls_model("initial-exec")));
 
 extern struct prof_config prof_cfg;
+/* prof_set_config("trace") was called: its patterns win over PROFILER_TRACE */
+extern int prof_trace_from_api;
 extern struct prof_session_shm *prof_session;
 extern struct prof_proc_shm *prof_proc;
 extern char prof_sid[PROF_SID_LEN + 1];

@@ -166,8 +166,7 @@ static void **make_copy(const void *real)
 			copy[i] = stub;
 		else
 			prof_debug(PROF_DEBUG_TRACE, "not tracing %s: %s", name,
-				   errno == ENOSPC ? "the table of traced functions is full"
-						   : "no executable memory for its stub");
+				   prof_trace_stub_why(errno));
 	}
 	return copy;
 }

@@ -207,8 +207,7 @@ static void *stub_for(const char *name, void *real)
 	void *stub = prof_trace_stub(real, prof_intern(name), (uint8_t)(cat - 1), hook);
 	if (!stub)
 		prof_debug(PROF_DEBUG_TRACE, "not tracing %s: %s", name,
-			   errno == ENOSPC ? "the table of traced functions is full"
-					   : "no executable memory for its stub");
+			   prof_trace_stub_why(errno));
 	void *stand_in = prof_framework_stand_in(name, stub ? stub : real, preset_in_use);
 	return stand_in ? stand_in : stub;
 }

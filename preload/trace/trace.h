@@ -2,6 +2,7 @@
 #ifndef PROF_PRELOAD_TRACE_H
 #define PROF_PRELOAD_TRACE_H
 
+#include <errno.h>
 #include <stdint.h>
 
 extern int prof_trace_on; /* recording and profile_api, with patterns given */
@@ -25,6 +26,12 @@ uint32_t prof_trace_unwind_hook(const uint64_t *args);
  * PROF_TRACE_MAX_TARGETS functions are traced already, else mmap's (no executable memory). */
 #define PROF_TRACE_MAX_TARGETS (1u << 16)
 void *prof_trace_stub(void *real, uint32_t name, uint8_t cat, prof_trace_hook hook);
+/* Why prof_trace_stub gave none, from its errno: for the PROFILER_DEBUG=trace line. */
+static inline const char *prof_trace_stub_why(int err)
+{
+	return err == ENOSPC ? "the table of traced functions is full"
+			     : "no executable memory for its stub";
+}
 int prof_trace_is_stub(const void *addr);
 void prof_trace_after_fork_child(void); /* the locks a fork may have caught held */
 void prof_trace_patch_after_fork(void);

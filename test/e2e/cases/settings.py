@@ -154,6 +154,18 @@ def settings_trace_by_set_config(c):
 
 
 @case
+def settings_trace_setenv_before_start(c):
+    # PROFILER_TRACE set by the program itself (setenv, os.environ) after load and before
+    # prof_set_state(PROF_RUN) is what the session traces: it is read when the session
+    # starts, as before the settings table
+    N = 5
+    r = c.run([c.prog("set_config_trace"), N, "setenv"], autostart=False)
+    eq(r.rc, 0, "exit status: %r" % r)
+    t, _ = c.outputs("st")
+    eq(len(t.select("X", "usleep", "trace", pid=pid_of(r))), N, "traced usleep calls")
+
+
+@case
 def settings_debug_domains(c):
     # PROFILER_DEBUG is a setting: known domains pass silently, an unknown one is one
     # line naming the known ones; the program is profiled either way
