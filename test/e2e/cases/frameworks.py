@@ -163,7 +163,9 @@ def torch_ops_match_torch_profiler(c):
     torch_follow(c, "cnn", ("aten::conv2d", "aten::addmm", "aten::max_pool2d", "aten::relu"))
 
 
-@case
+# serial: an op at the edge of torch.profiler's region fell on the other side of libprof's
+# hooks by three (aten::empty 690 vs 687) once, with the machine loaded by other cases
+@case(serial=True)
 def torch_resnet_ops_match_torch_profiler(c):
     # torch.profiler's own count of aten::div/div_ varies between 5 and 6 from run to run
     # of this same program, and an op at the edge of its region has been seen on the
