@@ -9,6 +9,7 @@
 #include <unistd.h>
 
 #include "preload/common/child_setup.h"
+#include "preload/common/session.h"
 
 /* parts (NULL-terminated) one after the other into out (len > 0), NUL-terminated; -1
  * when out is too short (what fits is kept, as snprintf does) */
@@ -84,37 +85,28 @@ int prof_preload_entry(char *out, size_t len, const char *lib, const char *old)
 	return concat(out, len, (const char *[]){"LD_PRELOAD=", lib, NULL});
 }
 
-struct dirent64_raw {
-	uint64_t ino;
-	int64_t off;
-	unsigned short reclen;
-	unsigned char type;
-	char name[];
+struct close_walk {
+	int low;
 };
+
+static int close_listed(const char *name, int dir_fd, void *arg)
+{
+	const struct close_walk *w = arg;
+	long fd = 0;
+	const char *p = name;
+	for (; *p >= '0' && *p <= '9' && fd <= INT32_MAX; p++)
+		fd = fd * 10 + (*p - '0');
+	if (p != name && !*p && fd >= w->low && fd != dir_fd && fd <= INT32_MAX)
+		close((int)fd);
+	return 0;
+}
 
 int prof_close_from_listed(int low)
 {
-	/* getdents64, not opendir: that allocates */
-	int dir = open("/proc/self/fd", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-	if (dir < 0)
-		return -1;
-	char buf[4096] __attribute__((aligned(8)));
-	long got;
-	/* /proc/self/fd is read by descriptor number: closing the ones already listed
-	 * skips none of the rest */
-	while ((got = syscall(SYS_getdents64, dir, buf, sizeof buf)) > 0)
-		for (long off = 0; off < got;) {
-			const struct dirent64_raw *d = (const void *)(buf + off);
-			off += d->reclen;
-			long fd = 0;
-			const char *p = d->name;
-			for (; *p >= '0' && *p <= '9' && fd <= INT32_MAX; p++)
-				fd = fd * 10 + (*p - '0');
-			if (p != d->name && !*p && fd >= low && fd != dir && fd <= INT32_MAX)
-				close((int)fd);
-		}
-	close(dir);
-	return 0;
+	/* /proc/self/fd is read by descriptor number: closing the ones already listed skips
+	 * none of the rest */
+	struct close_walk w = {low};
+	return prof_proc_dir_each("/proc/self/fd", close_listed, &w) < 0 ? -1 : 0;
 }
 
 void prof_close_from(int low)

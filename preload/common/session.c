@@ -1,6 +1,5 @@
 #include "preload/common/session.h"
 
-#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <linux/futex.h>
@@ -265,24 +264,48 @@ uint64_t prof_proc_stat(const char *path, char *state)
 	return v ? v : 1;
 }
 
+struct dirent64_raw {
+	uint64_t ino;
+	int64_t off;
+	unsigned short reclen;
+	unsigned char type;
+	char name[];
+};
+
+int prof_proc_dir_each(const char *dir, int (*each)(const char *name, int dir_fd, void *arg),
+		       void *arg)
+{
+	int fd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	if (fd < 0)
+		return -1;
+	char buf[4096] __attribute__((aligned(8)));
+	long got;
+	int stop = 0;
+	while (!stop && (got = syscall(SYS_getdents64, fd, buf, sizeof buf)) > 0)
+		for (long off = 0; off < got && !stop;) {
+			const struct dirent64_raw *d = (const void *)(buf + off);
+			off += d->reclen;
+			if (d->name[0] != '.')
+				stop = each(d->name, fd, arg);
+		}
+	close(fd);
+	return stop;
+}
+
+static int task_running(const char *name, int dir_fd, void *arg)
+{
+	(void)dir_fd;
+	char path[128], state = 'Z';
+	snprintf(path, sizeof path, "%s/%.20s/stat", (const char *)arg, name);
+	return prof_proc_stat(path, &state) && state != 'Z' && state != 'X';
+}
+
 /* A main thread that called pthread_exit is a zombie while its other threads run. */
 static int any_thread_running(pid_t pid)
 {
-	char dir[64], path[128];
+	char dir[64];
 	snprintf(dir, sizeof dir, "/proc/%d/task", (int)pid);
-	DIR *d = opendir(dir);
-	if (!d)
-		return 0;
-	int running = 0;
-	for (struct dirent *e; !running && (e = readdir(d));) {
-		char state = 'Z';
-		if (e->d_name[0] == '.')
-			continue;
-		snprintf(path, sizeof path, "%s/%.20s/stat", dir, e->d_name);
-		running = prof_proc_stat(path, &state) && state != 'Z' && state != 'X';
-	}
-	closedir(d);
-	return running;
+	return prof_proc_dir_each(dir, task_running, dir) > 0;
 }
 
 uint64_t prof_proc_start_ticks(pid_t pid)

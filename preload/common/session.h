@@ -52,6 +52,13 @@ int prof_commit_memory(void *addr, size_t len);
  * (1 when it reads 0), or 0 when unreadable. No stdio, no heap. */
 uint64_t prof_proc_stat(const char *path, char *state);
 uint64_t prof_proc_start_ticks(pid_t pid);
+
+/* Calls each(name, dir_fd, arg) for every entry of a /proc directory, by getdents64: no
+ * allocation, so it is safe inside the allocator's wrappers and after fork. Stops when
+ * each returns non-zero. Returns what each returned last (0 when it never stopped the
+ * walk), or -1 when the directory cannot be opened. */
+int prof_proc_dir_each(const char *dir, int (*each)(const char *name, int dir_fd, void *arg),
+		       void *arg);
 /* 1 while pid runs as the same process that had start_ticks (zombies count as gone). */
 int prof_proc_alive(pid_t pid, uint64_t start_ticks);
 
