@@ -1,5 +1,6 @@
 /* The option parser every prof command shares; see options.h. */
 #include "collector/options.h"
+#include "preload/common/config.h"
 
 #include <errno.h>
 #include <stdarg.h>
@@ -26,14 +27,9 @@ int opt_error(const char *cmd, const char *fmt, ...)
 
 int opt_number(const char *v, uint64_t min, uint64_t max, uint64_t *out)
 {
-	unsigned long long x;
-	char *end;
+	uint64_t x;
 
-	if (!v || *v < '0' || *v > '9')
-		return -1;
-	errno = 0;
-	x = strtoull(v, &end, 10);
-	if (errno || *end || x < min || x > max)
+	if (prof_parse_uint(v, &x) || x < min || x > max)
 		return -1;
 	*out = x;
 	return 0;

@@ -3,6 +3,7 @@
 #include "preload/common/config.h"
 
 #include <ctype.h>
+#include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -43,13 +44,17 @@ int prof_parse_size(const char *s, uint64_t *out)
 	return 0;
 }
 
-static int parse_uint(const char *s, uint64_t *out)
+int prof_parse_uint(const char *s, uint64_t *out)
 {
 	char *end;
-	if (!isdigit((unsigned char)*s))
+	if (!s || !isdigit((unsigned char)*s))
 		return -1;
+	int saved = errno;
+	errno = 0;
 	unsigned long long v = strtoull(s, &end, 10);
-	if (*end)
+	int bad = *end || errno;
+	errno = saved;
+	if (bad)
 		return -1;
 	*out = v;
 	return 0;
@@ -119,7 +124,7 @@ static const char *parse_field(const struct prof_setting *r, const struct field 
 	}
 	case PROF_SETTING_UINT: {
 		uint64_t v;
-		if (parse_uint(value, &v))
+		if (prof_parse_uint(value, &v))
 			return why;
 		if (v < r->min || v > r->max)
 			return range_why;

@@ -121,5 +121,7 @@ int prof_expand_prefix(const char *pattern, char *out, size_t outlen, pid_t pid,
 
 /* Parses "4M", "65536", "1G"... Returns 0 or -1. */
 int prof_parse_size(const char *s, uint64_t *out);
+/* Decimal digits only, no sign, no overflow: 0, or -1. */
+int prof_parse_uint(const char *s, uint64_t *out);
 
 #endif
