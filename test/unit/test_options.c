@@ -214,6 +214,22 @@ static void test_appended(void **state)
 	opt_list_free(&list);
 }
 
+/* one number parser for options and settings: digits only, no overflow */
+static void test_numbers(void **state)
+{
+	(void)state;
+	uint64_t v = 7;
+	assert_int_equal(opt_number("18446744073709551615", 0, UINT64_MAX, &v), 0);
+	assert_true(v == UINT64_MAX);
+	assert_int_equal(opt_number("18446744073709551616", 0, UINT64_MAX, &v), -1);
+	assert_int_equal(opt_number("-1", 0, UINT64_MAX, &v), -1);
+	assert_int_equal(opt_number(" 1", 0, UINT64_MAX, &v), -1);
+	assert_int_equal(opt_number("12x", 0, UINT64_MAX, &v), -1);
+	assert_int_equal(opt_number("5", 6, 9, &v), -1);
+	assert_int_equal(opt_number("6", 6, 9, &v), 0);
+	assert_true(v == 6);
+}
+
 static void test_help(void **state)
 {
 	struct vals v = { 0 };
@@ -251,7 +267,7 @@ int main(void)
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_spellings), cmocka_unit_test(test_errors),
 		cmocka_unit_test(test_stop_at_arg), cmocka_unit_test(test_appended),
-		cmocka_unit_test(test_help),
+		cmocka_unit_test(test_help), cmocka_unit_test(test_numbers),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
