@@ -243,6 +243,8 @@ void chrome_write_other(struct chrome *c)
 	jw_u64(&c->w, model_lost(m));
 	gaps(c);
 	jw_lit(&c->w, ",\n\"processes\":");
+	jw_u64(&c->w, model_npids(m));
+	jw_lit(&c->w, ",\"processes_shown\":");
 	jw_u64(&c->w, model_shown_pids(m));
 	jw_lit(&c->w, ",\"folded_images\":");
 	jw_u64(&c->w, c->fold.images);
