@@ -65,14 +65,19 @@ static int parse(int argc, char **argv, struct export_args *a)
 			  "bytes the allocations asked for; count: calls. Default:\n"
 			  "time when calls other than allocations have stacks\n"
 			  "(PROFILER_STACK=all), else bytes" },
+		{ .name = "all-processes", .kind = OPT_FLAG, .dest = &a->folded.all_processes,
+		  .help = "the launchers too: by default an image that exec'd (a\n"
+			  "shim, env, sh -c 'exec ...') is folded into the image it\n"
+			  "became, and a helper process such an image forked and\n"
+			  "waited for is folded into it (docs/FORMATS.md)" },
 		{ .name = "threads", .kind = OPT_FLAG, .dest = &a->folded.threads,
 		  .help = "folded: a frame \"thread name (tid)\" below the process" },
 	};
 	const struct opt_command c = {
 		.name = "export",
-		.usage = "prof export FILE.prof [-o OUT.json] [--max-events N]\n"
+		.usage = "prof export FILE.prof [-o OUT.json] [--max-events N] [--all-processes]\n"
 			 "       prof export FILE.prof --format folded [--weight time|bytes|count]\n"
-			 "                   [--threads] [-o OUT]",
+			 "                   [--threads] [--all-processes] [-o OUT]",
 		.about = "--format chrome (the default) writes the Chrome Trace Event JSON of a raw\n"
 			 "capture, for ui.perfetto.dev or chrome://tracing: process and thread names, one\n"
 			 "slice per call or range (with bytes and pointers for allocator calls), marks and\n"
@@ -150,7 +155,8 @@ static int export_chrome(struct export_args *a, struct output_summary *sum, char
 		}
 		return 2;
 	}
-	rc = chrome_export_to(a->capture, a->out, f, a->max_events, sum, err, errlen);
+	rc = chrome_export_all(a->capture, a->out, f, a->max_events, a->folded.all_processes, sum,
+			       err, errlen);
 	if (rc == 2) {
 		unlink(tmp);
 		return 2;

@@ -83,11 +83,17 @@ static int parse(int argc, char **argv, struct report_args *a)
 		  .needs = "a file name", .help = "write to OUT instead of standard output" },
 		{ .name = "force-overwrite", .kind = OPT_FLAG, .dest = &a->force_overwrite,
 		  .help = "replace OUT when it exists (else: an error, exit 2)" },
+		{ .name = "all-processes", .kind = OPT_FLAG, .dest = &a->opt.all_processes,
+		  .help = "the launchers too: by default an image that exec'd (a\n"
+			  "shim, env, sh -c 'exec ...') is folded into the image it\n"
+			  "became, and a helper process such an image forked and\n"
+			  "waited for is folded into it (docs/FORMATS.md)" },
 	};
 	const struct opt_command c = {
 		.name = "report",
 		.usage = "prof report FILE.prof [--sort KEY] [--top N] [--category NAME]\n"
-			 "                   [--format text|csv|json] [--group-by stack[:N]] [-o OUT]",
+			 "                   [--format text|csv|json] [--group-by stack[:N]] [-o OUT]\n"
+			 "                   [--all-processes]",
 		.about = "Prints the tables of a raw capture: one table per category (memory, user, and\n"
 			 "the framework, operator and CUDA categories) with Count, Total, Self, Min, Max,\n"
 			 "Avg, Median and % of the category's total (and CPU Mem / Self CPU Mem when\n"

@@ -22,6 +22,8 @@ struct chrome {
 	uint64_t origin;
 	struct model plan;  /* pass 1: the whole capture, for metadata and the plan */
 	struct model out;   /* pass 2: names as they were at each point of the capture */
+	struct model_fold fold; /* the launchers left out (all zero: none, --all-processes) */
+	int all_processes;
 	/* pass 1 */
 	uint64_t always;    /* events the size rule keeps whatever their duration */
 	uint64_t droppable; /* complete events other than user ranges */

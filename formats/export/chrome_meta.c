@@ -70,7 +70,7 @@ void chrome_write_meta(struct chrome *c)
 	for (i = 0; i < m->nimg; i++) {
 		uint64_t *cur = u64map_find(&m->pid_image, m->img[i].pid);
 		/* One name per pid: its latest image's (after exec). */
-		if (cur && *cur == i)
+		if (cur && *cur == i && !m->img[i].folded)
 			process_meta(c, &m->img[i]);
 	}
 	/* One name per (pid, tid): the last one seen over all images of the pid, else the
@@ -244,6 +244,14 @@ void chrome_write_other(struct chrome *c)
 	gaps(c);
 	jw_lit(&c->w, ",\n\"processes\":");
 	jw_u64(&c->w, model_npids(m));
+	jw_lit(&c->w, ",\"processes_shown\":");
+	jw_u64(&c->w, model_shown_pids(m));
+	jw_lit(&c->w, ",\"folded_images\":");
+	jw_u64(&c->w, c->fold.images);
+	jw_lit(&c->w, ",\"folded_helper_processes\":");
+	jw_u64(&c->w, c->fold.helpers);
+	jw_lit(&c->w, ",\"folded_events\":");
+	jw_u64(&c->w, m->folded_events);
 	jw_lit(&c->w, ",\"json_events\":");
 	jw_u64(&c->w, c->written);
 	jw_lit(&c->w, ",\"json_dropped\":");

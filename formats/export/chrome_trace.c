@@ -55,7 +55,8 @@ static int pass1(struct chrome *c, const char *path, char *damage, size_t len)
 	c->plan.track_memory = 1;
 	c->plan.on_events = chrome_plan_events;
 	c->plan.ctx = c;
-	rc = model_read(&c->plan, path, damage, len);
+	rc = c->all_processes ? model_read(&c->plan, path, damage, len)
+			      : model_read_folded(&c->plan, &c->fold, path, damage, len);
 	if (rc != CAP_READ_OK && rc != CAP_READ_DAMAGED)
 		return rc;
 	c->origin = model_origin(&c->plan);
@@ -82,6 +83,7 @@ static int pass2(struct chrome *c, const char *path, FILE *f, char *err, size_t 
 	c->out.ctx = c;
 	jw_lit(&c->w, "{\"traceEvents\":[");
 	chrome_write_meta(c);
+	c->out.fold = c->all_processes ? NULL : &c->fold;
 	rc = model_read(&c->out, path, damage, sizeof(damage));
 	if (c->w.err) {
 		jw_finish(&c->w);
@@ -116,6 +118,7 @@ static void chrome_free(struct chrome *c)
 {
 	model_free(&c->plan);
 	model_free(&c->out);
+	model_fold_free(&c->fold);
 	heap_track_free(&c->heap);
 	u64map_free(&c->flows);
 	free(c->esc.off);
@@ -155,6 +158,13 @@ int chrome_export(const char *capture_path, const char *json_path, uint64_t max_
 int chrome_export_to(const char *capture_path, const char *json_path, FILE *out,
 		     uint64_t max_events, struct output_summary *sum, char *err, size_t errlen)
 {
+	return chrome_export_all(capture_path, json_path, out, max_events, 0, sum, err, errlen);
+}
+
+int chrome_export_all(const char *capture_path, const char *json_path, FILE *out,
+		      uint64_t max_events, int all_processes, struct output_summary *sum,
+		      char *err, size_t errlen)
+{
 	struct chrome *c = calloc(1, sizeof(*c));
 	char damage[512];
 	int rc;
@@ -170,6 +180,7 @@ int chrome_export_to(const char *capture_path, const char *json_path, FILE *out,
 		return 2;
 	}
 	c->max_events = max_events ? max_events : CHROME_DEFAULT_MAX_EVENTS;
+	c->all_processes = all_processes;
 	model_init(&c->plan);
 	model_init(&c->out);
 	u64map_init(&c->flows);

@@ -208,6 +208,7 @@ int folded_write(const char *capture_path, FILE *out, const struct folded_option
 	struct model m;
 	struct stack_agg a;
 	struct folder f = { .m = &m, .a = &a, .opt = opt };
+	struct model_fold mf = {0};
 	char damage[512];
 	int rc;
 
@@ -218,7 +219,8 @@ int folded_write(const char *capture_path, FILE *out, const struct folded_option
 	stack_agg_init(&a);
 	m.on_events = stack_agg_on_events;
 	m.ctx = &a;
-	rc = model_read(&m, capture_path, damage, sizeof(damage));
+	rc = opt->all_processes ? model_read(&m, capture_path, damage, sizeof(damage))
+				: model_read_folded(&m, &mf, capture_path, damage, sizeof(damage));
 	if (rc != CAP_READ_OK && rc != CAP_READ_DAMAGED) {
 		snprintf(err, errlen, "%s", damage);
 		rc = 2;
@@ -238,5 +240,6 @@ int folded_write(const char *capture_path, FILE *out, const struct folded_option
 	stack_names_free(&f.sn);
 	stack_agg_free(&a);
 	model_free(&m);
+	model_fold_free(&mf);
 	return rc;
 }

@@ -18,6 +18,7 @@ enum folded_weight {
 struct folded_options {
 	enum folded_weight weight;
 	int threads; /* a frame per thread below the process */
+	int all_processes; /* the launchers too (folded away by default: model_fold) */
 };
 
 struct folded_summary {

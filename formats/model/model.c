@@ -267,6 +267,8 @@ static int process(struct model *m, const unsigned char *p, uint32_t len)
 	m->img[ix].exec_seq = cp.exec_seq;
 	m->img[ix].start_ns = cp.start_ns;
 	m->img[ix].announced = 1;
+	m->img[ix].folded = m->fold && m->nannounced < m->fold->n && m->fold->folded[m->nannounced];
+	m->nannounced++;
 	int created;
 	uint64_t *seq = u64map_upsert(&m->pid_exec, (uint64_t)cp.pid << 32 | cp.exec_seq, &created);
 	if (!seq)
@@ -298,6 +300,8 @@ static int thread(struct model *m, const unsigned char *p, uint32_t len)
 
 	memcpy(&ct, p, sizeof(ct));
 	im = model_image_of(m, ct.pid);
+	if (im >= 0 && m->img[im].folded)
+		return 0; /* no thread row for a folded launcher */
 	if (im < 0 || (t = model_thread_of(m, (uint32_t)im, ct.tid)) < 0)
 		return -1;
 	return strtab_intern(&m->str, p + sizeof(ct), len - sizeof(ct), &m->thr[t].name);

@@ -67,6 +67,7 @@ struct image {
 	uint32_t pid_order; /* rank of this pid among the pids in order of appearance */
 	int announced;      /* a CAP_PROCESS record was seen (else made up for its events) */
 	int ended;          /* a CAP_PROCESS_END record was seen */
+	int folded;         /* a launcher folded away (model_fold); its events are skipped */
 	int32_t status;
 	uint64_t start_ns, end_ns, lost_reported;
 	uint32_t cat[256];  /* category gid per index; STR_NONE until resolved */
@@ -126,6 +127,23 @@ struct model_module {
 	uint64_t start, end, offset;
 };
 
+/* The launcher images a capture's outputs fold away by default (fold.c has the rule):
+ * folded[i] for the i-th CAP_PROCESS record. */
+struct model;
+struct model_fold {
+	uint8_t *folded;
+	size_t n;
+	size_t images;  /* exec'd images folded into the image their pid became */
+	size_t helpers; /* helper processes (all their images) folded into their launcher */
+};
+/* Reads the fold of a capture (only its process records and event times). A cap_read
+ * result: a damaged capture folds by its complete frames (CAP_READ_OK). */
+int model_fold_read(struct model_fold *f, const char *path, char *err, size_t errlen);
+void model_fold_free(struct model_fold *f);
+/* model_fold_read into f, then model_read of m folding by it (f outlives m's use). */
+int model_read_folded(struct model *m, struct model_fold *f, const char *path, char *err,
+		      size_t errlen);
+
 struct model;
 /* Called for each CAP_EVENTS record after the model's own bookkeeping. 0, or -1 when out
  * of memory. */
@@ -134,6 +152,11 @@ typedef int (*model_events_fn)(void *ctx, struct model *m, uint32_t image, uint3
 
 struct model {
 	int track_memory; /* set before model_read: gather struct mem_op per image */
+	/* set before model_read to fold launchers: their images are marked folded, and
+	 * their events counted (events, folded_events) but given to no one */
+	const struct model_fold *fold;
+	size_t nannounced;      /* CAP_PROCESS records read */
+	uint64_t folded_events; /* events of folded images */
 	struct strtab str;
 	struct u64map names;     /* image << 32 | string id -> gid */
 	struct u64map pid_image; /* pid -> its current image */
@@ -199,6 +222,8 @@ uint64_t model_end(const struct model *m);
 uint64_t model_lost(const struct model *m);
 /* Distinct pids. */
 static inline size_t model_npids(const struct model *m) { return m->pid_image.len; }
+/* Distinct pids whose latest image is shown (not folded). */
+size_t model_shown_pids(const struct model *m);
 /* A session fact (from CAP_SESSION, else CAP_SESSION_END), or NULL. */
 const char *model_fact(const struct model *m, const char *key);
 /* The session's command: the session fact, else the first process's command line. */

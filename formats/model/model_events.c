@@ -206,6 +206,23 @@ static int by_row(struct model *m, uint32_t image, uint32_t ring_thread,
 	return 0;
 }
 
+/* A folded launcher's events: counted as captured (and its losses kept), shown to no
+ * one: no thread row, no memory, no on_events. */
+static int folded_events(struct model *m, const struct cap_events *ce,
+			 const struct prof_event *ev)
+{
+	for (uint32_t i = 0; i < ce->count; i++) {
+		if (ev[i].type == PROF_EV_LOST) {
+			if (lost_gap(m, ce->pid, ce->tid, &ev[i]))
+				return -1;
+			continue;
+		}
+		m->events++;
+		m->folded_events++;
+	}
+	return 0;
+}
+
 int model_events(struct model *m, const void *payload, uint32_t len)
 {
 	struct cap_events ce;
@@ -217,6 +234,8 @@ int model_events(struct model *m, const void *payload, uint32_t len)
 	(void)len; /* checked by the reader: len == sizeof(ce) + count * sizeof(*ev) */
 	memcpy(&ce, payload, sizeof(ce));
 	im = model_image_of(m, ce.pid);
+	if (im >= 0 && m->img[im].folded)
+		return folded_events(m, &ce, ev);
 	if (im < 0 || (th = model_thread_of(m, (uint32_t)im, ce.tid)) < 0)
 		return -1;
 	struct thread *t = &m->thr[th];

@@ -65,3 +65,14 @@ uint64_t model_lost(const struct model *m)
 		lost = m->end_lost;
 	return procs > lost ? procs : lost;
 }
+
+size_t model_shown_pids(const struct model *m)
+{
+	size_t n = 0;
+
+	for (size_t i = 0; i < m->nimg; i++) {
+		const uint64_t *cur = u64map_find(&m->pid_image, m->img[i].pid);
+		n += cur && *cur == i && !m->img[i].folded;
+	}
+	return n;
+}

@@ -15,6 +15,7 @@ struct table_options {
 	long top;              /* rows per category; <= 0: all */
 	const char *category;  /* only this category; NULL: all */
 	enum table_format format;
+	int all_processes;     /* show the launchers folded by default (model_fold) */
 };
 
 /* Default cap on the events kept in the Chrome trace JSON (see docs/FORMATS.md for the
@@ -44,5 +45,9 @@ int chrome_export(const char *capture_path, const char *json_path, uint64_t max_
  * messages call json_path: the caller creates the file safely (collector/output/outfile.c). */
 int chrome_export_to(const char *capture_path, const char *json_path, FILE *out,
 		     uint64_t max_events, struct output_summary *sum, char *err, size_t errlen);
+/* chrome_export_to with the launchers shown (all_processes) or folded (chrome_export's). */
+int chrome_export_all(const char *capture_path, const char *json_path, FILE *out,
+		      uint64_t max_events, int all_processes, struct output_summary *sum,
+		      char *err, size_t errlen);
 
 #endif

@@ -21,6 +21,7 @@ struct report {
 	struct model *m;
 	struct stats *s;
 	const struct table_options *opt;
+	const struct model_fold *fold; /* what was folded away (all zero: nothing) */
 	struct report_cat *cats;
 	size_t ncats;
 	uint64_t origin, duration, lost;

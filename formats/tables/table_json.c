@@ -197,7 +197,7 @@ static void process(struct jw *w, const struct report *r, struct stack_names *sn
 static void processes(struct jw *w, const struct report *r)
 {
 	struct stack_names sn;
-	size_t i;
+	size_t i, shown = 0;
 	int named = 0;
 
 	for (i = 0; i < r->m->nimg && !named; i++)
@@ -209,10 +209,19 @@ static void processes(struct jw *w, const struct report *r)
 	}
 	jw_lit(w, ",\n\"processes\":[");
 	for (i = 0; i < r->m->nimg; i++) {
-		jw_text(w, i ? ",\n" : "\n");
+		if (r->m->img[i].folded) /* a launcher: counted in "folded" */
+			continue;
+		jw_text(w, shown++ ? ",\n" : "\n");
 		process(w, r, named ? &sn : NULL, i);
 	}
 	jw_lit(w, "]");
+	jw_lit(w, ",\n\"folded\":{\"images\":");
+	jw_u64(w, r->fold ? r->fold->images : 0);
+	jw_lit(w, ",\"helper_processes\":");
+	jw_u64(w, r->fold ? r->fold->helpers : 0);
+	jw_lit(w, ",\"events\":");
+	jw_u64(w, r->m->folded_events);
+	jw_lit(w, "}");
 	if (named)
 		stack_names_free(&sn);
 }

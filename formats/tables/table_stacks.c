@@ -506,6 +506,7 @@ int table_stacks_write(const char *capture_path, FILE *out, const struct table_o
 	struct model m;
 	struct grouper g = { .m = &m, .opt = opt, .nframes = nframes };
 	struct output_summary own;
+	struct model_fold fold = {0};
 	char damage[512];
 	int rc;
 
@@ -521,7 +522,8 @@ int table_stacks_write(const char *capture_path, FILE *out, const struct table_o
 	u64map_init(&g.row_ix);
 	m.on_events = stack_agg_on_events;
 	m.ctx = &g.a;
-	rc = model_read(&m, capture_path, damage, sizeof(damage));
+	rc = opt->all_processes ? model_read(&m, capture_path, damage, sizeof(damage))
+				: model_read_folded(&m, &fold, capture_path, damage, sizeof(damage));
 	if (rc != CAP_READ_OK && rc != CAP_READ_DAMAGED) {
 		snprintf(err, errlen, "%s", damage);
 		rc = 2;
@@ -552,5 +554,6 @@ int table_stacks_write(const char *capture_path, FILE *out, const struct table_o
 	stack_names_free(&g.sn);
 	stack_agg_free(&g.a);
 	model_free(&m);
+	model_fold_free(&fold);
 	return rc;
 }

@@ -16,7 +16,7 @@ static void header(const struct report *r, FILE *out)
 {
 	char a[TEXTFMT_LEN], b[TEXTFMT_LEN], cmd[4 * 100 + 4], host[4 * 64 + 4];
 	const char *h = model_fact(r->m, "host"), *c = model_command(r->m);
-	size_t np = model_npids(r->m);
+	size_t np = model_shown_pids(r->m);
 
 	/* Both come from the profiled side: keep terminal controls out. */
 	fmt_name(cmd, c, strlen(c), 100);
@@ -25,6 +25,11 @@ static void header(const struct report *r, FILE *out)
 		np == 1 ? "" : "es", fmt_dur(a, r->duration));
 	fprintf(out, "Events: %s captured, %s lost\n", fmt_count(a, r->m->events),
 		fmt_count(b, r->lost));
+	if (r->fold && (r->fold->images || r->fold->helpers))
+		fprintf(out, "Folded: %zu exec'd image%s and %zu helper process%s of the launch, into "
+			"the image they became (%s events not shown); --all-processes shows them\n",
+			r->fold->images, r->fold->images == 1 ? "" : "s", r->fold->helpers,
+			r->fold->helpers == 1 ? "" : "es", fmt_count(a, r->m->folded_events));
 	if (r->lost && r->m->ngaps) {
 		const struct lost_gap *g = &r->m->gaps[0];
 		char at[TEXTFMT_LEN];

@@ -282,6 +282,7 @@ int tables_write(const char *capture_path, FILE *out, const struct table_options
 	struct model m;
 	struct stats s;
 	struct report r;
+	struct model_fold fold = {0};
 	char damage[512];
 	size_t i;
 	int rc;
@@ -296,7 +297,9 @@ int tables_write(const char *capture_path, FILE *out, const struct table_options
 	m.track_memory = 1;
 	m.on_events = stats_on_events;
 	m.ctx = &s;
-	rc = model_read(&m, capture_path, damage, sizeof(damage));
+	r.fold = &fold;
+	rc = opt->all_processes ? model_read(&m, capture_path, damage, sizeof(damage))
+				: model_read_folded(&m, &fold, capture_path, damage, sizeof(damage));
 	if (rc == CAP_READ_UNUSABLE || (rc != CAP_READ_OK && rc != CAP_READ_DAMAGED)) {
 		snprintf(err, errlen, "%s", damage);
 		rc = 2;
@@ -319,5 +322,6 @@ int tables_write(const char *capture_path, FILE *out, const struct table_options
 	free(r.cats);
 	stats_free(&s);
 	model_free(&m);
+	model_fold_free(&fold);
 	return rc;
 }

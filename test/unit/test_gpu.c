@@ -153,7 +153,7 @@ static void test_trace(void **state)
 
 static char *report(const char *path, enum table_format fmt, const char *category)
 {
-	struct table_options o = {SORT_TOTAL, 0, category, fmt};
+	struct table_options o = {SORT_TOTAL, 0, category, fmt, 0};
 	struct output_summary sum;
 	char *buf = NULL, err[256];
 	size_t len = 0;

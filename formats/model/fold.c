@@ -1,0 +1,208 @@
+/* Which process images the outputs fold away by default: the launchers a program is
+ * started through (pyenv's shims, `env`, `sh -c 'exec ...'`, a launch script), so one
+ * `python3` reads as one process, not forty. A light pass over the capture reads only
+ * the process records and the events' times; the rule (docs/FORMATS.md, "Folded
+ * launchers") is about exec, never about how much a process did:
+ *
+ *  - an image that exec'd (a later CAP_PROCESS of its pid with exec_seq > 0) is folded
+ *    into the image it became: that pid keeps its row and track, under its last image;
+ *  - a process forked by a folded image is a helper of it (a shim's `$(readlink ...)`)
+ *    and folded, with all of its images, when it ended and all of its events ended
+ *    before that image did (exec'd, or, for a helper's own image, ended): the launcher
+ *    waited for it. Its end as the collector saw it must also be within 100 ms of that
+ *    (the collector notices ends every 10 ms), so a quiet background child (`sleep 100 &`
+ *    before `exec`) is shown. A child of the program itself (a DataLoader worker, an MPI
+ *    rank, any fork of the last image) is never folded.
+ *
+ * Folded images stay in the capture; their own events are left out of the tables and
+ * the trace and counted in the tables' header; --all-processes shows them. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "formats/model/model.h"
+#include "formats/util/vec.h"
+
+#define FOLD_END_SLACK_NS 100000000ull /* 100 ms: see the rule above */
+#define FOLD_OOM 3 /* the visitor's "stop": not a cap_read result */
+
+struct fimg {
+	uint32_t pid, ppid, exec_seq;
+	int ended, helper;
+	uint64_t start_ns, end_ns, last_t;
+	int64_t next;  /* the pid's next image (an exec when its exec_seq > 0), else -1 */
+	int64_t first; /* the first image of its process */
+};
+
+struct fold_read {
+	struct fimg *img;
+	size_t n, cap;
+	struct u64map cur;   /* pid -> its latest image + 1 */
+	struct u64map first; /* pid -> its first image + 1 (the head of its list) */
+};
+
+static struct fimg *current(struct fold_read *r, uint32_t pid)
+{
+	uint64_t *v = u64map_find(&r->cur, pid);
+	return v ? &r->img[*v - 1] : NULL;
+}
+
+static int visit(void *ctx, uint32_t type, const void *p, uint32_t len)
+{
+	struct fold_read *r = ctx;
+	int created;
+
+	if (type == CAP_PROCESS) {
+		struct cap_process cp;
+		memcpy(&cp, p, sizeof(cp));
+		if (VEC_RESERVE(r->img, r->cap, r->n + 1))
+			return FOLD_OOM;
+		struct fimg *f = &r->img[r->n];
+		memset(f, 0, sizeof(*f));
+		f->pid = cp.pid;
+		f->ppid = cp.ppid;
+		f->exec_seq = cp.exec_seq;
+		f->start_ns = cp.start_ns;
+		f->next = -1;
+		f->first = (int64_t)r->n;
+		struct fimg *prev = current(r, cp.pid);
+		if (prev) {
+			prev->next = (int64_t)r->n;
+			if (cp.exec_seq > 0)
+				f->first = prev->first;
+		}
+		uint64_t *c = u64map_upsert(&r->cur, cp.pid, &created);
+		uint64_t *h = c ? u64map_upsert(&r->first, cp.pid, &created) : NULL;
+		if (!h)
+			return FOLD_OOM;
+		if (created)
+			*h = r->n + 1;
+		*c = ++r->n;
+	} else if (type == CAP_PROCESS_END) {
+		struct cap_process_end pe;
+		memcpy(&pe, p, sizeof(pe));
+		struct fimg *f = current(r, pe.pid);
+		if (f) {
+			f->ended = 1;
+			f->end_ns = pe.end_ns;
+		}
+	} else if (type == CAP_EVENTS) {
+		struct cap_events ce;
+		memcpy(&ce, p, sizeof(ce));
+		struct fimg *f = current(r, ce.pid);
+		const struct prof_event *ev = (const struct prof_event *)((const char *)p +
+									  sizeof(ce));
+		(void)len; /* checked by the reader */
+		for (uint32_t i = 0; f && i < ce.count; i++) {
+			uint64_t t = ev[i].t1 > ev[i].t0 ? ev[i].t1 : ev[i].t0;
+			if (t > f->last_t)
+				f->last_t = t;
+		}
+	}
+	return 0;
+}
+
+static int execd(const struct fold_read *r, size_t i)
+{
+	return r->img[i].next >= 0 && r->img[r->img[i].next].exec_seq > 0;
+}
+
+/* The image of pid current at time t (the latest started by then), or -1. */
+static int64_t image_at(const struct fold_read *r, uint32_t pid, uint64_t t)
+{
+	const uint64_t *h = u64map_find(&r->first, pid);
+	int64_t at = -1;
+
+	for (int64_t i = h ? (int64_t)*h - 1 : -1; i >= 0; i = r->img[i].next)
+		if (r->img[i].start_ns <= t)
+			at = i;
+	return at;
+}
+
+/* Whether process (first image p0) is a helper its parent's folded image waited for. */
+static int is_helper(const struct fold_read *r, const uint8_t *folded, size_t p0)
+{
+	const struct fimg *p = &r->img[p0];
+	int64_t w = image_at(r, p->ppid, p->start_ns);
+
+	if (w < 0 || !folded[w])
+		return 0;
+	const struct fimg *W = &r->img[w];
+	uint64_t bound;
+	if (execd(r, (size_t)w))
+		bound = r->img[W->next].start_ns;
+	else if (W->ended)
+		bound = W->end_ns;
+	else
+		return 0;
+	size_t i = p0;
+	for (;;) {
+		if (r->img[i].last_t >= bound)
+			return 0;
+		if (!execd(r, i))
+			break;
+		i = (size_t)r->img[i].next;
+	}
+	return r->img[i].ended && r->img[i].end_ns <= bound + FOLD_END_SLACK_NS;
+}
+
+int model_fold_read(struct model_fold *f, const char *path, char *err, size_t errlen)
+{
+	struct fold_read r;
+	int rc;
+
+	memset(f, 0, sizeof(*f));
+	memset(&r, 0, sizeof(r));
+	u64map_init(&r.cur);
+	u64map_init(&r.first);
+	rc = cap_read(path, visit, &r, err, errlen);
+	/* a damaged capture's complete frames say enough: fold by them */
+	if (rc == CAP_READ_OK || rc == CAP_READ_DAMAGED) {
+		f->folded = calloc(r.n ? r.n : 1, 1);
+		rc = f->folded ? CAP_READ_OK : FOLD_OOM;
+	}
+	if (rc == FOLD_OOM)
+		snprintf(err, errlen, "%s: out of memory while reading the capture", path);
+	if (rc != CAP_READ_OK)
+		goto out;
+	f->n = r.n;
+	for (size_t i = 0; i < r.n; i++)
+		f->folded[i] = (uint8_t)execd(&r, i);
+	/* helpers of helpers: until nothing changes (each round folds at least one more) */
+	for (int changed = 1; changed;) {
+		changed = 0;
+		for (size_t i = 0; i < r.n; i++) {
+			if ((size_t)r.img[i].first != i || r.img[i].helper ||
+			    !is_helper(&r, f->folded, i))
+				continue;
+			r.img[i].helper = changed = 1;
+			f->helpers++;
+			for (int64_t j = (int64_t)i; j >= 0; j = execd(&r, (size_t)j) ? r.img[j].next : -1)
+				f->folded[j] = 1;
+		}
+	}
+	for (size_t i = 0; i < r.n; i++)
+		f->images += f->folded[i] && !r.img[r.img[i].first].helper;
+out:
+	free(r.img);
+	u64map_free(&r.cur);
+	u64map_free(&r.first);
+	return rc == CAP_READ_OK ? rc : CAP_READ_UNUSABLE;
+}
+
+void model_fold_free(struct model_fold *f)
+{
+	free(f->folded);
+	memset(f, 0, sizeof(*f));
+}
+
+int model_read_folded(struct model *m, struct model_fold *f, const char *path, char *err,
+		      size_t errlen)
+{
+	int rc = model_fold_read(f, path, err, errlen);
+
+	if (rc != CAP_READ_OK)
+		return rc;
+	m->fold = f;
+	return model_read(m, path, err, errlen);
+}
