@@ -9,8 +9,15 @@
 
 #include "formats/symbols/aten_names.h"
 
-static const char *op_name(unsigned i) { return aten_op_names[i]; }
-static const char *struct_entry(unsigned i) { return aten_struct_ops[i].entry; }
+static const char *op_name(unsigned i)
+{
+	return aten_op_names[i];
+}
+
+static const char *struct_entry(unsigned i)
+{
+	return aten_struct_ops[i].entry;
+}
 
 /* The index of s[0..n) among count sorted keys, or -1. */
 static long lookup(const char *(*key)(unsigned), unsigned count, const char *s, size_t n)
@@ -32,7 +39,10 @@ static long lookup(const char *(*key)(unsigned), unsigned count, const char *s, 
 	return -1;
 }
 
-static int known(const char *s, size_t n) { return lookup(op_name, aten_op_count, s, n) >= 0; }
+static int known(const char *s, size_t n)
+{
+	return lookup(op_name, aten_op_count, s, n) >= 0;
+}
 
 char *aten_display_name(const char *d)
 {

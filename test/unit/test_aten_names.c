@@ -33,7 +33,8 @@ static void test_known_ops(void **state)
 	expect("at::_ops::add_Tensor::call(at::Tensor const&, at::Tensor const&, c10::Scalar "
 	       "const&)",
 	       "aten::add");
-	expect("at::_ops::add__Tensor::call(at::Tensor&, at::Tensor const&, c10::Scalar const&)",
+	expect("at::_ops::add__Tensor::call(at::Tensor&, at::Tensor const&, c10::Scalar "
+	       "const&)",
 	       "aten::add_");
 	expect("at::_ops::conv2d::call(at::Tensor const&)", "aten::conv2d");
 	expect("at::_ops::sum_dim_IntList::call", "aten::sum");
@@ -45,7 +46,8 @@ static void test_mangled(void **state)
 {
 	(void)state;
 	/* as libtorch_cpu.so exports it (2.15), through the demangler as the model reads it */
-	static const char sym[] = "_ZN2at4_ops10add_Tensor4callERKNS_6TensorES4_RKN3c106ScalarE";
+	static const char sym[] =
+		"_ZN2at4_ops10add_Tensor4callERKNS_6TensorES4_RKN3c106ScalarE";
 	char *d = demangle_name(sym, sizeof sym - 1);
 	assert_non_null(d);
 	expect(d, "aten::add");
@@ -58,7 +60,8 @@ static void test_ops_of_2x(void **state)
 	/* not in 1.13: its table named them after the shorter op they start with */
 	expect("at::_ops::masked_scatter_backward::call(at::Tensor const&)",
 	       "aten::masked_scatter_backward");
-	expect("at::_ops::get_autocast_dtype::call(c10::DeviceType)", "aten::get_autocast_dtype");
+	expect("at::_ops::get_autocast_dtype::call(c10::DeviceType)",
+	       "aten::get_autocast_dtype");
 	expect("at::_ops::_scaled_dot_product_flash_attention_for_cpu::call()",
 	       "aten::_scaled_dot_product_flash_attention_for_cpu");
 }
@@ -66,7 +69,7 @@ static void test_ops_of_2x(void **state)
 static void test_rule_exceptions(void **state)
 {
 	(void)state;
-	/* scatter.reduce's struct is another op's name (scatter_reduce.two: scatter_reduce_two) */
+	/* scatter.reduce's struct is another op's name (scatter_reduce.two's: _two) */
 	expect("at::_ops::scatter_reduce::call(at::Tensor const&)", "aten::scatter");
 	expect("at::_ops::scatter_reduce_out::call(at::Tensor const&)", "aten::scatter");
 	expect("at::_ops::scatter_reduce_two::call(at::Tensor const&)", "aten::scatter_reduce");

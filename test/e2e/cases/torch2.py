@@ -22,7 +22,7 @@ def t2_exit_wait(c, py, env=None, preload=True):
 def torch2_import_exits(c):
     # `import torch` (2.x) runs /sbin/ldconfig -p (ctypes.util.find_library), a static
     # binary: under the bare command the program must exit, outputs written, without
-    # waiting on a child that never joins (issue 12's hang; timed out here at 120 s)
+    # waiting on a child that never joins (issue 12's hang: 3184b9f times out here at 120 s)
     py, version = torch2_python()
     r, wait = t2_exit_wait(c, py)
     _, native = t2_exit_wait(c, py, preload=False)

@@ -24,8 +24,12 @@ def _probe(py, code):
             if not os.path.exists(py):
                 _probed[py] = (None, "no such venv")
             else:
-                p = subprocess.run([py, "-c", code], capture_output=True, text=True,
-                                   timeout=300)
+                try:
+                    p = subprocess.run([py, "-c", code], capture_output=True, text=True,
+                                       timeout=300)
+                except subprocess.TimeoutExpired:
+                    _probed[py] = (None, "timed out after 300 s")
+                    return _probed[py]
                 lines = (p.stdout if p.returncode == 0 else p.stderr).strip().splitlines()
                 _probed[py] = (p.returncode, lines[-1] if lines else "")
         return _probed[py]
