@@ -55,6 +55,16 @@ def torch2_ops_match_torch_profiler(c):
            % (version, ", ".join(sorted(k for k in theirs if not k.startswith("aten::")))))
 
 
+# serial, with the 1.13 case's slack of two, for the 1.13 case's reasons (frameworks.py)
+@case(serial=True)
+def torch2_resnet_ops_match_torch_profiler(c):
+    py, version = torch2_python()
+    torch_follow(c, "resnet", ("aten::conv2d", "aten::batch_norm", "aten::add",
+                               "aten::adaptive_avg_pool2d", "aten::convolution_backward"),
+                 slack=2, python=py)
+    c.note("torch %s" % version)
+
+
 T2_TRAIN_STEPS = 10
 # ops of torch_train_loop.py's steps whose count is exact: two Linear layers, one ReLU
 T2_TRAIN_OPS = {"aten::linear": 2 * T2_TRAIN_STEPS, "aten::addmm": 2 * T2_TRAIN_STEPS,
