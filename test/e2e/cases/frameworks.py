@@ -122,10 +122,12 @@ def same_name_children(events):
     return out
 
 
-def torch_follow(c, model, must_have, slack=0):
-    need_torch()
+def torch_follow(c, model, must_have, slack=0, python=None):
+    """python: another torch's interpreter (torch2.py's venv); Debian's by default."""
+    if python is None:
+        need_torch()
     script = os.path.join(FRAMEWORKS, "torch_cnn_follow.py")
-    r, t = profile(c, ["/usr/bin/python3", script, model],
+    r, t = profile(c, [python or "/usr/bin/python3", script, model],
                    env={"PROFILER_FRAMEWORK": "torch", "PROFILER_FOLLOW": "1",
                         "PROFILER_PROFILE_MEMORY": "0"})
     theirs = {}
@@ -156,6 +158,7 @@ def torch_follow(c, model, must_have, slack=0):
         check(op in ours, "%s missing: %r" % (op, sorted(ours)))
     c.note("%d ops both see, %s" % (len(both), "counts within %d" % slack if near
                                      else "all counts equal"))
+    return ours, theirs
 
 
 @case

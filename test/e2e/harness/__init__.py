@@ -15,7 +15,7 @@ import time
 import traceback
 import uuid
 
-from . import build, case, helpers, outputs, paths, sanitizers, shm
+from . import build, case, helpers, outputs, paths, sanitizers, shm, venvs
 
 # what case files could use without importing it when they ran inside the old run.py
 _STD = (csv, io, json, os, re, shutil, signal, socket, struct, subprocess, sys, tempfile, time,
@@ -26,7 +26,7 @@ def namespace():
     """A fresh namespace for the case files: every public name of the harness's modules
     (helpers, @case, Case, Setup, BIN, ROOT, HERE...) and the standard modules above."""
     ns = {m.__name__: m for m in _STD}
-    for mod in (paths, outputs, sanitizers, build, case, shm, helpers):
+    for mod in (paths, outputs, sanitizers, build, case, shm, helpers, venvs):
         ns.update((k, v) for k, v in vars(mod).items()
                   if not k.startswith("_") and not isinstance(v, type(sys)))
     ns["__name__"] = "e2e_cases"

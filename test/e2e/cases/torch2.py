@@ -1,0 +1,103 @@
+# torch2: the current PyTorch 2.x from PyPI (its own venv, made by scripts/install-deps.sh
+# and found by the harness's torch2_python()), beside Debian's 1.13 of frameworks.py.
+# Run by test/e2e/run.py in the harness's namespace (see README.md).
+
+T2_IMPORT = ("import time, torch\n"
+             "x = torch.ones(64, 64) @ torch.ones(64, 64)\n"
+             "print('sum=%d' % x.sum().item())\n"
+             "print('end=%.6f' % time.monotonic(), flush=True)\n")
+
+
+def t2_exit_wait(c, py, env=None, preload=True):
+    """Runs T2_IMPORT; (result, seconds from its last line to the process's exit)."""
+    argv = [py, "-c", T2_IMPORT]
+    p, out, err, t0 = c.start(argv, env, preload=preload, autostart=preload)
+    r = c.finish(argv, p, out, err, t0, 120)
+    check(r.rc == 0 and r.kv("sum") == ["262144"], "the program failed: %r" % r)
+    return r, t0 + r.elapsed - float(r.kv("end")[0])
+
+
+# serial: it measures time (the wait at exit beside the unprofiled run's)
+@case(serial=True)
+def torch2_import_exits(c):
+    # `import torch` (2.x) runs /sbin/ldconfig -p (ctypes.util.find_library), a static
+    # binary: under the bare command the program must exit, outputs written, without
+    # waiting on a child that never joins (issue 12's hang: 3184b9f times out here at 120 s)
+    py, version = torch2_python()
+    r, wait = t2_exit_wait(c, py)
+    _, native = t2_exit_wait(c, py, preload=False)
+    s = parse_summary(r.err)
+    check(s, "no summary line: %r" % r.err[-2000:])
+    eq(s[2], 1, "processes (ldconfig is not one)")
+    # complete when the program has exited (the trace of millions of events is not parsed)
+    for ext in (".txt", ".prof", ".json"):
+        check(os.path.exists(c.path("libprof" + ext)), "libprof%s missing" % ext)
+    with open(c.path("libprof.json"), "rb") as f:
+        f.seek(-16, os.SEEK_END)
+        check(f.read().rstrip().endswith(b"}"), "libprof.json is cut short")
+    c.note("torch %s: exit %.2fs after the last line (%.2fs unprofiled: %.2fs more, writing "
+           "the outputs of %d events), %.1fs in all; %d events lost in the bare import"
+           % (version, wait, native, wait - native, s[0], r.elapsed, s[1]))
+    # the outputs of a few million events are written before the exit returns
+    check(wait - native < 20, "exit waited %.2fs more than unprofiled" % (wait - native))
+
+
+@case
+def torch2_ops_match_torch_profiler(c):
+    # frameworks.py's torch_ops_match_torch_profiler, on torch 2.x: every op both see
+    # counted alike, nothing outside torch.profiler's region
+    py, version = torch2_python()
+    ours, theirs = torch_follow(c, "cnn", ("aten::conv2d", "aten::addmm", "aten::max_pool2d",
+                                           "aten::relu"), python=py)
+    missing = sorted(k for k in theirs if k.startswith("aten::") and k not in ours)
+    eq(missing, [], "aten ops torch.profiler shows and libprof does not")
+    c.note("torch %s; torch.profiler's other rows (not ops): %s"
+           % (version, ", ".join(sorted(k for k in theirs if not k.startswith("aten::")))))
+
+
+# serial, with the 1.13 case's slack of two, for the 1.13 case's reasons (frameworks.py)
+@case(serial=True)
+def torch2_resnet_ops_match_torch_profiler(c):
+    py, version = torch2_python()
+    torch_follow(c, "resnet", ("aten::conv2d", "aten::batch_norm", "aten::add",
+                               "aten::adaptive_avg_pool2d", "aten::convolution_backward"),
+                 slack=2, python=py)
+    c.note("torch %s" % version)
+
+
+T2_TRAIN_STEPS = 10
+# ops of torch_train_loop.py's steps whose count is exact: two Linear layers, one ReLU
+T2_TRAIN_OPS = {"aten::linear": 2 * T2_TRAIN_STEPS, "aten::addmm": 2 * T2_TRAIN_STEPS,
+                "aten::relu": T2_TRAIN_STEPS, "aten::threshold_backward": T2_TRAIN_STEPS,
+                "aten::cross_entropy_loss": T2_TRAIN_STEPS}
+
+
+def t2_train_ops(c, env):
+    """torch_train_loop.py under env: its operator rows in libprof.txt and prof report
+    (the trace of the bare command's few million allocations is not parsed here)."""
+    py, version = torch2_python()
+    script = os.path.join(ROOT, "test", "e2e", "frameworks", "torch_train_loop.py")
+    r = c.run([py, script, T2_TRAIN_STEPS], env=env, timeout=300)
+    check(r.rc == 0, "exit status %s: %r" % (r.rc, r))
+    eq(r.kv("steps"), [str(T2_TRAIN_STEPS)], "the loop's steps")
+    s = parse_summary(r.err)
+    check(s, "no summary line: %r" % r.err[-2000:])
+    rows = text_rows(c.text())
+    eq({k: rows.get(("operator", k)) for k in T2_TRAIN_OPS}, T2_TRAIN_OPS,
+       "operator rows in libprof.txt")
+    rep = c.report_json(c.path("libprof.prof"), "--category", "operator")
+    got = {x["name"]: x["count"] for x in rep["rows"] if x["category"] == "operator"}
+    eq({k: got.get(k) for k in T2_TRAIN_OPS}, T2_TRAIN_OPS, "operator rows of prof report")
+    c.note("torch %s: %d operator rows, %d events (%d lost)" % (version, len(got), s[0], s[1]))
+
+
+@case
+def torch2_bare_command_records_ops(c):
+    # the promise: no setting at all, and the operators are there (frameworks on by default)
+    t2_train_ops(c, {})
+
+
+@case
+def torch2_auto_records_ops(c):
+    # the same with the framework asked for (what the bare command must do by default)
+    t2_train_ops(c, {"PROFILER_FRAMEWORK": "auto"})
