@@ -161,7 +161,9 @@ def torch_follow(c, model, must_have, slack=0, python=None):
     return ours, theirs
 
 
-@case
+# serial: torch.profiler missed one of 35 aten::resolve_conj once with the machine loaded
+# by other cases (an op at its region's edge)
+@case(serial=True)
 def torch_ops_match_torch_profiler(c):
     torch_follow(c, "cnn", ("aten::conv2d", "aten::addmm", "aten::max_pool2d", "aten::relu"))
 
