@@ -43,11 +43,14 @@ if ! "$TFENV/bin/python" -c 'import tensorflow' 2>/dev/null; then
 fi
 # The current PyTorch 2.x from PyPI in a venv of its own, beside Debian's 1.13: PyPI's
 # default wheel, which runs on CPU (its CUDA libraries make it ~3.2 GB to download, 5.4 GB
-# installed: made once, then cached like the TensorFlow venv)
+# installed: made once, then cached like the TensorFlow venv). Pinned to the release the
+# ATen name table (formats/symbols/aten_ops.c) was made from; move both together.
+TORCH2_VERSION=2.15.0
 T2ENV=${LIBPROF_TORCH2ENV:-${HOME:-/tmp}/.cache/libprof/torch2env}
 if ! "$T2ENV/bin/python" -c 'import torch' 2>/dev/null; then
-	echo "installing: torch numpy (pip, venv $T2ENV)"
-	{ "$PYTHON" -m venv "$T2ENV" && "$T2ENV/bin/python" -m pip install -q torch numpy; } 2>&1 |
+	echo "installing: torch==$TORCH2_VERSION numpy (pip, venv $T2ENV)"
+	{ "$PYTHON" -m venv "$T2ENV" &&
+		"$T2ENV/bin/python" -m pip install -q "torch==$TORCH2_VERSION" numpy; } 2>&1 |
 		grep -v "as the 'root' user" || true
 	"$T2ENV/bin/python" -c 'import torch' 2>/dev/null ||
 		echo "install-deps: torch could not be installed in $T2ENV (the torch2_* tests will fail)"
