@@ -79,6 +79,7 @@ def frameworks_default_none(c):
     script = torch_loop(c)
     r, t = profile(c, ["/usr/bin/python3", script, 3], env={"PROFILER_FRAMEWORK": "none"})
     check(r.kv("loss"), "the script did not finish: %r" % r)
+    check("PROFILER_FRAMEWORK" not in r.err, "none refused: %r" % r.err[-600:])
     eq(t.select("X", cat="operator"), [], "operator events with PROFILER_FRAMEWORK=none")
     eq(summary_frameworks(r.err), [], "the frameworks the summary line names")
     check(not any(cat == "operator" for cat, _ in text_rows(c.text())),
@@ -113,3 +114,18 @@ def frameworks_default_loaded_after_start(c):
     got = trace_counts(t2, "ORT_API")
     eq(got.get("OrtApi::Run"), 3, "OrtApi::Run calls of the dlopen'ed ONNX Runtime")
     eq(summary_frameworks(r2.err), ["onnxruntime"], "the frameworks the summary line names")
+
+
+@case
+def frameworks_default_tensorflow(c):
+    # TensorFlow's eager ops and C API under the bare command, as with its preset
+    py = tf_python()
+    steps = 5
+    r, t = profile(c, [py, os.path.join(FRAMEWORKS, "tf_eager.py"), steps],
+                   env={"TF_CPP_MIN_LOG_LEVEL": "2", "PROFILER_PROFILE_MEMORY": "0"})
+    check(r.kv("sum"), "the script did not finish: %r" % r)
+    ops = trace_counts(t, "operator")
+    check(ops.get("MatMul", 0) >= 2 * steps and "TFE_Execute" not in ops,
+          "eager ops (category operator): %r" % sorted(ops.items())[:20])
+    eq(trace_counts(t, "TF_C_API").get("TFE_NewContext"), 1, "TFE_NewContext (TF_C_API)")
+    eq(summary_frameworks(r.err), ["tensorflow"], "the frameworks the summary line names")
