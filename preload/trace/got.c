@@ -37,7 +37,7 @@ struct pattern {
 	const char *glob;
 	uint8_t cat;
 	uint8_t fw;    /* the framework whose preset it is (applies in its scope), or 0 */
-	char lead[24]; /* "2at" for at::...: what its mangled names must hold, or "" */
+	char lead[24]; /* "2at" for at::...: how its mangled names start, or "" */
 };
 
 static char pattern_text[4096];
@@ -70,9 +70,9 @@ static uint8_t category_for(const char *name, size_t len)
 	return prof_category(buf);
 }
 
-/* What a mangled name must contain to demangle to one starting with glob's leading
- * scope: that scope's <length><identifier> (its first occurrence cannot be a
- * substitution). "" when the scope is not a plain identifier (or std, abbreviated). */
+/* What a mangled name must start with (past _Z and its qualifiers: leads_with) to
+ * demangle to one starting with glob's leading scope: that scope's <length><identifier>.
+ * "" when the scope is not a plain identifier (or std, abbreviated). */
 static void mangled_lead(const char *glob, char *lead, size_t len)
 {
 	const char *end = strstr(glob, "::");
@@ -86,6 +86,20 @@ static void mangled_lead(const char *glob, char *lead, size_t len)
 		      (glob[i] >= 'A' && glob[i] <= 'Z') || (glob[i] >= '0' && glob[i] <= '9')))
 			return;
 	snprintf(lead, len, "%zu%.*s", n, (int)n, glob);
+}
+
+/* Whether the mangled name's outermost scope is lead ("2at" in _ZN2at4_ops...,
+ * _ZNK2at..., _ZZN2at... for a local entity). */
+static int leads_with(const char *name, const char *lead)
+{
+	const char *p = name + 2;
+	p += *p == 'Z';
+	p += *p == 'L';
+	if (*p == 'N')
+		for (p++; *p && strchr("rVKRO", *p); p++)
+			;
+	p += *p == 'L';
+	return !strncmp(p, lead, strlen(lead));
 }
 
 static void add_patterns(char *text, unsigned fw)
@@ -201,8 +215,8 @@ static unsigned match(const char *name, unsigned scope)
 		if (fnmatch(patterns[i].glob, name, 0) == 0)
 			return patterns[i].cat + 1u;
 		/* demangling every C++ name of libtorch would cost more than the rest */
-		cxx_patterns |= strstr(patterns[i].glob, "::") &&
-				(!patterns[i].lead[0] || strstr(name, patterns[i].lead));
+		cxx_patterns |= strstr(patterns[i].glob, "::") && !strncmp(name, "_Z", 2) &&
+				(!patterns[i].lead[0] || leads_with(name, patterns[i].lead));
 	}
 	/* Only a pattern naming a scope ("ns::f", "at::_ops::*::call") is tried on demangled
 	 * names: a C API pattern like TF_* must not take in TF_Session::TF_Session(...). */
