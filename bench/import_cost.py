@@ -1,6 +1,7 @@
 #!/usr/bin/env python3
 """What detecting the frameworks costs at start-up: `import torch` (Debian's /usr/bin/python3,
-torch 1.13) and `import mxnet` (the python3 on PATH that has it) natively and under the bare
+torch 1.13; torch2: PyPI's torch 2.x in the venv $LIBPROF_TORCH2ENV, default
+~/.cache/libprof/torch2env) and `import mxnet` (the python3 on PATH that has it) natively and under the bare
 command (PROFILER_AUTOSTART=1 LD_PRELOAD=libprof.so), plus PROFILER_FRAMEWORK=none (libprof
 without the presets) and =auto (every preset in every library, the old opt-in), variants
 interleaved, medians of BENCH_ROUNDS (5). Two figures per run, both ending when the import
@@ -8,7 +9,7 @@ returns (the outputs written after it are excluded): the import alone, timed by 
 and the process from exec (libprof's constructor and the session's start included), timed
 from here. Prints each median and its ratio to native.
 
-    BUILD=build python3 bench/import_cost.py [torch|mxnet ...]"""
+    BUILD=build python3 bench/import_cost.py [torch|torch2|mxnet ...]"""
 import os
 import shutil
 import statistics
@@ -64,7 +65,7 @@ def one(py, module, extra, work):
     return imp, end - start
 
 
-def bench(module, py):
+def bench(label, module, py):
     work = tempfile.mkdtemp(prefix="libprof-import-")
     res = {name: ([], []) for name, _ in VARIANTS}
     for _ in range(ROUNDS):
@@ -74,7 +75,7 @@ def bench(module, py):
             res[name][1].append(whole)
     shutil.rmtree(work, ignore_errors=True)
     native = [statistics.median(x) for x in res["native"]]
-    print("import %s (%s), median of %d, outputs excluded:" % (module, py, ROUNDS))
+    print("import %s (%s, %s), median of %d, outputs excluded:" % (module, label, py, ROUNDS))
     print("  %-26s %12s %8s %16s %8s" % ("", "import (s)", "ratio", "exec->import (s)", "ratio"))
     for name, _ in VARIANTS:
         imp, whole = (statistics.median(x) for x in res[name])
@@ -83,14 +84,20 @@ def bench(module, py):
 
 
 def main():
-    wanted = sys.argv[1:] or ["torch", "mxnet"]
-    where = {"torch": ["/usr/bin/python3", "python3"], "mxnet": ["python3", "/usr/bin/python3"]}
-    for module in wanted:
-        py = python_with(module, where.get(module, ["python3"]))
+    wanted = sys.argv[1:] or ["torch", "torch2", "mxnet"]
+    venv = os.environ.get("LIBPROF_TORCH2ENV") or os.path.join(
+        os.environ.get("HOME", "/tmp"), ".cache", "libprof", "torch2env")
+    # label -> (module, interpreters to try)
+    where = {"torch": ("torch", ["/usr/bin/python3", "python3"]),
+             "torch2": ("torch", [os.path.join(venv, "bin", "python")]),
+             "mxnet": ("mxnet", ["python3", "/usr/bin/python3"])}
+    for label in wanted:
+        module, candidates = where.get(label, (label, ["python3"]))
+        py = python_with(module, candidates)
         if not py:
-            print("import %s: no python3 here imports it; skipped" % module)
+            print("import %s (%s): no interpreter here imports it; skipped" % (module, label))
             continue
-        bench(module, py)
+        bench(label, module, py)
 
 
 if __name__ == "__main__":
