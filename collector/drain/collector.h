@@ -27,6 +27,7 @@ struct output_request {
 	int quiet;     /* no summary line */
 	int write_failed; /* the capture lost its end: compare with drained */
 	uint64_t drained; /* events the collector handed to the capture */
+	uint32_t frameworks; /* PROF_FW_* found loaded: named on the summary line */
 };
 
 /* Maps the record of the outputs this session made, shared with the dump children, and

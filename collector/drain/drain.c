@@ -268,6 +268,8 @@ static uint64_t drain_process(struct collector *c, struct proc_entry *p, int fin
 	/* a drop takes a writer at least a nanosecond: counts beyond that are garbage */
 	c->lost_bound = prof_mono_ns();
 	read_strings(c, p);
+	/* the frameworks it found loaded, for the summary line (unknown bits ignored) */
+	c->frameworks |= atomic_load(&p->shm->frameworks) & ((1u << PROF_NFRAMEWORKS) - 1);
 	uint64_t before = c->buf_lost;
 	for (int orphan_pass = 0; orphan_pass < 2 && !p->corrupt; orphan_pass++)
 		for (unsigned i = 0; i < p->g.nslots && !p->corrupt; i++) {

@@ -89,7 +89,8 @@ int end_session(struct collector *c)
 					   .tables = (int)c->s->aggregate_stats,
 					   .quiet = (int)c->s->quiet,
 					   .write_failed = c->write_failed,
-					   .drained = c->events};
+					   .drained = c->events,
+					   .frameworks = c->frameworks};
 		if (collector_make_outputs(c->capture_path, prefix, &q))
 			rc = 1;
 	}

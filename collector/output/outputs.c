@@ -225,8 +225,17 @@ int collector_make_outputs(const char *capture, const char *prefix,
 	snprintf(made, sizeof made, "%s%s%s%s%s", json_ok ? json : "", json_ok ? ", " : "",
 		 txt_ok ? (json_ok ? base(txt) : txt) : "", txt_ok ? ", " : "",
 		 json_ok || txt_ok ? base(capture) : capture);
-	fprintf(stderr, "libprof: %llu events (%llu lost) from %llu process%s -> %s\n",
+	/* the frameworks found, so a user sees that they were: "(torch, mxnet)" */
+	static const char *const fw_names[PROF_NFRAMEWORKS] = PROF_FRAMEWORK_NAMES;
+	char fws[64] = "";
+	for (unsigned i = 0, n = 0; i < PROF_NFRAMEWORKS; i++)
+		if (q->frameworks & (1u << i))
+			n += (unsigned)snprintf(fws + n, sizeof fws - n, "%s%s", n ? ", " : " (",
+						fw_names[i]);
+	if (fws[0])
+		strcat(fws, ")");
+	fprintf(stderr, "libprof: %llu events (%llu lost) from %llu process%s%s -> %s\n",
 		(unsigned long long)sum.events, (unsigned long long)(sum.lost + gone),
-		(unsigned long long)sum.processes, sum.processes == 1 ? "" : "es", made);
+		(unsigned long long)sum.processes, sum.processes == 1 ? "" : "es", fws, made);
 	return rc;
 }

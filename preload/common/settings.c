@@ -93,9 +93,12 @@ const struct prof_setting prof_settings[] = {
 	 .help = "functions to trace by name (above)"},
 	{.name = "framework", .env = "PROFILER_FRAMEWORK", .type = PROF_SETTING_ENUM,
 	 .when = PROF_WHEN_START, FIELD(framework),
-	 .values = "mxnet,torch,tensorflow,onnxruntime,auto", .flags = PROF_SETTING_TEXT,
-	 .why = "use mxnet, torch, tensorflow, onnxruntime or auto",
-	 .help = "trace that framework's API by its preset (above)"},
+	 .def = "detect", .values = "detect,mxnet,torch,tensorflow,onnxruntime,auto,none",
+	 .flags = PROF_SETTING_TEXT,
+	 .why = "use detect, mxnet, torch, tensorflow, onnxruntime, auto or none",
+	 .help = "`detect`: every framework the program loads, its preset in its own "
+		 "libraries; a name: that preset, `auto`: every preset, in every library; "
+		 "`none`: no preset (above)"},
 	{.name = "follow", .env = "PROFILER_FOLLOW", .type = PROF_SETTING_BOOL,
 	 .when = PROF_WHEN_START, FIELD(follow), .def = "0",
 	 .help = "record only while the framework's profiler runs"},

@@ -26,6 +26,13 @@
 #define PROF_CHILD_SLOTS 64
 #define PROF_LOST_THREADS 2048 /* threads beyond the rings, each named with its losses */
 
+/* The frameworks libprof knows (preload/frameworks/presets.c), as bits of a process
+ * segment's `frameworks`, named as PROFILER_FRAMEWORK names their presets; the collector
+ * names those found on its summary line. */
+enum { PROF_FW_MXNET = 1, PROF_FW_TORCH = 2, PROF_FW_TENSORFLOW = 4, PROF_FW_ONNXRUNTIME = 8 };
+#define PROF_NFRAMEWORKS 4
+#define PROF_FRAMEWORK_NAMES {"mxnet", "torch", "tensorflow", "onnxruntime"}
+
 enum prof_clock_kind { PROF_CLOCK_MONO = 1, PROF_CLOCK_TSC = 2 };
 
 enum prof_session_state {
@@ -153,7 +160,7 @@ struct prof_proc_shm {
 	_Atomic uint64_t stacks_reserved; /* bytes handed out; entries become ready later */
 	char cmdline[PROF_CMDLINE_MAX]; /* NUL-separated args, as /proc/<pid>/cmdline */
 	uint32_t cmdline_len;
-	uint32_t pad;
+	_Atomic uint32_t frameworks; /* PROF_FW_* bits: the frameworks found loaded here */
 	char categories[PROF_MAX_CATEGORIES][PROF_CATEGORY_NAME_MAX]; /* dynamic ones */
 	/* entries handed out (by atomic add; beyond the table, lost_no_slot counts) */
 	_Atomic uint32_t lost_threads_used;

@@ -221,6 +221,8 @@ void prof_after_fork_child(void)
 						 PROF_DEFAULT_SLOTS, name, sizeof name) : 0;
 	if (prof_proc) {
 		prof_strings_inherit(parent, prof_proc);
+		/* its frameworks were found (and patched) in the parent */
+		prof_proc->frameworks = atomic_load(&parent->frameworks);
 		prof_stack_inherit(parent, prof_proc);
 	} else if (!same_user) {
 		if (!prof_session->quiet)

@@ -6,6 +6,7 @@
 #include <string.h>
 
 #include "preload/common/event.h"
+#include "preload/common/shm_layout.h"
 #include "preload/frameworks/frameworks.h"
 #include "preload/frameworks/mxnet.h"
 #include "preload/frameworks/ort.h"
@@ -13,32 +14,73 @@
 #include "prof.h"
 
 /* What each framework's calls look like; categories as the framework's own profiler
- * names them where it has one (MXNet's MXNET_C_API, PyTorch's operators). */
+ * names them where it has one (MXNet's MXNET_C_API, PyTorch's operators). Entry i is
+ * framework bit 1 << i (PROF_FRAMEWORK_NAMES). libs: the starts of the file names of the
+ * framework's own objects; an object is the framework's when its name or one it needs
+ * (DT_NEEDED) starts so, which is where its calls are (its Python bindings, its own
+ * calls to itself, a program linked with it). */
 static const struct {
-	const char *name, *patterns;
-} presets[] = {
-	{"mxnet", PROF_CATNAME_MXNET_C_API "=MX*," PROF_CATNAME_OPERATOR
-		  "=_ZN5mxnet6engine14ThreadedEngine15ExecuteOprBlockE*"},
-	{"torch", PROF_CATNAME_OPERATOR "=at::_ops::*::call"},
-	{"onnxruntime", PROF_CATNAME_ORT_API "=OrtGetApiBase"},
+	const char *name, *patterns, *libs;
+} presets[PROF_NFRAMEWORKS] = {
+	{"mxnet",
+	 PROF_CATNAME_MXNET_C_API "=MX*," PROF_CATNAME_OPERATOR
+				  "=_ZN5mxnet6engine14ThreadedEngine15ExecuteOprBlockE*",
+	 "libmxnet.so"},
+	{"torch", PROF_CATNAME_OPERATOR "=at::_ops::*::call", "libtorch"},
 	/* first match wins: TFE_Execute is the operator (named by tf.c), the rest C API */
-	{"tensorflow", PROF_CATNAME_OPERATOR "=TFE_Execute," PROF_CATNAME_TF_C_API
-		       "=TF_*," PROF_CATNAME_TF_C_API "=TFE_*"},
+	{"tensorflow",
+	 PROF_CATNAME_OPERATOR "=TFE_Execute," PROF_CATNAME_TF_C_API "=TF_*," PROF_CATNAME_TF_C_API
+			       "=TFE_*",
+	 "libtensorflow,_pywrap_tensorflow_internal"},
+	{"onnxruntime", PROF_CATNAME_ORT_API "=OrtGetApiBase",
+	 "libonnxruntime,onnxruntime_pybind11_state"},
 };
 
-static int preset_on(const char *framework, const char *preset)
+unsigned prof_framework_presets(const char *framework)
 {
-	return framework && (!strcmp(framework, "auto") || !strcmp(framework, preset));
+	unsigned bits = 0;
+	for (unsigned i = 0; framework && i < PROF_NFRAMEWORKS; i++)
+		if (!strcmp(framework, "auto") || !strcmp(framework, presets[i].name))
+			bits |= 1u << i;
+	return bits;
 }
 
-size_t prof_framework_patterns(const char *framework, char *out, size_t len, size_t used)
+int prof_framework_detecting(const char *framework)
 {
-	for (size_t i = 0; framework && *framework && i < sizeof presets / sizeof *presets; i++)
-		if (preset_on(framework, presets[i].name))
-			used += (size_t)snprintf(out + (used < len ? used : len),
-						 used < len ? len - used : 0, "%s,",
-						 presets[i].patterns);
-	return used;
+	return !framework || !*framework || !strcmp(framework, "detect");
+}
+
+size_t prof_framework_patterns(unsigned i, char *out, size_t len, size_t used)
+{
+	return used + (size_t)snprintf(out + (used < len ? used : len), used < len ? len - used : 0,
+				       "%s", presets[i].patterns);
+}
+
+/* Whether the file name of path starts with one of the comma-separated prefixes. */
+static int named(const char *path, const char *prefixes)
+{
+	const char *base = strrchr(path, '/');
+	base = base ? base + 1 : path;
+	for (const char *p = prefixes; *p;) {
+		size_t n = strcspn(p, ",");
+		if (n && !strncmp(base, p, n))
+			return 1;
+		p += n + (p[n] == ',');
+	}
+	return 0;
+}
+
+unsigned prof_framework_object(const char *path, const Elf64_Dyn *dyn, const char *strtab)
+{
+	unsigned bits = 0;
+	for (unsigned i = 0; i < PROF_NFRAMEWORKS; i++) {
+		if (path && named(path, presets[i].libs))
+			bits |= 1u << i;
+		for (const Elf64_Dyn *d = dyn; d && strtab && d->d_tag != DT_NULL; d++)
+			if (d->d_tag == DT_NEEDED && named(strtab + d->d_un.d_val, presets[i].libs))
+				bits |= 1u << i;
+	}
+	return bits;
 }
 
 /* torch.profiler (Kineto) starts and stops through these; recording starts when
@@ -72,26 +114,26 @@ static const struct prof_framework_hook hooks[] = {
 	{"_ZN10tensorflow8profiler6pywrap22ProfilerSessionWrapper19ExportToTensorBoardEv",
 	 follow_stop, 0, PROF_CATNAME_PROFILER},
 	{"_ZN3tsl15ProfilerSessionD[12]Ev", follow_stop, 0, PROF_CATNAME_PROFILER},
-	{"_ZN5mxnet6engine14ThreadedEngine15ExecuteOprBlockE*", prof_mxnet_operator, "mxnet",
+	{"_ZN5mxnet6engine14ThreadedEngine15ExecuteOprBlockE*", prof_mxnet_operator, PROF_FW_MXNET,
 	 PROF_CATNAME_OPERATOR},
-	{"TFE_Execute", prof_tf_execute_hook, "tensorflow", PROF_CATNAME_OPERATOR},
+	{"TFE_Execute", prof_tf_execute_hook, PROF_FW_TENSORFLOW, PROF_CATNAME_OPERATOR},
 };
 
-const struct prof_framework_hook *prof_framework_hook_for(const char *name,
-							  const char *framework, int following)
+const struct prof_framework_hook *prof_framework_hook_for(const char *name, unsigned scope,
+							  int following)
 {
 	for (size_t i = 0; i < sizeof hooks / sizeof *hooks; i++) {
-		int on = hooks[i].preset ? preset_on(framework, hooks[i].preset) : following;
+		int on = hooks[i].preset ? (hooks[i].preset & scope) != 0 : following;
 		if (on && !fnmatch(hooks[i].symbol, name, 0))
 			return &hooks[i];
 	}
 	return 0;
 }
 
-void *prof_framework_stand_in(const char *name, void *call, const char *framework)
+void *prof_framework_stand_in(const char *name, void *call, unsigned scope)
 {
 	/* ONNX Runtime: OrtGetApiBase is replaced by ort.c's wrapper (which calls the stub) */
-	if (preset_on(framework, "onnxruntime") && !strcmp(name, "OrtGetApiBase"))
+	if ((scope & PROF_FW_ONNXRUNTIME) && !strcmp(name, "OrtGetApiBase"))
 		return prof_ort_wrap_get_api_base(call);
 	return 0;
 }

@@ -36,17 +36,24 @@
 struct pattern {
 	const char *glob;
 	uint8_t cat;
+	uint8_t fw;    /* the framework whose preset it is (applies in its scope), or 0 */
+	char lead[24]; /* "2at" for at::...: how its mangled names start, or "" */
 };
 
 static char pattern_text[4096];
 static struct pattern patterns[MAX_PATTERNS];
-static unsigned npatterns;
+static unsigned npatterns, nuser; /* nuser: PROFILER_TRACE's own, applied everywhere */
 static uintptr_t patched[MAX_OBJECTS];
 static unsigned npatched;
 /* dlpi_adds/dlpi_subs when the objects were last looked at: an object unloaded since
  * may have left its address to another one, which then needs patching of its own */
 static unsigned long long seen_adds = ~0ull, seen_subs;
 static int following; /* PROFILER_FOLLOW */
+/* PROFILER_FRAMEWORK: presets applied to every object (a name, auto); detecting (the
+ * default): each framework's preset applied only in its own objects (frameworks.h), so
+ * the objects of a program that loads none are not looked into */
+static unsigned presets_everywhere;
+static int detecting;
 
 int prof_trace_enabled(void)
 {
@@ -63,7 +70,39 @@ static uint8_t category_for(const char *name, size_t len)
 	return prof_category(buf);
 }
 
-static void add_patterns(char *text)
+/* What a mangled name must start with (past _Z and its qualifiers: leads_with) to
+ * demangle to one starting with glob's leading scope: that scope's <length><identifier>.
+ * "" when the scope is not a plain identifier (or std, abbreviated). */
+static void mangled_lead(const char *glob, char *lead, size_t len)
+{
+	const char *end = strstr(glob, "::");
+	size_t n = end ? (size_t)(end - glob) : 0;
+	lead[0] = 0;
+	if (!n || n + 4 > len || (n == 3 && !strncmp(glob, "std", 3)) ||
+	    (glob[0] >= '0' && glob[0] <= '9'))
+		return;
+	for (size_t i = 0; i < n; i++)
+		if (!(glob[i] == '_' || (glob[i] >= 'a' && glob[i] <= 'z') ||
+		      (glob[i] >= 'A' && glob[i] <= 'Z') || (glob[i] >= '0' && glob[i] <= '9')))
+			return;
+	snprintf(lead, len, "%zu%.*s", n, (int)n, glob);
+}
+
+/* Whether the mangled name's outermost scope is lead ("2at" in _ZN2at4_ops...,
+ * _ZNK2at..., _ZZN2at... for a local entity). */
+static int leads_with(const char *name, const char *lead)
+{
+	const char *p = name + 2;
+	p += *p == 'Z';
+	p += *p == 'L';
+	if (*p == 'N')
+		for (p++; *p && strchr("rVKRO", *p); p++)
+			;
+	p += *p == 'L';
+	return !strncmp(p, lead, strlen(lead));
+}
+
+static void add_patterns(char *text, unsigned fw)
 {
 	uint8_t trace_cat = category_for(PROF_CATNAME_TRACE, strlen(PROF_CATNAME_TRACE));
 	for (char *save, *tok = strtok_r(text, ",", &save); tok; tok = strtok_r(0, ",", &save)) {
@@ -80,19 +119,21 @@ static void add_patterns(char *text)
 		struct pattern *p = &patterns[npatterns++];
 		p->cat = trace_cat;
 		p->glob = tok;
+		p->fw = (uint8_t)fw;
+		nuser += !fw;
 		if (eq) {
 			p->cat = category_for(tok, (size_t)(eq - tok));
 			p->glob = eq + 1;
 		}
+		mangled_lead(p->glob, p->lead, sizeof p->lead);
 	}
 }
 
-static const char *preset_in_use; /* PROFILER_FRAMEWORK */
-
-/* The framework hook installed for name (preload/frameworks/), or NULL. */
-static const struct prof_framework_hook *hook_for(const char *name)
+/* The framework hook installed for name where scope's presets apply
+ * (preload/frameworks/), or NULL. */
+static const struct prof_framework_hook *hook_for(const char *name, unsigned scope)
 {
-	return prof_framework_hook_for(name, preset_in_use, following);
+	return prof_framework_hook_for(name, scope, following);
 }
 
 /* PROFILER_TRACE, read from environ: getenv may be the program's own. bash defines one
@@ -110,20 +151,33 @@ const char *prof_trace_env(void)
 
 int prof_trace_configure(const char *text, const char *framework, int follow)
 {
-	size_t used = 0;
+	/* PROFILER_TRACE, then each preset's patterns, each ending with its NUL */
+	size_t used = 0, start[PROF_NFRAMEWORKS];
 	pattern_text[0] = 0;
 	if (text && *text)
-		used = (size_t)snprintf(pattern_text, sizeof pattern_text, "%s,", text);
-	used = prof_framework_patterns(framework, pattern_text, sizeof pattern_text, used);
-	if (used >= sizeof pattern_text) {
+		used = (size_t)snprintf(pattern_text, sizeof pattern_text, "%s", text) + 1;
+	detecting = prof_framework_detecting(framework);
+	presets_everywhere = prof_framework_presets(framework);
+	unsigned installed = detecting ? (1u << PROF_NFRAMEWORKS) - 1 : presets_everywhere;
+	for (unsigned i = 0; i < PROF_NFRAMEWORKS; i++) {
+		start[i] = used;
+		if (installed & (1u << i))
+			used = prof_framework_patterns(i, pattern_text, sizeof pattern_text, used) + 1;
+	}
+	if (used > sizeof pattern_text) {
 		prof_warn("PROFILER_TRACE is longer than %zu bytes; not tracing by name",
 			  sizeof pattern_text - 1);
 		pattern_text[0] = 0;
+		detecting = 0;
+		presets_everywhere = 0;
 		return -1;
 	}
 	following = follow;
-	preset_in_use = framework && *framework ? framework : 0;
-	add_patterns(pattern_text);
+	if (text && *text)
+		add_patterns(pattern_text, 0);
+	for (unsigned i = 0; i < PROF_NFRAMEWORKS; i++)
+		if (installed & (1u << i))
+			add_patterns(pattern_text + start[i], 1u << i);
 	return 0;
 }
 
@@ -143,15 +197,26 @@ static void strip_params(char *s)
 	}
 }
 
-/* A category + 1 when name (mangled or demangled) matches a pattern, else 0. */
-static unsigned match(const char *name)
+/* Whether pattern p is one to try on name where scope's presets apply. */
+static int applies(const struct pattern *p, unsigned scope)
+{
+	return !p->fw || (p->fw & scope);
+}
+
+/* A category + 1 when name (mangled or demangled) matches a pattern that applies where
+ * scope's presets do, else 0. */
+static unsigned match(const char *name, unsigned scope)
 {
 	static char *(*demangle)(const char *, char *, size_t *, int *);
 	int cxx_patterns = 0;
 	for (unsigned i = 0; i < npatterns; i++) {
+		if (!applies(&patterns[i], scope))
+			continue;
 		if (fnmatch(patterns[i].glob, name, 0) == 0)
 			return patterns[i].cat + 1u;
-		cxx_patterns |= strstr(patterns[i].glob, "::") != 0;
+		/* demangling every C++ name of libtorch would cost more than the rest */
+		cxx_patterns |= strstr(patterns[i].glob, "::") && !strncmp(name, "_Z", 2) &&
+				(!patterns[i].lead[0] || leads_with(name, patterns[i].lead));
 	}
 	/* Only a pattern naming a scope ("ns::f", "at::_ops::*::call") is tried on demangled
 	 * names: a C API pattern like TF_* must not take in TF_Session::TF_Session(...). */
@@ -171,31 +236,74 @@ static unsigned match(const char *name)
 	unsigned cat = 0;
 	if (d && status == 0) {
 		for (unsigned i = 0; i < npatterns && !cat; i++)
-			if (strstr(patterns[i].glob, "::") && fnmatch(patterns[i].glob, d, 0) == 0)
+			if (applies(&patterns[i], scope) && strstr(patterns[i].glob, "::") &&
+			    fnmatch(patterns[i].glob, d, 0) == 0)
 				cat = patterns[i].cat + 1u;
 		strip_params(d);
 		for (unsigned i = 0; i < npatterns && !cat; i++)
-			if (strstr(patterns[i].glob, "::") && fnmatch(patterns[i].glob, d, 0) == 0)
+			if (applies(&patterns[i], scope) && strstr(patterns[i].glob, "::") &&
+			    fnmatch(patterns[i].glob, d, 0) == 0)
 				cat = patterns[i].cat + 1u;
 	}
 	free(d);
 	return cat;
 }
 
-static int inside_libprof(const void *addr)
+/* The loaded object holding addr in one of its PT_LOAD segments. Not dladdr: it walks
+ * the whole symbol table of the object for the nearest symbol, and libtorch_cpu's has
+ * hundreds of thousands (three per patched slot made `import torch` 5x slower). */
+struct object_at {
+	uintptr_t addr;
+	struct dl_phdr_info info;
+	uintptr_t lo, hi; /* the object's lowest and highest loaded addresses */
+};
+
+static int object_at_cb(struct dl_phdr_info *info, size_t size, void *ctx)
 {
-	static void *base;
-	Dl_info self, other;
-	if (!base && dladdr((void *)inside_libprof, &self))
-		base = self.dli_fbase;
-	return dladdr(addr, &other) && other.dli_fbase == base;
+	(void)size;
+	struct object_at *o = ctx;
+	uintptr_t lo = UINTPTR_MAX, hi = 0;
+	int in = 0;
+	for (int i = 0; i < info->dlpi_phnum; i++) {
+		const Elf64_Phdr *ph = &info->dlpi_phdr[i];
+		if (ph->p_type != PT_LOAD)
+			continue;
+		uintptr_t a = info->dlpi_addr + ph->p_vaddr;
+		in |= o->addr >= a && o->addr < a + ph->p_memsz;
+		lo = a < lo ? a : lo;
+		hi = a + ph->p_memsz > hi ? a + ph->p_memsz : hi;
+	}
+	if (in) {
+		o->info = *info;
+		o->lo = lo;
+		o->hi = hi;
+	}
+	return in;
 }
 
-/* The stub for name, or NULL when it is neither traced nor hooked. */
-static void *stub_for(const char *name, void *real)
+static int object_at(const void *addr, struct object_at *o)
 {
-	unsigned cat = match(name);
-	const struct prof_framework_hook *h = hook_for(name);
+	o->addr = (uintptr_t)addr;
+	return dl_iterate_phdr(object_at_cb, o) > 0;
+}
+
+static int inside_libprof(const void *addr)
+{
+	static uintptr_t lo, hi;
+	struct object_at self;
+	if (!hi && object_at((const void *)inside_libprof, &self)) {
+		lo = self.lo;
+		hi = self.hi;
+	}
+	return (uintptr_t)addr >= lo && (uintptr_t)addr < hi;
+}
+
+/* The stub for name where scope's presets apply, or NULL when it is neither traced nor
+ * hooked. */
+static void *stub_for(const char *name, void *real, unsigned scope)
+{
+	unsigned cat = match(name, scope);
+	const struct prof_framework_hook *h = hook_for(name, scope);
 	if (!cat && !h)
 		return 0;
 	if (!cat)
@@ -208,7 +316,7 @@ static void *stub_for(const char *name, void *real)
 	if (!stub)
 		prof_debug(PROF_DEBUG_TRACE, "not tracing %s: %s", name,
 			   prof_trace_stub_why(errno));
-	void *stand_in = prof_framework_stand_in(name, stub ? stub : real, preset_in_use);
+	void *stand_in = prof_framework_stand_in(name, stub ? stub : real, scope);
 	return stand_in ? stand_in : stub;
 }
 
@@ -220,8 +328,30 @@ static int plt_entry(void *addr, const char *name)
 {
 	Dl_info di;
 	const Elf64_Sym *sym = 0;
+	struct object_at o;
+	if (!object_at(addr, &o) || (o.info.dlpi_name && *o.info.dlpi_name))
+		return 0; /* not in the executable */
 	return dladdr1(addr, &di, (void **)&sym, RTLD_DL_SYMENT) && sym && di.dli_sname &&
 	       !strcmp(di.dli_sname, name) && sym->st_shndx == SHN_UNDEF;
+}
+
+static uintptr_t dyn_ptr(uintptr_t base, Elf64_Addr v);
+
+/* The frameworks the object holding addr is part of (frameworks.h). */
+static unsigned framework_of(const void *addr)
+{
+	struct object_at o;
+	if (!object_at(addr, &o))
+		return 0;
+	const Elf64_Dyn *dyn = 0;
+	for (int i = 0; i < o.info.dlpi_phnum; i++)
+		if (o.info.dlpi_phdr[i].p_type == PT_DYNAMIC)
+			dyn = (const Elf64_Dyn *)(o.info.dlpi_addr + o.info.dlpi_phdr[i].p_vaddr);
+	const char *strtab = 0;
+	for (const Elf64_Dyn *d = dyn; d && d->d_tag != DT_NULL; d++)
+		if (d->d_tag == DT_STRTAB)
+			strtab = (const char *)dyn_ptr(o.info.dlpi_addr, d->d_un.d_ptr);
+	return prof_framework_object(o.info.dlpi_name, dyn, strtab);
 }
 
 void *prof_trace_lookup(const char *name, void *real)
@@ -229,7 +359,9 @@ void *prof_trace_lookup(const char *name, void *real)
 	if ((!npatterns && !following) || !real || !name || !prof_proc || inside_libprof(real) ||
 	    plt_entry(real, name))
 		return real;
-	void *stub = stub_for(name, real);
+	/* a lookup gets the presets of the framework that defines the function (ctypes) */
+	unsigned scope = presets_everywhere | (detecting ? framework_of(real) : 0);
+	void *stub = stub_for(name, real, scope);
 	return stub ? stub : real;
 }
 
@@ -241,10 +373,10 @@ static unsigned nlisted, unlisted; /* unlisted: past the table, not patched */
  * linker would pick (the global scope first, then the object's own). */
 static void *resolve(void **slot, const char *name, const struct dl_phdr_info *object)
 {
-	Dl_info di;
+	struct object_at o;
 	void *cur = *slot;
-	if (dladdr(cur, &di) && di.dli_sname && !strcmp(di.dli_sname, name) &&
-	    !plt_entry(cur, name))
+	/* bound: the slot holds name's definition in the object it points into */
+	if (object_at(cur, &o) && prof_elf_symbol(&o.info, name) == cur && !plt_entry(cur, name))
 		return cur;
 	void *r = prof_real_dlsym(RTLD_DEFAULT, name);
 	if (r && !plt_entry(r, name))
@@ -269,6 +401,7 @@ static void *resolve(void **slot, const char *name, const struct dl_phdr_info *o
 }
 
 struct dynamic_info {
+	const Elf64_Dyn *dyn;
 	const Elf64_Sym *symtab;
 	const char *strtab;
 	const Elf64_Rela *jmprel;
@@ -299,6 +432,7 @@ static int read_dynamic(const struct dl_phdr_info *info, struct dynamic_info *d,
 	if (!dyn)
 		return -1;
 	memset(d, 0, sizeof *d);
+	d->dyn = dyn;
 	for (; dyn->d_tag != DT_NULL; dyn++) {
 		switch (dyn->d_tag) {
 		case DT_SYMTAB:
@@ -342,13 +476,16 @@ static const char *object_name(const struct dl_phdr_info *info)
 
 /* 0, or -1 when the object is still being relocated (got_write.c): look again later. */
 static int patch_slot(const struct dl_phdr_info *info, const struct dynamic_info *d,
-		      const Elf64_Rela *r, struct prof_got_object *pages, int hooks_only)
+		      const Elf64_Rela *r, struct prof_got_object *pages, int hooks_only,
+		      unsigned scope)
 {
 	const char *name = d->strtab + d->symtab[ELF64_R_SYM(r->r_info)].st_name;
 	void **slot = (void **)(info->dlpi_addr + r->r_offset);
-	if (!*name || prof_trace_is_stub(*slot))
+	if (!*name)
 		return 0;
-	if (hooks_only ? !hook_for(name) : (!match(name) && !hook_for(name)))
+	if (hooks_only ? !hook_for(name, scope) : (!match(name, scope) && !hook_for(name, scope)))
+		return 0;
+	if (prof_trace_is_stub(*slot)) /* after the match: it looks through every stub */
 		return 0;
 	void *real = resolve(slot, name, info);
 	if (!real) {
@@ -356,7 +493,7 @@ static int patch_slot(const struct dl_phdr_info *info, const struct dynamic_info
 			   object_name(info));
 		return 0;
 	}
-	void *stub = !inside_libprof(real) ? stub_for(name, real) : 0;
+	void *stub = !inside_libprof(real) ? stub_for(name, real, scope) : 0;
 	int rc = stub ? prof_got_write(pages, slot, stub) : 0;
 	if (rc == PROF_GOT_REFUSED) {
 		/* the page will not become writable later: this slot is given up */
@@ -381,17 +518,24 @@ static void patch_object(struct dl_phdr_info *info)
 	int busy = 0;
 	if (skip_object(info) || read_dynamic(info, &d, &pages.relro_lo, &pages.relro_hi))
 		return;
+	unsigned own = prof_framework_object(info->dlpi_name, d.dyn, d.strtab);
+	unsigned scope = presets_everywhere | (detecting ? own : 0);
+	unsigned found = own & (detecting ? ~0u : presets_everywhere);
+	if (found) /* named on the collector's summary line */
+		atomic_fetch_or(&prof_proc->frameworks, found);
+	if (!scope && !nuser && !following)
+		return; /* no pattern or hook applies here */
 	size_t n = d.jmprel_size / sizeof(Elf64_Rela);
 	for (size_t i = 0; i < n && !busy; i++)
 		if (ELF64_R_TYPE(d.jmprel[i].r_info) == R_X86_64_JUMP_SLOT)
-			busy = patch_slot(info, &d, &d.jmprel[i], &pages, 0);
+			busy = patch_slot(info, &d, &d.jmprel[i], &pages, 0, scope);
 	/* A function's address taken (GLOB_DAT) is patched only for the follow hooks:
 	 * elsewhere it could change what a program compares function pointers with. */
 	n = d.rela ? d.rela_size / sizeof(Elf64_Rela) : 0;
 	for (size_t i = 0; following && i < n && !busy; i++)
 		if (ELF64_R_TYPE(d.rela[i].r_info) == R_X86_64_GLOB_DAT &&
 		    ELF64_ST_TYPE(d.symtab[ELF64_R_SYM(d.rela[i].r_info)].st_info) == STT_FUNC)
-			busy = patch_slot(info, &d, &d.rela[i], &pages, 1);
+			busy = patch_slot(info, &d, &d.rela[i], &pages, 1, scope);
 	if (busy) {
 		/* being relocated by a dlopen in another thread: the next look patches it */
 		npatched -= marked;

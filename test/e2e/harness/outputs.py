@@ -128,7 +128,16 @@ def parse_summary(stderr):
         raise Fail("more than one summary line on stderr:\n" + stderr)
     if not found:
         return None
-    return tuple(int(x) for x in found[0].groups())
+    return tuple(int(x) for x in found[0].groups()[:3])
+
+
+def summary_frameworks(stderr):
+    """The frameworks the summary line names ("from 1 process (torch) -> "), a list (empty
+    when it names none), or None without a summary line."""
+    found = [m for m in (SUMMARY_RE.match(line) for line in stderr.splitlines()) if m]
+    if not found:
+        return None
+    return found[-1].group(4).split(", ") if found[-1].group(4) else []
 
 
 def text_rows(text):

@@ -17,7 +17,9 @@ SCRIPTS = os.path.join(ROOT, "scripts")
 # the outputs' prefix when PROFILER_OUTPUT is not set (preload/common/config.c)
 DEFAULT_PREFIX = "libprof"
 
-SUMMARY_RE = re.compile(r"^libprof: (\d+) events \((\d+) lost\) from (\d+) process(?:es)? -> ")
+# "... from 1 process (torch, mxnet) -> ...": the frameworks found, when any
+SUMMARY_RE = re.compile(r"^libprof: (\d+) events \((\d+) lost\) from (\d+) process(?:es)?"
+                        r"(?: \(([a-z]+(?:, [a-z]+)*)\))? -> ")
 SANITIZER_RE = re.compile(r"ERROR: (?:Address|Leak|Thread|Memory)Sanitizer|runtime error:|"
                           r"AddressSanitizer:DEADLYSIGNAL|SUMMARY: (?:Address|Undefined)")
 
