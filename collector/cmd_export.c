@@ -100,11 +100,8 @@ static int parse(int argc, char **argv, struct export_args *a)
 
 	if ((rc = opt_parse(&c, argc, argv, &pos, &npos)))
 		return rc;
-	if (npos > 1)
-		return bad("more than one capture given ('%s', '%s')", pos[0], pos[1]);
-	if (npos == 0)
-		return bad("no capture file given (see prof export --help)");
-	a->capture = pos[0];
+	if ((rc = opt_one_capture(&c, pos, npos, &a->capture)))
+		return rc;
 	a->format = (enum export_format)format;
 	if (weight >= 0)
 		a->folded.weight = (enum folded_weight)(weight + 1);

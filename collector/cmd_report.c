@@ -112,11 +112,8 @@ static int parse(int argc, char **argv, struct report_args *a)
 
 	if ((rc = opt_parse(&c, argc, argv, &pos, &npos)))
 		return rc;
-	if (npos > 1)
-		return bad("more than one capture given ('%s', '%s')", pos[0], pos[1]);
-	if (npos == 0)
-		return bad("no capture file given (see prof report --help)");
-	a->capture = pos[0];
+	if ((rc = opt_one_capture(&c, pos, npos, &a->capture)))
+		return rc;
 	a->opt.sort = (enum table_sort)sort;
 	a->opt.format = (enum table_format)format;
 	a->opt.top = (long)top;

@@ -284,3 +284,14 @@ int opt_parse(const struct opt_command *c, int argc, char **argv, char ***pos, i
 	*npos = n;
 	return 0;
 }
+
+int opt_one_capture(const struct opt_command *c, char **pos, int npos, const char **capture)
+{
+	if (npos > 1)
+		return opt_error(c->name, "more than one capture given ('%s', '%s')", pos[0],
+				 pos[1]);
+	if (npos == 0)
+		return opt_error(c->name, "no capture file given (see prof %s --help)", c->name);
+	*capture = pos[0];
+	return 0;
+}

@@ -84,6 +84,10 @@ void opt_print_item(FILE *f, const char *head, const char *text, int column);
 /* "prof <cmd>: message" on standard error; returns 2, the exit status of bad usage. */
 int opt_error(const char *cmd, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 
+/* The one capture file a command reads (prof report, prof export) among its positional
+ * arguments: 0 with *capture set, or 2 after one line (none, or more than one). */
+int opt_one_capture(const struct opt_command *c, char **pos, int npos, const char **capture);
+
 /* A whole decimal number in [min, max]; 0, or -1 when v is not one. */
 int opt_number(const char *v, uint64_t min, uint64_t max, uint64_t *out);
 
