@@ -250,3 +250,18 @@ def cli_record_leaves_program_arguments(c):
         eq(r.err, "", "prof record -q: standard error")
     eq(sorted(os.listdir(c.dir)), ["rec0.json", "rec0.prof", "rec0.txt", "rec1.json",
                                    "rec1.prof", "rec1.txt"], "outputs")
+
+
+@case
+def cli_one_capture(c):
+    # prof report and prof export read exactly one capture: none, or two, is one line
+    # naming the problem and exit status 2
+    for cmd in ("report", "export"):
+        r = c.prof(cmd)
+        eq(r.rc, 2, "prof %s without a capture: exit status (%r)" % (cmd, r))
+        eq(r.err, "prof %s: no capture file given (see prof %s --help)\n" % (cmd, cmd),
+           "prof %s without a capture" % cmd)
+        r = c.prof(cmd, "a.prof", "b.prof")
+        eq(r.rc, 2, "prof %s with two captures: exit status (%r)" % (cmd, r))
+        eq(r.err, "prof %s: more than one capture given ('a.prof', 'b.prof')\n" % cmd,
+           "prof %s with two captures" % cmd)
