@@ -356,11 +356,13 @@ static unsigned framework_of(const void *addr)
 
 void *prof_trace_lookup(const char *name, void *real)
 {
-	if ((!npatterns && !following) || !real || !name || !prof_proc || inside_libprof(real) ||
-	    plt_entry(real, name))
+	if ((!npatterns && !following) || !real || !name || !prof_proc || inside_libprof(real))
 		return real;
 	/* a lookup gets the presets of the framework that defines the function (ctypes) */
 	unsigned scope = presets_everywhere | (detecting ? framework_of(real) : 0);
+	/* most lookups want nothing: answer them before plt_entry's symbol-table scan */
+	if ((!match(name, scope) && !hook_for(name, scope)) || plt_entry(real, name))
+		return real;
 	void *stub = stub_for(name, real, scope);
 	return stub ? stub : real;
 }
