@@ -64,6 +64,7 @@ void model_free(struct model *m)
 		free(m->thr[i].child);
 		free(m->thr[i].mem_direct);
 		free(m->thr[i].mem_nested);
+		free(m->thr[i].kids);
 	}
 	free(m->thr);
 	free(m->gaps);

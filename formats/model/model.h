@@ -100,6 +100,14 @@ struct thread {
 	/* Net bytes per depth: of allocator calls made there, of completed calls there. */
 	int64_t *mem_direct;
 	int64_t *mem_nested;
+	/* Per depth: the calls completed there since the level above last completed, and
+	 * the first of them (stats.c: a call whose only child has its name is one call). */
+	struct only_child {
+		uint64_t t0, dur;
+		int64_t mem;
+		size_t row, dur_ix;
+		uint32_t n;
+	} *kids;
 	size_t ndepth;
 };
 

@@ -111,7 +111,8 @@ static int one_call(struct stack_agg *a, struct model *m, uint32_t image, uint32
 	 * was spent inside this call. */
 	x->self += dur > t->child[d + 1] ? dur - t->child[d + 1] : 0;
 	t->child[d + 1] = 0;
-	t->child[d] += dur;
+	if (e->cat != PROF_CAT_MEMORY) /* the tables' Self rule (stats.c) */
+		t->child[d] += dur;
 	/* Flame graphs add a frame's children to its own value: a call with a stack keeps
 	 * what its stacked callees do not already count, so nothing is counted twice; a
 	 * call without one hands its stacked callees' time up to its caller. */

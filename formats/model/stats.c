@@ -15,6 +15,7 @@ void stats_init(struct stats *s)
 	u64map_init(&s->ctr_ix);
 	u64map_init(&s->block_size);
 	u64map_init(&s->copy_ix);
+	s->merge_cat[0] = s->merge_cat[1] = STR_NONE;
 }
 
 void stats_free(struct stats *s)
@@ -121,13 +122,17 @@ static int depths(struct thread *t, unsigned d)
 	if (md)
 		t->mem_direct = md;
 	int64_t *mn = md ? realloc(t->mem_nested, cap * sizeof(*mn)) : NULL;
-	if (!mn)
+	if (mn)
+		t->mem_nested = mn;
+	struct only_child *k = mn ? realloc(t->kids, cap * sizeof(*k)) : NULL;
+	if (!k)
 		return -1;
-	t->mem_nested = mn;
+	t->kids = k;
 	size_t old = t->ndepth, more = cap - old;
 	memset(c + old, 0, more * sizeof(*c));
 	memset(md + old, 0, more * sizeof(*md));
 	memset(mn + old, 0, more * sizeof(*mn));
+	memset(k + old, 0, more * sizeof(*k));
 	t->ndepth = cap;
 	return 0;
 }
@@ -152,6 +157,9 @@ static void complete_mem(struct stats *s, struct row *r, struct thread *t,
 	s->has_mem |= direct || nested;
 }
 
+/* Self time is a call's time minus its callees' in every table but the allocator's: an
+ * operator's Self includes the malloc and free it makes, as torch's Self CPU does (its
+ * profiler has no allocator events), and the memory table's time is the allocator's own. */
 static int complete(struct row *r, struct thread *t, const struct prof_event *e)
 {
 	uint64_t dur = e->t1 > e->t0 ? e->t1 - e->t0 : 0;
@@ -161,7 +169,8 @@ static int complete(struct row *r, struct thread *t, const struct prof_event *e)
 	 * gathered belongs to this event, which then adds itself to its own level. */
 	r->self += dur > *child ? dur - *child : 0;
 	*child = 0;
-	t->child[e->depth] += dur;
+	if (e->cat != PROF_CAT_MEMORY)
+		t->child[e->depth] += dur;
 	r->count++;
 	r->total += dur;
 	if (dur < r->min)
@@ -172,6 +181,55 @@ static int complete(struct row *r, struct thread *t, const struct prof_event *e)
 		return -1;
 	r->durs[r->ndurs++] = dur;
 	return 0;
+}
+
+/* PyTorch's rule (its profiler's EventList._remove_dup_nodes): a call whose only child
+ * is a call of the same name is one call, as when one overload of an operator forwards to
+ * another (aten::mean calling aten::mean.dim). The child was counted when it ended; when
+ * its parent ends and it was the only one, it is taken back out of the row (same row:
+ * self time and self memory already add up to the merged call's; the count, total and
+ * memory with callees lose it). For the operator and user tables, as torch's shows them;
+ * allocator calls are not children here, as they are not in torch's tree. */
+static int merges(struct stats *s, struct model *m, uint32_t cat)
+{
+	static const char *const names[2] = {PROF_CATNAME_OPERATOR, PROF_CATNAME_USER};
+	for (int i = 0; i < 2; i++) {
+		if (s->merge_cat[i] == STR_NONE &&
+		    strtab_intern_str(&m->str, names[i], &s->merge_cat[i]))
+			return 0;
+		if (cat == s->merge_cat[i])
+			return 1;
+	}
+	return 0;
+}
+
+static void take_only_child(struct stats *s, struct model *m, struct row *r,
+			    const struct prof_event *e, struct only_child *below)
+{
+	size_t row = (size_t)(r - s->rows);
+	/* t0: inside this call, not left at that depth by one before it was recorded */
+	if (below->n == 1 && below->row == row && below->t0 >= e->t0 && merges(s, m, r->cat) &&
+	    below->dur_ix < r->ndurs) {
+		r->count--;
+		r->total -= below->dur <= r->total ? below->dur : r->total;
+		r->mem = sat_i64(r->mem, below->mem == INT64_MIN ? INT64_MAX : -below->mem);
+		r->durs[below->dur_ix] = UINT64_MAX; /* a hole, dropped by stats_finish */
+		r->merged++;
+	}
+	memset(below, 0, sizeof(*below));
+}
+
+/* This call ended at its level: the first one there is remembered. */
+static void note_child(struct stats *s, struct row *r, struct only_child *here,
+		       const struct prof_event *e, int64_t mem)
+{
+	if (here->n++ == 0)
+		*here = (struct only_child){.t0 = e->t0,
+					    .dur = e->t1 > e->t0 ? e->t1 - e->t0 : 0,
+					    .mem = mem,
+					    .row = (size_t)(r - s->rows),
+					    .dur_ix = r->ndurs - 1,
+					    .n = 1};
 }
 
 static int mark(struct stats *s, uint32_t name)
@@ -251,6 +309,19 @@ static int gpu_copy(struct stats *s, struct model *m, uint32_t cat, uint32_t nam
 	return 0;
 }
 
+/* torch.profiler's step labels, ProfilerStep#N, are one row named "ProfilerStep*", as its
+ * key_averages() shows them; the trace keeps each step's own name. */
+static uint32_t row_name(struct model *m, uint32_t name)
+{
+	static const char prefix[] = "ProfilerStep#";
+	size_t len, n = sizeof prefix - 1;
+	uint32_t grouped;
+	const char *str = strtab_get(&m->str, name, &len);
+	if (!str || len <= n || memcmp(str, prefix, n) || strspn(str + n, "0123456789") != len - n)
+		return name;
+	return strtab_intern_str(&m->str, "ProfilerStep*", &grouped) ? name : grouped;
+}
+
 static int one_event(struct stats *s, struct model *m, uint32_t image, struct thread *t,
 		     const struct prof_event *e)
 {
@@ -266,6 +337,8 @@ static int one_event(struct stats *s, struct model *m, uint32_t image, struct th
 		if ((int)e->cat == m->img[image].gpu_cat)
 			return 0;
 		cat = model_category(m, image, e->cat);
+		if (e->cat == PROF_CAT_USER)
+			name = row_name(m, name);
 		if (cat == STR_NONE || !(r = row_for(s, cat, name)))
 			return -1;
 		int64_t net = 0;
@@ -275,8 +348,17 @@ static int one_event(struct stats *s, struct model *m, uint32_t image, struct th
 			return -1;
 		if (depths(t, e->depth))
 			return -1;
-		complete_mem(s, r, t, e, e->cat == PROF_CAT_MEMORY, net);
-		return complete(r, t, e);
+		if (e->cat == PROF_CAT_MEMORY) {
+			complete_mem(s, r, t, e, 1, net);
+			return complete(r, t, e);
+		}
+		int64_t mem = sat_i64(t->mem_direct[e->depth + 1], t->mem_nested[e->depth + 1]);
+		take_only_child(s, m, r, e, &t->kids[e->depth + 1]);
+		complete_mem(s, r, t, e, 0, net);
+		if (complete(r, t, e))
+			return -1;
+		note_child(s, r, &t->kids[e->depth], e, mem);
+		return 0;
 	case PROF_EV_INSTANT:
 		if (e->cat == PROF_CAT_STEP)
 			return step(s, m->img[image].pid, e->t0);
@@ -302,6 +384,7 @@ int stats_on_events(void *ctx, struct model *m, uint32_t image, uint32_t thread,
 				memset(t->child, 0, t->ndepth * sizeof(*t->child));
 				memset(t->mem_direct, 0, t->ndepth * sizeof(*t->mem_direct));
 				memset(t->mem_nested, 0, t->ndepth * sizeof(*t->mem_nested));
+				memset(t->kids, 0, t->ndepth * sizeof(*t->kids));
 			}
 			continue;
 		}
@@ -353,6 +436,21 @@ int stats_finish(struct stats *s)
 
 	for (i = 0; i < s->nrows; i++) {
 		struct row *r = &s->rows[i];
+		if (r->merged) {
+			/* drop the holes; min and max again without the calls taken out */
+			size_t kept = 0;
+			r->min = UINT64_MAX;
+			r->max = 0;
+			for (size_t j = 0; j < r->ndurs; j++) {
+				uint64_t d = r->durs[j];
+				if (d == UINT64_MAX)
+					continue;
+				r->durs[kept++] = d;
+				r->min = d < r->min ? d : r->min;
+				r->max = d > r->max ? d : r->max;
+			}
+			r->ndurs = kept;
+		}
 		r->median = median_u64(r->durs, r->ndurs);
 		free(r->durs);
 		r->durs = NULL;

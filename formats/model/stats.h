@@ -18,6 +18,7 @@ struct row {
 	uint64_t *durs; /* every duration, for the median (8 bytes per event) */
 	size_t ndurs, durs_cap;
 	uint64_t median; /* set by stats_finish */
+	uint64_t merged; /* calls taken into their same-name parent: durs has holes */
 };
 
 struct mark {
@@ -68,6 +69,8 @@ struct stats {
 	int gpu_cats;
 	struct u64map block_size; /* image << 47 | pointer -> bytes, for net memory */
 	int has_mem;              /* some non-memory row saw allocations */
+	uint32_t merge_cat[2];    /* gids of the categories whose same-name only children
+				   * merge ("operator", "user"); STR_NONE until known */
 };
 
 void stats_init(struct stats *s);

@@ -100,7 +100,8 @@ static int complete(struct ctx *c, struct model *m, uint32_t image, uint32_t thr
 	r->self += dur > below->child ? dur - below->child : 0;
 	r->allocs += own + below->allocs;
 	r->bytes += own_bytes + below->bytes;
-	here->child += dur;
+	if (e->cat != PROF_CAT_MEMORY) /* the tables' Self rule (formats/model/stats.c) */
+		here->child += dur;
 	here->allocs += own + below->allocs;
 	here->bytes += own_bytes + below->bytes;
 	memset(below, 0, sizeof(*below));

@@ -23,10 +23,11 @@ def self_matches_children(rep, t, pid, cat, name):
     slices = t.select("X", name, cat, pid)
     eq(len(slices), row["count"], "%s/%s slices vs the report's count" % (cat, name))
     kids = [k for s in slices for k in direct_children(t, s)]
-    kid_ns = sum(ns(k["dur"]) for k in kids)
+    check(kids, "%s/%s: nothing inside it to check" % (cat, name))
+    # Self keeps the time of the allocator calls inside (formats/model/stats.c), as
+    # torch's Self CPU does
+    kid_ns = sum(ns(k["dur"]) for k in kids if k.get("cat") != "memory")
     tol = 2 * (len(slices) + len(kids))
-    check(kid_ns > tol, "%s/%s: no time inside it to check (%d ns in %d children)"
-          % (cat, name, kid_ns, len(kids)))
     want = row["total_ns"] - kid_ns
     check(abs(row["self_ns"] - want) <= tol,
           "%s/%s: self %d ns, total %d ns less %d ns in %d children is %d"
