@@ -116,17 +116,19 @@ def traced_calls():
 
 
 def torch_overhead():
-    """Issue 3: a PyTorch training loop's slowdown under libprof (ATen operators and the
-    allocator traced) and under torch.profiler, side by side in one run."""
+    """Issues 3 and 14: a PyTorch training loop's slowdown under libprof's bare command,
+    with frameworks off (the allocator only) and under torch.profiler, side by side."""
     py = "/usr/bin/python3"
     if subprocess.run([py, "-c", "import torch"], capture_output=True).returncode:
         print("\nPyTorch benchmark: skipped, /usr/bin/python3 has no torch (python3-torch)")
         return
     script = os.path.join(os.path.dirname(os.path.abspath(__file__)), "torch_step.py")
+    bare = {"LD_PRELOAD": LIB, "PROFILER_AUTOSTART": "1", "PROFILER_QUIET": "1"}
     v = [("native", {}, []),
-         ("libprof: ATen ops + allocator", {"LD_PRELOAD": LIB, "PROFILER_AUTOSTART": "1",
-                                             "PROFILER_QUIET": "1",
-                                             "PROFILER_FRAMEWORK": "torch"}, []),
+         # the bare command: ATen ops, labels and autograd nodes (RecordFunction
+         # callbacks), the allocator
+         ("libprof, bare command", bare, []),
+         ("libprof, frameworks off", dict(bare, PROFILER_FRAMEWORK="none"), []),
          ("torch.profiler (CPU)", {}, ["torchprof"])]
     rounds = max(3, ROUNDS // 2)
 

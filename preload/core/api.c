@@ -32,6 +32,16 @@ static inline struct prof_thread *enter(void)
 
 EXPORT void prof_range_push(const char *name)
 {
+	prof_range_open(PROF_CAT_USER, name);
+}
+
+EXPORT void prof_range_pop(void)
+{
+	prof_range_close();
+}
+
+void prof_range_open(uint8_t cat, const char *name)
+{
 	struct prof_thread *t = &prof_thr;
 	uint32_t n = t->nranges;
 	t->nranges = n + 1;
@@ -39,6 +49,7 @@ EXPORT void prof_range_push(const char *name)
 		return; /* too deep: counted so the matching pop stays balanced */
 	struct prof_thread *on = enter();
 	t->range_name[n] = on ? prof_intern(name) + 1 : 0; /* 0: not recorded */
+	t->range_cat[n] = cat;
 	if (on) {
 		/* only a recorded range is a level: what is recorded inside an unrecorded one
 		 * must not be left to the next sibling's self time */
@@ -48,7 +59,7 @@ EXPORT void prof_range_push(const char *name)
 	}
 }
 
-EXPORT void prof_range_pop(void)
+void prof_range_close(void)
 {
 	struct prof_thread *t = &prof_thr;
 	if (t->nranges == 0)
@@ -64,8 +75,8 @@ EXPORT void prof_range_pop(void)
 	if (!enter())
 		return;
 	uint64_t now = prof_now();
-	prof_emit(t, PROF_CAT_USER, PROF_EV_COMPLETE, 0, name - 1, t->depth, t->range_t0[n], now,
-		  0, 0, 0);
+	prof_emit(t, t->range_cat[n], PROF_EV_COMPLETE, 0, name - 1, t->depth, t->range_t0[n],
+		  now, 0, 0, 0);
 	t->busy = 0;
 }
 

@@ -27,6 +27,7 @@ struct prof_thread {
 	uint32_t nranges;
 	uint32_t range_name[PROF_MAX_RANGES];
 	uint64_t range_t0[PROF_MAX_RANGES];
+	uint8_t range_cat[PROF_MAX_RANGES];
 };
 
 extern __thread struct prof_thread prof_thr __attribute__((tls_model("initial-exec")));
@@ -55,6 +56,11 @@ uint32_t prof_intern(const char *s);
 uint8_t prof_category(const char *name);
 void prof_strings_reset(void);
 void prof_strings_inherit(struct prof_proc_shm *from, struct prof_proc_shm *to);
+
+/* api.c: a range on this thread's timeline in category cat (prof_range_push's is
+ * PROF_CAT_USER; a framework's own ranges, torch_callbacks.c, are operators). */
+void prof_range_open(uint8_t cat, const char *name);
+void prof_range_close(void);
 
 /* thread.c */
 int prof_thread_claim(struct prof_thread *t);

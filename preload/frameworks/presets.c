@@ -11,6 +11,8 @@
 #include "preload/frameworks/mxnet.h"
 #include "preload/frameworks/ort.h"
 #include "preload/frameworks/tf.h"
+#include "preload/frameworks/torch_callbacks.h"
+#include "preload/core/state.h"
 #include "prof.h"
 
 /* What each framework's calls look like; categories as the framework's own profiler
@@ -99,9 +101,27 @@ static uint32_t follow_stop(const uint64_t *args)
 	return 0;
 }
 
+/* The same, where the torch preset applies: torch's profiler also turns on the rows of
+ * the dispatcher's RecordFunction calls (torch_callbacks.c), following or not. */
+static uint32_t torch_profiler_start(const uint64_t *args)
+{
+	prof_torch_engine_rows(1);
+	return prof_cfg.follow ? follow_start(args) : 0;
+}
+
+static uint32_t torch_profiler_stop(const uint64_t *args)
+{
+	prof_torch_engine_rows(0);
+	return prof_cfg.follow ? follow_stop(args) : 0;
+}
+
 static const struct prof_framework_hook hooks[] = {
 	{"MXSetProcessProfilerState", prof_mxnet_follow, 0, PROF_CATNAME_MXNET_C_API},
 	{"MXSetProfilerState", prof_mxnet_follow, 0, PROF_CATNAME_MXNET_C_API},
+	{"_ZN5torch8autograd8profiler14enableProfilerE*", torch_profiler_start, PROF_FW_TORCH,
+	 PROF_CATNAME_PROFILER},
+	{"_ZN5torch8autograd8profiler15disableProfilerEv", torch_profiler_stop, PROF_FW_TORCH,
+	 PROF_CATNAME_PROFILER},
 	{"_ZN5torch8autograd8profiler14enableProfilerE*", follow_start, 0, PROF_CATNAME_PROFILER},
 	{"_ZN5torch8autograd8profiler15disableProfilerEv", follow_stop, 0, PROF_CATNAME_PROFILER},
 	/* tf.profiler.experimental.start/stop (and the TensorBoard callback's profiling):

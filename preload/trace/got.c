@@ -23,6 +23,7 @@
 #include "preload/common/debug.h"
 #include "preload/wrap/dl.h"
 #include "preload/trace/elf_sym.h"
+#include "preload/frameworks/torch_callbacks.h"
 #include "preload/trace/got_write.h"
 #include "preload/frameworks/frameworks.h"
 #include "prof.h"
@@ -507,6 +508,18 @@ static int patch_slot(const struct dl_phdr_info *info, const struct dynamic_info
 	return rc;
 }
 
+/* libtorch_cpu, patched and relocated: its RecordFunction callbacks are added once the
+ * patching is over (torch_callbacks.c). */
+static struct dl_phdr_info torch_cpu;
+static int have_torch_cpu;
+
+static int named_libtorch_cpu(const char *path)
+{
+	const char *base = path ? strrchr(path, '/') : 0;
+	base = base ? base + 1 : path;
+	return base && !strncmp(base, "libtorch_cpu.so", 15);
+}
+
 static void patch_object(struct dl_phdr_info *info)
 {
 	for (unsigned i = 0; i < npatched; i++)
@@ -542,6 +555,9 @@ static void patch_object(struct dl_phdr_info *info)
 		/* being relocated by a dlopen in another thread: the next look patches it */
 		npatched -= marked;
 		__atomic_store_n(&seen_adds, ~0ull, __ATOMIC_RELAXED);
+	} else if ((scope & PROF_FW_TORCH) && named_libtorch_cpu(info->dlpi_name)) {
+		torch_cpu = *info;
+		have_torch_cpu = 1;
 	}
 }
 
@@ -603,6 +619,10 @@ void prof_trace_patch_loaded(void)
 	 * is not handled. */
 	for (unsigned i = 0; i < nlisted; i++)
 		patch_object(&listed[i]);
+	struct dl_phdr_info torch = torch_cpu;
+	int torch_found = have_torch_cpu;
 	pthread_mutex_unlock(&patch_lock);
+	if (torch_found)
+		prof_torch_callbacks_install(&torch);
 	t->busy--;
 }

@@ -1,0 +1,109 @@
+# torch_labels: torch.profiler's rows that are not ATen operators — record_function
+# labels, the framework's own (ProfilerStep#N, Optimizer.step#SGD.step,
+# enumerate(DataLoader)#...), autograd nodes and the engine's evaluate_function — which
+# libprof takes from PyTorch's RecordFunction callbacks (preload/frameworks/
+# torch_callbacks.c), on Debian's torch 1.13 and the PyPI 2.x of torch2.py.
+# Run by test/e2e/run.py in the harness's namespace (see README.md).
+
+LABELS_SCRIPT = os.path.join(ROOT, "test", "e2e", "frameworks", "torch_tutorial_labels.py")
+LABELS_STEPS = 5
+
+
+def labels_rows(c):
+    """{name: count} and {name: total_ns} of libprof's user and operator rows."""
+    rep = c.report_json(c.path("libprof.prof"))
+    rows = [x for x in rep["rows"] if x["category"] in ("user", "operator")]
+    return ({x["name"]: x["count"] for x in rows}, {x["name"]: x["total_ns"] for x in rows},
+            [x["name"] for x in rep["rows"] if x["category"] == "user"])
+
+
+def labels_follow(c, python):
+    """The tutorial's MyModule trained under torch.profiler with a schedule, libprof
+    following it: every row of torch's key_averages() that is not an ATen operator is in
+    libprof's tables with torch's count, and the user table is in torch's order."""
+    r = c.run([python, LABELS_SCRIPT, "follow"], env={"PROFILER_FOLLOW": "1"}, timeout=300)
+    check(r.rc == 0, "exit status %s: %r" % (r.rc, r))
+    theirs, their_time = {}, {}
+    for line in r.out.splitlines():
+        for tag, into in (("TORCHPROF ", theirs), ("TORCHTIME ", their_time)):
+            if line.startswith(tag):
+                k, n = line[len(tag):].rsplit(" ", 1)
+                into[k] = int(n)
+    wanted = {k: n for k, n in theirs.items() if not k.startswith("aten::")}
+    for k in ("LABEL1: linear pass", "LABEL2: masking", "ProfilerStep*",
+              "Optimizer.step#SGD.step", "autograd::engine::evaluate_function: AddmmBackward0",
+              "AddmmBackward0", "torch::autograd::AccumulateGrad"):
+        check(k in wanted, "torch.profiler has no %r row: %r" % (k, sorted(wanted)))
+    ours, our_time, user_order = labels_rows(c)
+    eq({k: ours.get(k) for k in wanted}, wanted,
+       "torch.profiler's rows that are not ATen operators, with libprof's counts")
+    # the user table in torch's order, where torch's totals are not within 2x of each other
+    user = [k for k in user_order if k in wanted]
+    swapped = [(a, b) for i, a in enumerate(user) for b in user[i + 1:]
+               if their_time[b] > 2 * their_time[a]]
+    eq(swapped, [], "user rows libprof puts before rows torch.profiler times 2x longer")
+    c.note("%d rows besides ATen operators, all with torch's counts; user table: %s"
+           % (len(wanted), ", ".join(user)))
+
+
+@case
+def torch_labels_match_torch_profiler(c):
+    need_torch()
+    labels_follow(c, "/usr/bin/python3")
+
+
+@case
+def torch2_labels_match_torch_profiler(c):
+    py, version = torch2_python()
+    labels_follow(c, py)
+    c.note("torch %s" % version)
+
+
+def labels_bare(c, python):
+    # no setting at all: the labels, optimizer and DataLoader rows, autograd nodes
+    r = c.run([python, LABELS_SCRIPT, "bare"], timeout=300)
+    check(r.rc == 0, "exit status %s: %r" % (r.rc, r))
+    eq(r.kv("steps"), [str(LABELS_STEPS)], "the script's steps")
+    ours, _, user_order = labels_rows(c)
+    n = LABELS_STEPS
+    # the tutorial's warm-up call is one more forward pass; four Linear layers
+    want = {"LABEL1: linear pass": n + 1, "LABEL2: masking": n + 1,
+            "Optimizer.step#SGD.step": n, "Optimizer.zero_grad#SGD.zero_grad": n,
+            "AddmmBackward0": 4 * n, "ReluBackward0": 4 * n,
+            "torch::autograd::AccumulateGrad": 8 * n}
+    eq({k: ours.get(k) for k in want}, want, "rows of the bare command")
+    # the engine's evaluate_function rows are there only while torch.profiler runs (the
+    # dispatcher's RecordFunction costs +13% per operator: torch_callbacks.c)
+    engine = sorted(k for k in ours if k.startswith("autograd::engine::"))
+    eq(engine, [], "evaluate_function rows without torch.profiler")
+    check(not any(k.startswith("ProfilerStep") for k in ours),
+          "ProfilerStep rows without torch.profiler: %r" % user_order)
+    text = text_rows(c.text())
+    eq({k: text.get(("user", k)) for k in ("LABEL1: linear pass", "LABEL2: masking")},
+       {k: want[k] for k in ("LABEL1: linear pass", "LABEL2: masking")},
+       "the labels in libprof.txt's user table")
+    c.note("user table: %s" % ", ".join(user_order))
+
+
+@case
+def torch_labels_bare_command(c):
+    need_torch()
+    labels_bare(c, "/usr/bin/python3")
+
+
+@case
+def torch2_labels_bare_command(c):
+    py, version = torch2_python()
+    labels_bare(c, py)
+    c.note("torch %s" % version)
+
+
+@case
+def torch_labels_framework_none(c):
+    # PROFILER_FRAMEWORK=none: no callback added, no label or autograd row
+    need_torch()
+    r = c.run(["/usr/bin/python3", LABELS_SCRIPT, "bare"], env={"PROFILER_FRAMEWORK": "none"},
+              timeout=300)
+    check(r.rc == 0, "exit status %s: %r" % (r.rc, r))
+    ours, _, _ = labels_rows(c)
+    eq(sorted(ours), [], "user and operator rows with frameworks off")
