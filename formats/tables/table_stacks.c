@@ -64,14 +64,22 @@ static uint32_t key_of(struct grouper *g, uint32_t stack)
 	if (g->stack_key[stack - 1])
 		return g->stack_key[stack - 1] - 1;
 	const struct model_stack *st = &m->stacks[stack - 1];
-	uint32_t n = st->nframes < g->nframes ? st->nframes : g->nframes;
+	const uint64_t *f = m->frames + st->at;
+	/* A stack with Python frames is keyed by those alone, as torch's
+	 * group_by_stack_n keys by the script's lines (v0.py(30): forward), not by the
+	 * interpreter and bindings between them. */
+	int python = 0;
+	for (uint32_t k = 0; k < st->nframes && !python; k++)
+		python = (f[k] & PROF_STACK_FRAME_PYTHON) != 0;
 	g->buf_len = 0;
-	for (uint32_t k = 0; k < n; k++) {
-		const char *s = stack_frame_name(&g->sn, st->image, m->frames[st->at + k]);
+	for (uint32_t k = 0, n = 0; k < st->nframes && n < g->nframes; k++) {
+		if (python && !(f[k] & PROF_STACK_FRAME_PYTHON))
+			continue;
+		const char *s = stack_frame_name(&g->sn, st->image, f[k]);
 		size_t len = strlen(s);
 		if (VEC_RESERVE(g->buf, g->buf_cap, g->buf_len + len + 1))
 			return UINT32_MAX;
-		if (k)
+		if (n++)
 			g->buf[g->buf_len++] = '\n';
 		for (size_t i = 0; i < len; i++)
 			g->buf[g->buf_len++] = s[i] == '\n' ? '?' : s[i];

@@ -149,8 +149,15 @@ static uint32_t append(uint32_t h, const uint64_t *f, unsigned n)
 	uint64_t need = sizeof(struct prof_stack_entry) + (uint64_t)n * 8;
 	uint64_t at = atomic_fetch_add_explicit(&prof_proc->stacks_reserved, need,
 						memory_order_relaxed);
-	if (at + need > prof_proc->stacks_size)
+	if (at + need > prof_proc->stacks_size) {
+		static int said;
+		if (!__atomic_exchange_n(&said, 1, __ATOMIC_RELAXED))
+			prof_warn("the call-stack area of this process (%llu MiB) is full: events "
+				  "from now on have no stack (PROFILER_STACK_DEPTH below %u "
+				  "keeps more)", (unsigned long long)(prof_proc->stacks_size >> 20),
+				  depth_max);
 		return 0;
+	}
 	struct prof_stack_entry *e = (struct prof_stack_entry *)(prof_proc_stacks(prof_proc) + at);
 	e->hash = h;
 	memcpy(e->frames, f, (size_t)n * 8);
@@ -183,7 +190,12 @@ static uint32_t intern_stack(const uint64_t *f, unsigned n)
 		    !memcmp(e->frames, f, (size_t)n * 8))
 			return (uint32_t)v;
 	}
-	return 0; /* a crowded neighbourhood: the event goes without its stack */
+	/* a crowded neighbourhood: the event goes without its stack */
+	static int said;
+	if (!__atomic_exchange_n(&said, 1, __ATOMIC_RELAXED))
+		prof_warn("this process has made too many distinct call stacks for libprof's "
+			  "table (%u): some events from now on have no stack", TABLE_SIZE);
+	return 0;
 }
 
 #define SELF_FRAMES 4 /* at most this many of libprof's frames precede the program's */

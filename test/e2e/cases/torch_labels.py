@@ -107,3 +107,30 @@ def torch_labels_framework_none(c):
     check(r.rc == 0, "exit status %s: %r" % (r.rc, r))
     ours, _, _ = labels_rows(c)
     eq(sorted(ours), [], "user and operator rows with frameworks off")
+
+
+@case
+def torch_stack1_python_lines(c):
+    # `prof report --group-by stack:1` of a PyTorch script names the script's lines, as
+    # torch's key_averages(group_by_stack_n=1) does ("v0.py(30): forward"), not the
+    # interpreter or the bindings: the innermost Python frame of each operator's stack
+    need_torch()
+    r = c.run(["/usr/bin/python3", LABELS_SCRIPT, "follow"],
+              env={"PROFILER_FOLLOW": "1", "PROFILER_STACK": "all"}, timeout=300)
+    check(r.rc == 0, "exit status %s: %r" % (r.rc, r))
+    with open(LABELS_SCRIPT) as f:
+        line = next(i for i, text in enumerate(f, 1) if ".nonzero(" in text)
+    rep = c.report_json(c.path("libprof.prof"), "--group-by", "stack:1", "--category",
+                        "operator")
+    where = {}
+    for row in rep["rows"]:
+        where.setdefault(row["name"], []).append(row["stack"])
+    eq(where.get("aten::nonzero"),
+       [["MyModule.forward (%s:%d)" % (LABELS_SCRIPT, line)]],
+       "aten::nonzero's innermost frame (the script's masking line)")
+    addmm = where.get("aten::addmm") or []
+    check(addmm and all(len(s) == 1 and s[0].startswith("Linear.forward (") and
+                        "/torch/nn/modules/linear.py:" in s[0] for s in addmm),
+          "aten::addmm's innermost frames: %r" % addmm)
+    c.note("aten::nonzero at %s; aten::addmm at %s" % (where["aten::nonzero"][0][0],
+                                                      addmm[0][0]))
