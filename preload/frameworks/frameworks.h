@@ -34,12 +34,16 @@ struct prof_framework_hook {
 	unsigned preset;      /* the framework (PROF_FW_*) whose preset installs it, or 0:
 			       * follow only */
 	const char *category; /* of the call's own event, when no pattern names one */
+	int by_address;       /* also where the program takes its address (GLOB_DAT) */
 };
 
 /* The hook installed for the function name where the presets of scope apply, with
  * PROFILER_FOLLOW=following, or NULL. */
 const struct prof_framework_hook *prof_framework_hook_for(const char *name, unsigned scope,
 							  int following);
+
+/* Whether some hook installed by address applies where the presets of scope do. */
+int prof_framework_hooks_by_address(unsigned scope);
 
 /* What stands for the function name instead of call (its stub, or the function when it
  * is not traced) where the presets of scope apply, or NULL: call itself. */

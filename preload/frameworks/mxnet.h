@@ -9,4 +9,7 @@ uint32_t prof_mxnet_follow(const uint64_t *args);
 /* ThreadedEngine::ExecuteOprBlock: the operator's name id + 1, or 0. */
 uint32_t prof_mxnet_operator(const uint64_t *args);
 
+/* ThreadedEngine::OnCompleteStatic: the operator's event ends here. */
+uint32_t prof_mxnet_operator_done(const uint64_t *args);
+
 #endif

@@ -116,27 +116,29 @@ static uint32_t torch_profiler_stop(const uint64_t *args)
 }
 
 static const struct prof_framework_hook hooks[] = {
-	{"MXSetProcessProfilerState", prof_mxnet_follow, 0, PROF_CATNAME_MXNET_C_API},
-	{"MXSetProfilerState", prof_mxnet_follow, 0, PROF_CATNAME_MXNET_C_API},
+	{"MXSetProcessProfilerState", prof_mxnet_follow, 0, PROF_CATNAME_MXNET_C_API, 0},
+	{"MXSetProfilerState", prof_mxnet_follow, 0, PROF_CATNAME_MXNET_C_API, 0},
 	{"_ZN5torch8autograd8profiler14enableProfilerE*", torch_profiler_start, PROF_FW_TORCH,
-	 PROF_CATNAME_PROFILER},
+	 PROF_CATNAME_PROFILER, 0},
 	{"_ZN5torch8autograd8profiler15disableProfilerEv", torch_profiler_stop, PROF_FW_TORCH,
-	 PROF_CATNAME_PROFILER},
-	{"_ZN5torch8autograd8profiler14enableProfilerE*", follow_start, 0, PROF_CATNAME_PROFILER},
-	{"_ZN5torch8autograd8profiler15disableProfilerEv", follow_stop, 0, PROF_CATNAME_PROFILER},
+	 PROF_CATNAME_PROFILER, 0},
+	{"_ZN5torch8autograd8profiler14enableProfilerE*", follow_start, 0, PROF_CATNAME_PROFILER, 0},
+	{"_ZN5torch8autograd8profiler15disableProfilerEv", follow_stop, 0, PROF_CATNAME_PROFILER, 0},
 	/* tf.profiler.experimental.start/stop (and the TensorBoard callback's profiling):
 	 * _pywrap_profiler calls these in TensorFlow's common library. stop() exports
 	 * (ExportToTensorBoard) or, with save=False, drops the session (its destructor). */
 	{"_ZN10tensorflow8profiler6pywrap22ProfilerSessionWrapper5StartE*", follow_start, 0,
-	 PROF_CATNAME_PROFILER},
+	 PROF_CATNAME_PROFILER, 0},
 	{"_ZN10tensorflow8profiler6pywrap22ProfilerSessionWrapper4StopE*", follow_stop, 0,
-	 PROF_CATNAME_PROFILER},
+	 PROF_CATNAME_PROFILER, 0},
 	{"_ZN10tensorflow8profiler6pywrap22ProfilerSessionWrapper19ExportToTensorBoardEv",
-	 follow_stop, 0, PROF_CATNAME_PROFILER},
-	{"_ZN3tsl15ProfilerSessionD[12]Ev", follow_stop, 0, PROF_CATNAME_PROFILER},
+	 follow_stop, 0, PROF_CATNAME_PROFILER, 0},
+	{"_ZN3tsl15ProfilerSessionD[12]Ev", follow_stop, 0, PROF_CATNAME_PROFILER, 0},
 	{"_ZN5mxnet6engine14ThreadedEngine15ExecuteOprBlockE*", prof_mxnet_operator, PROF_FW_MXNET,
-	 PROF_CATNAME_OPERATOR},
-	{"TFE_Execute", prof_tf_execute_hook, PROF_FW_TENSORFLOW, PROF_CATNAME_OPERATOR},
+	 PROF_CATNAME_OPERATOR, 0},
+	{"_ZN5mxnet6engine14ThreadedEngine16OnCompleteStaticE*", prof_mxnet_operator_done,
+	 PROF_FW_MXNET, PROF_CATNAME_OPERATOR, 1},
+	{"TFE_Execute", prof_tf_execute_hook, PROF_FW_TENSORFLOW, PROF_CATNAME_OPERATOR, 0},
 };
 
 const struct prof_framework_hook *prof_framework_hook_for(const char *name, unsigned scope,
@@ -147,6 +149,14 @@ const struct prof_framework_hook *prof_framework_hook_for(const char *name, unsi
 		if (on && !fnmatch(hooks[i].symbol, name, 0))
 			return &hooks[i];
 	}
+	return 0;
+}
+
+int prof_framework_hooks_by_address(unsigned scope)
+{
+	for (size_t i = 0; i < sizeof hooks / sizeof *hooks; i++)
+		if (hooks[i].by_address && (hooks[i].preset & scope))
+			return 1;
 	return 0;
 }
 

@@ -486,7 +486,9 @@ static int patch_slot(const struct dl_phdr_info *info, const struct dynamic_info
 	void **slot = (void **)(info->dlpi_addr + r->r_offset);
 	if (!*name)
 		return 0;
-	if (hooks_only ? !hook_for(name, scope) : (!match(name, scope) && !hook_for(name, scope)))
+	const struct prof_framework_hook *h = hook_for(name, scope);
+	if (hooks_only ? !h || (!following && !h->by_address)
+		       : (!match(name, scope) && !h))
 		return 0;
 	if (prof_trace_is_stub(*slot)) /* after the match: it looks through every stub */
 		return 0;
@@ -544,10 +546,12 @@ static void patch_object(struct dl_phdr_info *info)
 	for (size_t i = 0; i < n && !busy; i++)
 		if (ELF64_R_TYPE(d.jmprel[i].r_info) == R_X86_64_JUMP_SLOT)
 			busy = patch_slot(info, &d, &d.jmprel[i], &pages, 0, scope);
-	/* A function's address taken (GLOB_DAT) is patched only for the follow hooks:
-	 * elsewhere it could change what a program compares function pointers with. */
+	/* A function's address taken (GLOB_DAT) is patched only for the follow hooks and
+	 * those marked by_address (a completion callback): elsewhere it could change what a
+	 * program compares function pointers with. */
+	int by_address = following || prof_framework_hooks_by_address(scope);
 	n = d.rela ? d.rela_size / sizeof(Elf64_Rela) : 0;
-	for (size_t i = 0; following && i < n && !busy; i++)
+	for (size_t i = 0; by_address && i < n && !busy; i++)
 		if (ELF64_R_TYPE(d.rela[i].r_info) == R_X86_64_GLOB_DAT &&
 		    ELF64_ST_TYPE(d.symtab[ELF64_R_SYM(d.rela[i].r_info)].st_info) == STT_FUNC)
 			busy = patch_slot(info, &d, &d.rela[i], &pages, 1, scope);

@@ -46,6 +46,8 @@ struct shadow_entry {
 	void **ret_slot; /* where the return address lives in the caller's frame */
 	void *orig_ret;
 	uint64_t t0;
+	uint64_t t_end; /* prof_trace_end_now's time, 0: when it returns */
+	uint64_t arg1;  /* its second integer argument, for prof_trace_end_now (hooked) */
 	uint32_t target;
 	uint32_t depth;
 	uint32_t name; /* + 1; 0: the function's own name */
@@ -173,6 +175,8 @@ __attribute__((used)) void *prof_trace_enter(uint32_t idx, void **ret_slot,
 		name = tg->hook(saved_args);
 		if (unlikely(name & PROF_HOOK_ENTRY_ONLY))
 			return entry_only_call(tg, ret_slot);
+		if (unlikely(name & PROF_HOOK_PASS))
+			return tg->real;
 		resume_after = name & PROF_HOOK_RESUME_AFTER;
 		name &= ~PROF_HOOK_RESUME_AFTER;
 	}
@@ -198,6 +202,8 @@ __attribute__((used)) void *prof_trace_enter(uint32_t idx, void **ret_slot,
 	e->unshadowed = 0;
 	e->resume_after = resume_after != 0;
 	e->depth = t->depth++;
+	e->t_end = 0;
+	e->arg1 = tg->hook ? saved_args[1] : 0;
 	e->t0 = prof_now();
 	shadow.n++; /* complete before it can be seen by a signal handler's call */
 	*ret_slot = (void *)prof_trace_exit;
@@ -258,8 +264,18 @@ __attribute__((used)) void *prof_trace_leave(void **sp)
 	if (e.resume_after)
 		prof_resume();
 	else
-		end_entry(t, &e, t1);
+		end_entry(t, &e, e.t_end ? e.t_end : t1);
 	return e.orig_ret;
+}
+
+void prof_trace_end_now(prof_trace_hook hook, uint64_t arg1)
+{
+	for (uint32_t i = shadow.n; i-- > 0;)
+		if (targets[shadow.e[i].target].hook == hook && shadow.e[i].arg1 == arg1) {
+			if (!shadow.e[i].t_end)
+				shadow.e[i].t_end = prof_now();
+			return;
+		}
 }
 
 /* ---- stacks ---- */

@@ -16,6 +16,13 @@ typedef uint32_t (*prof_trace_hook)(const uint64_t *args);
 /* Or'd into a hook's result: record this call at entry only and leave its return address
  * alone (trace_policy.c: functions that return twice, never, or walk the stack). */
 #define PROF_HOOK_ENTRY_ONLY 0x40000000u
+/* Or'd into a hook's result: no event for this call, which only ran the hook (a
+ * framework's completion callback, ending the call it completes: prof_trace_end_now). */
+#define PROF_HOOK_PASS 0x20000000u
+/* Ends now, as far as its event says, the innermost call open on this thread that was
+ * made through a stub with this hook and with arg1 as its second integer argument; its
+ * return still comes (and is not timed). */
+void prof_trace_end_now(prof_trace_hook hook, uint64_t arg1);
 /* The hook of those functions; the second also puts back the real return addresses of
  * the thread's traced frames (for functions that unwind the stack from there). */
 uint32_t prof_trace_entry_only_hook(const uint64_t *args);
