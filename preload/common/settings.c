@@ -102,6 +102,11 @@ const struct prof_setting prof_settings[] = {
 	{.name = "follow", .env = "PROFILER_FOLLOW", .type = PROF_SETTING_BOOL,
 	 .when = PROF_WHEN_START, FIELD(follow), .def = "0",
 	 .help = "record only while the framework's profiler runs"},
+	{.name = "mxnet_bulk", .env = "PROFILER_MXNET_BULK", .type = PROF_SETTING_BOOL,
+	 .when = PROF_WHEN_LOAD, FIELD(mxnet_bulk), .def = "1",
+	 .help = "0: MXNet runs every operator on its own, as while its own profiler runs "
+		 "(bulk execution off), so a hybridized Gluon network's layers are operators "
+		 "rather than `ImperativeBulk`"},
 	{.name = "stack", .env = "PROFILER_STACK", .type = PROF_SETTING_ENUM,
 	 .when = PROF_WHEN_ANY, FIELD(stack_mode), .def = "off", .values = "off,alloc,all",
 	 .why = "use alloc, all or off",

@@ -19,6 +19,7 @@
 #include "preload/gpu/nvtx.h"
 #include "preload/stacks/stack.h"
 #include "preload/core/state.h"
+#include "preload/frameworks/mxnet.h"
 #include "preload/core/windows.h"
 #include "preload/trace/trace.h"
 
@@ -276,6 +277,8 @@ __attribute__((constructor(101))) static void prof_init(void)
 			     getenv("PROFILER_SESSION") ? ignore_line : warn_line);
 	pthread_atfork(0, 0, prof_after_fork_child);
 	prof_spawn_env_save(environ);
+	if (!prof_cfg.mxnet_bulk)
+		prof_mxnet_bulk_off();
 	prof_stack_setup();
 	t->busy--;
 	/* A child of a profiled process follows its session even without autostart, and

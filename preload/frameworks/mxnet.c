@@ -1,6 +1,7 @@
 /* MXNet: its profiler's start and stop (PROFILER_FOLLOW) and its operators' names, read
  * from MXNet 1.x's own structures. */
 #include <stddef.h>
+#include <stdlib.h>
 
 #include "preload/core/state.h"
 #include "preload/frameworks/mxnet.h"
@@ -57,4 +58,17 @@ uint32_t prof_mxnet_operator_done(const uint64_t *args)
 {
 	prof_trace_end_now(prof_mxnet_operator, args[1]); /* the same OprBlock */
 	return PROF_HOOK_PASS;
+}
+
+/* PROFILER_MXNET_BULK=0: what MXNet's profiler does while it runs (its engine's bulk size
+ * is 0 then), for the whole program: every operator is pushed on its own instead of in
+ * ImperativeBulk segments, hybridized (CachedOp) graphs included. Set before MXNet reads
+ * them (at its import); a value the user set wins. */
+void prof_mxnet_bulk_off(void)
+{
+	static const char *const vars[] = {
+		"MXNET_EXEC_BULK_EXEC_TRAIN", "MXNET_EXEC_BULK_EXEC_INFERENCE",
+		"MXNET_EXEC_BULK_EXEC_MAX_NODE_TRAIN_FWD", "MXNET_EXEC_BULK_EXEC_MAX_NODE_TRAIN_BWD"};
+	for (size_t i = 0; i < sizeof vars / sizeof *vars; i++)
+		setenv(vars[i], "0", 0);
 }

@@ -12,4 +12,7 @@ uint32_t prof_mxnet_operator(const uint64_t *args);
 /* ThreadedEngine::OnCompleteStatic: the operator's event ends here. */
 uint32_t prof_mxnet_operator_done(const uint64_t *args);
 
+/* PROFILER_MXNET_BULK=0: MXNet's bulk execution off (its environment, set at load). */
+void prof_mxnet_bulk_off(void);
+
 #endif

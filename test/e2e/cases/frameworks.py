@@ -117,6 +117,33 @@ def mxnet_operators_queued_in_region(c):
 
 
 @case
+def mxnet_hybridized_layers(c):
+    # a hybridized Gluon network runs in ImperativeBulk segments unless MXNet's profiler
+    # runs (it turns bulk execution off meanwhile); PROFILER_MXNET_BULK=0 does the same
+    # for the whole run, so the bare command's table names the layers
+    need_module("mxnet", "pip install mxnet==1.9.1 numpy==1.23.5")
+    script = os.path.join(FRAMEWORKS, "mxnet_gluon_cnn.py")
+    counts = {}
+    for bulk in ("1", "0"):
+        r = c.run([sys.executable, script, "hybridize"],
+                  env={"PROFILER_MXNET_BULK": bulk, "PROFILER_OUTPUT": "bulk" + bulk})
+        check(r.rc == 0, "exit status %s: %r" % (r.rc, r))
+        rep = c.report_json(c.path("bulk%s.prof" % bulk), "--category", "operator")
+        counts[bulk] = {x["name"]: x["count"] for x in rep["rows"]}
+        theirs = mxnet_table(r.out, "operator")
+    check("ImperativeBulk" in counts["1"], "no bulk segment without the setting: %r"
+          % sorted(counts["1"]))
+    check("ImperativeBulk" not in counts["0"], "bulk segments with PROFILER_MXNET_BULK=0")
+    # two iterations, MXNet's profiler on in the second: twice its counts of the layers
+    layers = ("Convolution", "Pooling", "FullyConnected", "_backward_Convolution")
+    eq({k: counts["0"].get(k) for k in layers}, {k: 2 * theirs.get(k, 0) for k in layers},
+       "the layers' operators in the whole run vs twice MXNet's (one iteration)")
+    c.note("bulk on: ImperativeBulk x%d, Convolution x%s; off: Convolution x%d"
+           % (counts["1"]["ImperativeBulk"], counts["1"].get("Convolution"),
+              counts["0"]["Convolution"]))
+
+
+@case
 def mxnet_c_api_whole_run(c):
     need_module("mxnet", "pip install mxnet==1.9.1 numpy==1.23.5")
     script = os.path.join(FRAMEWORKS, "mxnet_trace_example.py")
