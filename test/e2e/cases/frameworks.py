@@ -339,21 +339,25 @@ def ort_c_api_table(c):
     want = {"OrtApi::Run": runs, "OrtApi::CreateSession": 1, "OrtApi::CreateEnv": 1,
             "OrtApi::CreateSessionOptions": 1, "OrtApi::CreateTensorWithDataAsOrtValue": 2 * runs,
             "OrtApi::GetTensorMutableData": runs, "OrtApi::ReleaseValue": 3 * runs}
+    # None: the default (detect), for a program linked with ONNX Runtime and for one
+    # that dlopens it
     for argv, framework in (([link, model, runs], "onnxruntime"),
                             ([dl, model, runs, lib], "onnxruntime"),
-                            ([link, model, runs], "auto")):
+                            ([link, model, runs], "auto"),
+                            ([link, model, runs], None),
+                            ([dl, model, runs, lib], None)):
         how = "%s, PROFILER_FRAMEWORK=%s" % (os.path.basename(argv[0]), framework)
-        r, t = profile(c, argv, env={"PROFILER_FRAMEWORK": framework,
-                                     "PROFILER_PROFILE_MEMORY": "0",
-                                     "PROFILER_OVERWRITE": "1"})  # one output per run
+        env = {"PROFILER_PROFILE_MEMORY": "0", "PROFILER_OVERWRITE": "1"}  # one output a run
+        if framework:
+            env["PROFILER_FRAMEWORK"] = framework
+        r, t = profile(c, argv, env=env)
         eq(r.kv("wrong"), ["0"], "%s: outputs computed wrong" % how)
         eq(r.kv("tensors"), [str(2 * runs)], "%s: tensors made" % how)
         t.wellformed()
         got = trace_counts(t, "ORT_API")
         eq({k: got.get(k) for k in want}, want, "%s: OrtApi calls (category ORT_API)" % how)
         eq(got.get("OrtGetApiBase"), 1, "%s: OrtGetApiBase calls" % how)
-    # with the presets off the table is ORT's own and nothing is traced (the default
-    # detects ONNX Runtime: frameworks_default.py)
+    # with the presets off the table is ORT's own and nothing is traced
     r = c.run([link, model, 3], env={"PROFILER_OUTPUT": "plain", "PROFILER_PROFILE_MEMORY": "0",
                                      "PROFILER_FRAMEWORK": "none"})
     check(r.rc == 0 and r.kv("wrong") == ["0"], "run without the preset: %r" % r)
