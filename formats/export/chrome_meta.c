@@ -125,6 +125,9 @@ void chrome_write_heap(struct chrome *c)
 			jw_lit(&c->w, "\"live heap bytes\"");
 		} else if (p->device == MODEL_PINNED) {
 			jw_lit(&c->w, "\"pinned host live bytes\"");
+		} else if (p->device == MODEL_MXNET_CPU || p->device == MODEL_MXNET_GPU) {
+			jw_cstr(&c->w, p->device == MODEL_MXNET_CPU ? "MXNet cpu storage live bytes"
+								   : "MXNet gpu storage live bytes");
 		} else {
 			snprintf(name, sizeof(name), "GPU %d live bytes", (int)p->device);
 			jw_cstr(&c->w, name);
@@ -146,6 +149,9 @@ void chrome_write_heap(struct chrome *c)
 			if (im->gpu[d].peak) {
 				if (d == MODEL_PINNED)
 					snprintf(name, sizeof(name), "peak pinned host memory");
+				else if (!MODEL_IS_GPU(d))
+					snprintf(name, sizeof(name), "peak MXNet %s storage",
+						 d == MODEL_MXNET_CPU ? "cpu" : "gpu");
 				else
 					snprintf(name, sizeof(name), "peak GPU %d memory", d);
 				peak_marker(c, im, &im->gpu[d], name);

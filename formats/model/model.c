@@ -93,6 +93,7 @@ static int64_t new_image(struct model *m, uint32_t pid)
 	memset(im->cat, 0xff, sizeof(im->cat));
 	im->gpu = im->gpu_cupti = (struct mem_image *)model_no_gpu;
 	im->gpu_cat = -1;
+	im->mxnet_cat = -1;
 	im->pid_order = created ? (uint32_t)m->pid_image.len - 1 : m->img[*slot].pid_order;
 	*slot = m->nimg;
 	return (int64_t)m->nimg++;
@@ -336,6 +337,9 @@ static int string(struct model *m, const unsigned char *p, uint32_t len, int cat
 			if (len - sizeof(cs) == strlen(PROF_CATNAME_GPU_MEMORY) &&
 			    !memcmp(p + sizeof(cs), PROF_CATNAME_GPU_MEMORY, len - sizeof(cs)))
 				m->img[im].gpu_cat = (int)cs.id;
+			if (len - sizeof(cs) == strlen(PROF_CATNAME_MXNET_MEMORY) &&
+			    !memcmp(p + sizeof(cs), PROF_CATNAME_MXNET_MEMORY, len - sizeof(cs)))
+				m->img[im].mxnet_cat = (int)cs.id;
 		}
 		return 0;
 	}
@@ -411,6 +415,10 @@ const char *model_device_name(int d, char *buf, size_t len)
 {
 	if (d == MODEL_PINNED)
 		snprintf(buf, len, "cpu_pinned/0");
+	else if (d == MODEL_MXNET_CPU)
+		snprintf(buf, len, "mxnet/cpu");
+	else if (d == MODEL_MXNET_GPU)
+		snprintf(buf, len, "mxnet/gpu");
 	else
 		snprintf(buf, len, "gpu/%d", d);
 	return buf;

@@ -20,7 +20,13 @@
 /* Memory the CUDA calls manage, per domain: GPUs 0..MODEL_GPUS-1, then the page-locked
  * host memory they allocate (cudaMallocHost, cudaHostAlloc: MXNet's cpu_pinned/0). */
 #define MODEL_PINNED MODEL_GPUS
-#define MODEL_DEVICES (MODEL_GPUS + 1)
+/* then MXNet's storage manager's allocations (its profiler's "Device Storage"), host and
+ * GPU: the category mxnet_memory, tabled like a device's */
+#define MODEL_MXNET_CPU (MODEL_GPUS + 1)
+#define MODEL_MXNET_GPU (MODEL_GPUS + 2)
+#define MODEL_DEVICES (MODEL_GPUS + 3)
+/* Domain d holds a GPU's memory (not pinned host memory, not MXNet's). */
+#define MODEL_IS_GPU(d) ((d) >= 0 && (d) < MODEL_GPUS)
 /* An image's memory domain d: its heap (d < 0), else device d (const or not). */
 #define MODEL_DOMAIN(im, d) ((d) < 0 ? &(im)->mem : &(im)->gpu[d])
 
@@ -82,6 +88,7 @@ struct image {
 	struct mem_image *gpu_cupti; /* CUPTI's, until model_read picks */
 	int gpu_from_cupti;
 	int gpu_cat;        /* the image's category index of gpu_memory, or -1 */
+	int mxnet_cat;      /* of mxnet_memory, or -1 */
 };
 
 extern const struct mem_image model_no_gpu[MODEL_DEVICES];

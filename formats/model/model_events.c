@@ -104,9 +104,11 @@ static int gpu_memory_event(struct model *m, uint32_t image, const struct prof_e
 	}
 	if ((e->flags & PROF_EVF_ALLOCS) && e->a) {
 		int created;
-		dev = e->c == PROF_GPU_PINNED ? MODEL_PINNED
-		      : e->c < MODEL_GPUS    ? e->c
-					     : MODEL_GPUS - 1;
+		dev = e->c == PROF_GPU_PINNED          ? MODEL_PINNED
+		      : e->c == PROF_MXNET_STORAGE_CPU ? MODEL_MXNET_CPU
+		      : e->c == PROF_MXNET_STORAGE_GPU ? MODEL_MXNET_GPU
+		      : e->c < MODEL_GPUS              ? e->c
+						       : MODEL_GPUS - 1;
 		uint64_t *slot = u64map_upsert(live, base ^ (e->a & ((1ull << 47) - 1)), &created);
 		if (!slot)
 			return -1;
@@ -126,7 +128,8 @@ static int gpu_memory_event(struct model *m, uint32_t image, const struct prof_e
 static inline int unlikely_gpu(const struct model *m, int64_t im, const struct prof_event *e)
 {
 	return __builtin_expect(e->cat >= PROF_CAT_FIRST_DYNAMIC, 0) &&
-	       m->img[im].gpu_cat == (int)e->cat && e->type == PROF_EV_COMPLETE;
+	       (m->img[im].gpu_cat == (int)e->cat || m->img[im].mxnet_cat == (int)e->cat) &&
+	       e->type == PROF_EV_COMPLETE;
 }
 
 /* Room for n events and their stacks in the scratch arrays. */

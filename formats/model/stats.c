@@ -334,7 +334,7 @@ static int one_event(struct stats *s, struct model *m, uint32_t image, struct th
 	case PROF_EV_COMPLETE:
 		/* device memory is tabled per device (Memory: gpu/N); the calls that made it
 		 * have their times in cuda_api, and these events have none */
-		if ((int)e->cat == m->img[image].gpu_cat)
+		if ((int)e->cat == m->img[image].gpu_cat || (int)e->cat == m->img[image].mxnet_cat)
 			return 0;
 		cat = model_category(m, image, e->cat);
 		if (e->cat == PROF_CAT_USER)

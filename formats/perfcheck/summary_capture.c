@@ -127,7 +127,8 @@ static int on_events(void *arg, struct model *m, uint32_t image, uint32_t thread
 		switch (e->type) {
 		case PROF_EV_COMPLETE:
 			/* device memory has its gpu/N rows; these events have no time */
-			if ((int)e->cat == m->img[image].gpu_cat)
+			if ((int)e->cat == m->img[image].gpu_cat ||
+			    (int)e->cat == m->img[image].mxnet_cat)
 				break;
 			if (complete(c, m, image, thread, e))
 				return -1;
@@ -298,7 +299,9 @@ static int gpu_rows(struct sum_run *run, struct model *m)
 		if (!allocs && !frees)
 			continue;
 		char name[32];
-		struct sum_row *r = sum_add_row(run, PROF_CATNAME_GPU_MEMORY,
+		struct sum_row *r = sum_add_row(run,
+						d >= MODEL_MXNET_CPU ? PROF_CATNAME_MXNET_MEMORY
+								     : PROF_CATNAME_GPU_MEMORY,
 						model_device_name(d, name, sizeof(name)), SUM_PROCESS);
 		if (!r)
 			return -1;

@@ -163,13 +163,13 @@ static void process(struct jw *w, const struct report *r, struct stack_names *sn
 		jw_text(w, n++ ? ",{\"memory\":" : "{\"memory\":");
 		jw_cstr(w, model_device_name((int)d, name, sizeof(name)));
 		jw_lit(w, ",\"device\":");
-		if (d == MODEL_PINNED)
+		if (!MODEL_IS_GPU((int)d))
 			jw_lit(w, "null");
 		else
 			jw_u64(w, d);
 		mem_fields(w, g);
 		jw_lit(w, ",\"source\":");
-		jw_cstr(w, im->gpu_from_cupti ? "cupti" : "cuda_api");
+		jw_cstr(w, d >= MODEL_MXNET_CPU ? "mxnet" : im->gpu_from_cupti ? "cupti" : "cuda_api");
 		if (sn && g->nsites)
 			sites(w, sn, g);
 		jw_lit(w, "}");

@@ -146,7 +146,7 @@ static void memory_device(const struct report *r, FILE *out, int gpu)
 
 		if (gpu < 0 ? !image_has_memory(r, i) : !(mi->allocs || mi->frees))
 			continue;
-		from_cupti |= gpu >= 0 && im->gpu_from_cupti;
+		from_cupti |= MODEL_IS_GPU(gpu) && im->gpu_from_cupti;
 		unmatched += mi->frees_unmatched;
 		if (!any++) {
 			char name[32];

@@ -44,6 +44,9 @@ enum prof_category {
 /* c of a gpu_memory allocation in page-locked host memory (cudaMallocHost...) rather
  * than on a device. */
 #define PROF_GPU_PINNED 0xffffu
+/* c of an mxnet_memory allocation (MXNet's storage manager): host or GPU memory. */
+#define PROF_MXNET_STORAGE_CPU 0xfffeu
+#define PROF_MXNET_STORAGE_GPU 0xfffdu
 
 /* c of a PROF_EVF_GPU event: device (8 bits), context (24 bits), stream (32 bits). */
 #define PROF_GPU_WHERE(device, context, stream)                                            \
@@ -106,6 +109,7 @@ const char *prof_fixed_category_name(unsigned cat);
 #define PROF_CATNAME_CUDA_MEMCPY "cuda_memcpy" /* CUPTI: copies */
 #define PROF_CATNAME_CUDA_MEMSET "cuda_memset" /* CUPTI: memsets */
 #define PROF_CATNAME_GPU_MEMORY "gpu_memory"   /* device allocations */
+#define PROF_CATNAME_MXNET_MEMORY "mxnet_memory" /* MXNet's storage manager's */
 #define PROF_CATNAME_NVTX "nvtx"               /* NVTX ranges without a domain */
 #define PROF_CATNAME_TRACE "trace"             /* PROFILER_TRACE functions */
 #define PROF_CATNAME_ORT_API "ORT_API"         /* onnxruntime's C API */

@@ -6,6 +6,7 @@
 #include "preload/core/state.h"
 #include "preload/frameworks/mxnet.h"
 #include "preload/trace/trace.h"
+#include "preload/common/event.h"
 #include "prof.h"
 
 /* PROFILER_FOLLOW: MXNet's profiler.set_state('run'|'stop') ends in this call. */
@@ -71,4 +72,52 @@ void prof_mxnet_bulk_off(void)
 		"MXNET_EXEC_BULK_EXEC_MAX_NODE_TRAIN_FWD", "MXNET_EXEC_BULK_EXEC_MAX_NODE_TRAIN_BWD"};
 	for (size_t i = 0; i < sizeof vars / sizeof *vars; i++)
 		setenv(vars[i], "0", 0);
+}
+
+/* MXNet's storage manager (its profiler's "Device Storage"): StorageImpl::Alloc and Free
+ * call DeviceStorageProfiler::OnAlloc / OnFree(const Storage::Handle &) for every block,
+ * profiling or not; the Handle begins with dptr, size and the Context (its DeviceType:
+ * 1 cpu, 2 gpu, 3 cpu_pinned, 5 cpu_shared). Recorded as allocations of category
+ * mxnet_memory (tabled "Memory: mxnet/cpu" or "mxnet/gpu"), not as calls. */
+static void storage_event(const uint64_t *args, int alloc)
+{
+	static uint8_t cat;
+	static int have_cat;
+	static uint32_t name_alloc, name_free;
+	struct prof_thread *t = &prof_thr;
+	const char *h = (const char *)args[1];
+	if (!h || t->busy || !prof_proc || !__atomic_load_n(&prof_memory_on, __ATOMIC_RELAXED))
+		return;
+	uint64_t ptr = *(const uint64_t *)h, size = *(const uint64_t *)(h + 8);
+	int dev_type = *(const int *)(h + 16);
+	if (!ptr)
+		return;
+	t->busy++;
+	if (unlikely(!__atomic_load_n(&have_cat, __ATOMIC_ACQUIRE))) {
+		cat = prof_category(PROF_CATNAME_MXNET_MEMORY);
+		name_alloc = prof_intern("Storage::Alloc");
+		name_free = prof_intern("Storage::Free");
+		__atomic_store_n(&have_cat, 1, __ATOMIC_RELEASE);
+	}
+	uint64_t now = prof_now();
+	if (alloc)
+		prof_emit(t, cat, PROF_EV_COMPLETE, PROF_EVF_ALLOCS, name_alloc, t->depth, now,
+			  now, ptr, size,
+			  dev_type == 2 ? PROF_MXNET_STORAGE_GPU : PROF_MXNET_STORAGE_CPU);
+	else
+		prof_emit(t, cat, PROF_EV_COMPLETE, PROF_EVF_FREES, name_free, t->depth, now, now,
+			  0, 0, ptr);
+	t->busy--;
+}
+
+uint32_t prof_mxnet_storage_alloc(const uint64_t *args)
+{
+	storage_event(args, 1);
+	return PROF_HOOK_PASS;
+}
+
+uint32_t prof_mxnet_storage_free(const uint64_t *args)
+{
+	storage_event(args, 0);
+	return PROF_HOOK_PASS;
 }

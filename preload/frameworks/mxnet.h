@@ -12,6 +12,10 @@ uint32_t prof_mxnet_operator(const uint64_t *args);
 /* ThreadedEngine::OnCompleteStatic: the operator's event ends here. */
 uint32_t prof_mxnet_operator_done(const uint64_t *args);
 
+/* DeviceStorageProfiler::OnAlloc / OnFree: MXNet's storage allocations. */
+uint32_t prof_mxnet_storage_alloc(const uint64_t *args);
+uint32_t prof_mxnet_storage_free(const uint64_t *args);
+
 /* PROFILER_MXNET_BULK=0: MXNet's bulk execution off (its environment, set at load). */
 void prof_mxnet_bulk_off(void);
 

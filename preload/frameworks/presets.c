@@ -138,6 +138,10 @@ static const struct prof_framework_hook hooks[] = {
 	 PROF_CATNAME_OPERATOR, 0},
 	{"_ZN5mxnet6engine14ThreadedEngine16OnCompleteStaticE*", prof_mxnet_operator_done,
 	 PROF_FW_MXNET, PROF_CATNAME_OPERATOR, 1},
+	{"_ZN5mxnet7storage21DeviceStorageProfiler7OnAllocERKNS_7Storage6HandleE",
+	 prof_mxnet_storage_alloc, PROF_FW_MXNET, PROF_CATNAME_MXNET_MEMORY, 0},
+	{"_ZN5mxnet7storage21DeviceStorageProfiler6OnFreeERKNS_7Storage6HandleE",
+	 prof_mxnet_storage_free, PROF_FW_MXNET, PROF_CATNAME_MXNET_MEMORY, 0},
 	{"TFE_Execute", prof_tf_execute_hook, PROF_FW_TENSORFLOW, PROF_CATNAME_OPERATOR, 0},
 };
 

@@ -78,6 +78,23 @@ def mxnet_gluon_cnn_operators(c):
     for name in ("Convolution", "Pooling", "FullyConnected", "_backward_Convolution"):
         check(name in theirs, "MXNet's own table lacks %s: %r" % (name, theirs))
     eq(ours, theirs, "operators and their counts (libprof vs MXNet's own profiler)")
+    # MXNet's storage manager: its "Device Storage" row (a counter updated at every
+    # allocation and release; Max Use in kB of 1000 bytes) beside Memory: mxnet/cpu
+    m = re.search(r"^Memory: cpu/0\s+(\d+)\s+([0-9.]+)\s+([0-9.]+)", r.out, re.M)
+    check(m, "MXNet's Device Storage table is missing: %r" % r.out[-3000:])
+    rep = c.report_json(c.path("libprof.prof"))
+    dom = [g for p in rep["processes"] for g in p.get("gpu_memory") or []
+           if g["memory"] == "mxnet/cpu"]
+    check(len(dom) == 1, "no Memory: mxnet/cpu domain: %r" % rep["processes"])
+    g = dom[0]
+    eq(g["allocations"] + g["frees"], int(m.group(1)),
+       "MXNet storage allocations + releases vs Device Storage's count")
+    check(abs(g["peak_live_bytes"] - float(m.group(3)) * 1000) < 1000,
+          "peak %d bytes vs Device Storage's Max Use %s kB" % (g["peak_live_bytes"],
+                                                                m.group(3)))
+    check("Memory: mxnet/cpu, per process" in c.text(), "no mxnet/cpu table in libprof.txt")
+    c.note("MXNet storage: %d allocations, peak %d bytes (MXNet: count %s, max %s kB)"
+           % (g["allocations"], g["peak_live_bytes"], m.group(1), m.group(3)))
 
 
 def mxnet_table_times(text, section):
