@@ -129,6 +129,7 @@ def torch_overhead():
          # callbacks), the allocator
          ("libprof, bare command", bare, []),
          ("libprof, frameworks off", dict(bare, PROFILER_FRAMEWORK="none"), []),
+         ("libprof, PROFILER_RECORD_SHAPES=1", dict(bare, PROFILER_RECORD_SHAPES="1"), []),
          ("torch.profiler (CPU)", {}, ["torchprof"])]
     rounds = max(3, ROUNDS // 2)
 

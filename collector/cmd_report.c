@@ -19,12 +19,16 @@ struct report_args {
 
 #define bad(...) opt_error("report", __VA_ARGS__)
 
-/* "stack" or "stack:N"; 0, or -1 when v is neither. */
+/* "stack", "stack:N" or "shape"; 0, or -1 when v is none of them. */
 static int group_by(const struct opt *o, const char *v, void *dest)
 {
 	uint64_t n = TABLE_STACKS_DEFAULT_FRAMES;
 
 	(void)o;
+	if (!strcmp(v, "shape")) {
+		*(unsigned *)dest = TABLE_STACKS_BY_SHAPE;
+		return 0;
+	}
 	if (strncmp(v, "stack", 5) || (v[5] && v[5] != ':'))
 		return -1;
 	if (v[5] && opt_number(v + 6, 1, TABLE_STACKS_MAX_FRAMES, &n))
@@ -54,10 +58,12 @@ static int parse(int argc, char **argv, struct report_args *a)
 		 "asked for; the frames follow each row, innermost first.\n"
 		 "Calls without a stack share a row per name. CSV has the\n"
 		 "frames in a last column \"stack\" separated by ';', JSON\n"
-		 "rows a \"stack\" array",
+		 "rows a \"stack\" array. shape: rows by the calls' input\n"
+		 "shapes instead (key_averages(group_by_input_shape=True);\n"
+		 "PyTorch operators recorded with PROFILER_RECORD_SHAPES=1)",
 		 TABLE_STACKS_DEFAULT_FRAMES);
-	snprintf(group_needs, sizeof(group_needs), "stack or stack:N, N frames from 1 to %d",
-		 TABLE_STACKS_MAX_FRAMES);
+	snprintf(group_needs, sizeof(group_needs),
+		 "stack, stack:N (N frames from 1 to %d) or shape", TABLE_STACKS_MAX_FRAMES);
 	const struct opt opts[] = {
 		{ .name = "sort", .kind = OPT_CHOICE, .value = "KEY", .dest = &sort,
 		  .choices = sorts, .nchoices = ARRAY_LEN(sorts),
@@ -77,7 +83,7 @@ static int parse(int argc, char **argv, struct report_args *a)
 		  .help = "text (default, for people), csv (the rows: category,name,\n"
 			  "count,total_ns,self_ns,min_ns,max_ns,avg_ns,median_ns,\n"
 			  "percent) or json (one document with every section)" },
-		{ .name = "group-by", .kind = OPT_CALL, .value = "stack[:N]", .call = group_by,
+		{ .name = "group-by", .kind = OPT_CALL, .value = "stack[:N]|shape", .call = group_by,
 		  .dest = &a->stack_frames, .needs = group_needs, .help = group_help },
 		{ .name = "output", .letter = 'o', .kind = OPT_TEXT, .value = "OUT", .dest = &a->out,
 		  .needs = "a file name", .help = "write to OUT instead of standard output" },
@@ -92,7 +98,8 @@ static int parse(int argc, char **argv, struct report_args *a)
 	const struct opt_command c = {
 		.name = "report",
 		.usage = "prof report FILE.prof [--sort KEY] [--top N] [--category NAME]\n"
-			 "                   [--format text|csv|json] [--group-by stack[:N]] [-o OUT]\n"
+			 "                   [--format text|csv|json] [--group-by stack[:N]|shape]\n"
+			 "                   [-o OUT]\n"
 			 "                   [--all-processes]",
 		.about = "Prints the tables of a raw capture: one table per category (memory, user, and\n"
 			 "the framework, operator and CUDA categories) with Count, Total, Self, Min, Max,\n"

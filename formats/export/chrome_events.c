@@ -127,13 +127,21 @@ static int complete(struct chrome *c, const struct rec *r, const struct prof_eve
 	c->written++;
 	name_id = model_name(&c->out, r->image, e->name);
 	cat_id = model_category(&c->out, r->image, e->cat);
-	/* Both cached before either pointer is taken: caching may move the cache. */
-	if (escape_once(c, name_id) || escape_once(c, cat_id))
+	/* a PyTorch operator's input shapes (PROFILER_RECORD_SHAPES) */
+	int has_detail = (e->flags & PROF_EVF_DETAIL) && e->a && e->a <= UINT32_MAX;
+	uint32_t detail_id = has_detail ? model_name(&c->out, r->image, (uint32_t)(e->a - 1)) : 0;
+	const char *detail = NULL;
+	size_t dlen = 0;
+	/* All cached before any pointer is taken: caching may move the cache. */
+	if (escape_once(c, name_id) || escape_once(c, cat_id) ||
+	    (has_detail && escape_once(c, detail_id)))
 		return -1;
 	name = escaped(c, name_id, &nlen);
 	cat = escaped(c, cat_id, &clen);
+	if (has_detail)
+		detail = escaped(c, detail_id, &dlen);
 	/* One reservation per event, then unchecked writes: the export's hot path. */
-	p = jw_space(&c->w, nlen + clen + r->pidtid_len + X_EVENT_FIXED);
+	p = jw_space(&c->w, nlen + clen + dlen + r->pidtid_len + X_EVENT_FIXED);
 	if (!p)
 		return -1;
 	if (!c->first)
@@ -152,6 +160,11 @@ static int complete(struct chrome *c, const struct rec *r, const struct prof_eve
 		p = memory_args(p, e);
 	else if (e->flags & (PROF_EVF_GPU | PROF_EVF_TID))
 		p = chrome_gpu_args(c, p, cat_id, e);
+	else if (detail) {
+		p = jp_lit(p, ",\"args\":{\"Input Shapes\":");
+		p = jp_mem(p, detail, dlen);
+		p = jp_lit(p, "}");
+	}
 	p = jp_lit(p, "}");
 	c->w.len = (size_t)(p - c->w.buf);
 	if (e->flags & (PROF_EVF_GPU | PROF_EVF_TID))

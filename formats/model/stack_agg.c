@@ -151,7 +151,15 @@ int stack_agg_on_events(void *ctx, struct model *m, uint32_t image, uint32_t thr
 		}
 		if (ev[i].type != PROF_EV_COMPLETE)
 			continue;
-		if (one_call(a, m, image, thread, &ev[i], m->ev_stacks ? m->ev_stacks[i] : 0))
+		uint32_t key = m->ev_stacks ? m->ev_stacks[i] : 0;
+		if (a->by_detail) {
+			const struct prof_event *e = &ev[i];
+			uint32_t gid = (e->flags & PROF_EVF_DETAIL) && e->a && e->a <= UINT32_MAX
+					       ? model_name(m, image, (uint32_t)(e->a - 1))
+					       : STR_NONE;
+			key = gid == STR_NONE ? 0 : gid + 1;
+		}
+		if (one_call(a, m, image, thread, &ev[i], key))
 			return -1;
 	}
 	return 0;

@@ -35,6 +35,8 @@ struct stack_agg {
 	uint32_t npairs, nleaves;
 	struct stack_agg_thread *thr;
 	size_t nthr;
+	int by_detail;              /* "stack" is the call's detail's gid + 1 (its input
+				     * shapes, PROF_EVF_DETAIL), not its stack */
 	uint64_t stacked;           /* calls with a stack */
 	uint64_t stacked_other;     /* of them, calls outside the memory category */
 };

@@ -61,6 +61,11 @@ static uint32_t key_of(struct grouper *g, uint32_t stack)
 
 	if (!stack)
 		return g->no_stack;
+	if (g->a.by_detail) { /* the shapes' string is the key */
+		size_t len;
+		const char *s = model_str(g->m, stack - 1, &len);
+		return strtab_intern(&g->keys, s, len, &id) ? UINT32_MAX : id;
+	}
 	if (g->stack_key[stack - 1])
 		return g->stack_key[stack - 1] - 1;
 	const struct model_stack *st = &m->stacks[stack - 1];
@@ -315,6 +320,12 @@ static void text_header(const struct grouper *g, const struct output_summary *su
 	if (sum->damaged)
 		fprintf(out, "WARNING: damaged capture, the rows cover what came before: %s\n",
 			sum->damage);
+	if (g->a.by_detail) {
+		fprintf(out, "Rows by input shapes: each row's calls share category, name and "
+			     "input shapes (listed below the row; recorded with "
+			     "PROFILER_RECORD_SHAPES=1)\n");
+		return;
+	}
 	fprintf(out, "Rows by call stack: each row's calls share category, name and the "
 		     "innermost %u frame%s of their stack (listed below the row)\n",
 		g->nframes, g->nframes == 1 ? "" : "s");
@@ -351,7 +362,7 @@ static void text_cat(const struct grouper *g, const struct gs_cat *c, FILE *out)
 		s = strtab_get(&g->keys, r->frames, &len);
 		end = s + len;
 		if (!len)
-			fprintf(out, "    (no stack)\n");
+			fprintf(out, "    %s\n", g->a.by_detail ? "(no shapes)" : "(no stack)");
 		while (next_frame(&s, end, &f, &n)) {
 			fmt_name(frame, f, n, FRAME_MAX_COLS);
 			fprintf(out, "    %s\n", frame);
@@ -384,7 +395,8 @@ static int write_csv(const struct grouper *g, FILE *out)
 {
 	size_t len, clen;
 
-	fputs("category,name,count,total_ns,self_ns,avg_ns,max_ns,bytes,stack\n", out);
+	fprintf(out, "category,name,count,total_ns,self_ns,avg_ns,max_ns,bytes,%s\n",
+		g->a.by_detail ? "input_shapes" : "stack");
 	for (size_t i = 0; i < g->ncats; i++) {
 		const struct gs_cat *c = &g->cats[i];
 		const char *cat = model_str(g->m, c->cat, &clen);
@@ -436,8 +448,17 @@ static void json_row(struct jw *w, const struct grouper *g, const struct gs_cat 
 	jw_u64(w, r->max);
 	jw_lit(w, ",\"bytes\":");
 	jw_u64(w, r->bytes);
-	jw_lit(w, ",\"stack\":[");
 	s = strtab_get(&g->keys, r->frames, &len);
+	if (g->a.by_detail) {
+		jw_lit(w, ",\"input_shapes\":");
+		if (len)
+			jw_str(w, s, len);
+		else
+			jw_lit(w, "null");
+		jw_lit(w, "}");
+		return;
+	}
+	jw_lit(w, ",\"stack\":[");
 	end = s + len;
 	for (int k = 0; next_frame(&s, end, &f, &n); k++) {
 		if (k)
@@ -462,8 +483,12 @@ static int write_json(const struct grouper *g, const struct output_summary *sum,
 	jw_u64(&w, model_lost(g->m));
 	jw_lit(&w, ",\"damage\":");
 	jw_cstr_or_null(&w, sum->damaged ? sum->damage : NULL);
-	jw_lit(&w, ",\"group_by\":\"stack\",\"stack_frames\":");
-	jw_u64(&w, g->nframes);
+	if (g->a.by_detail) {
+		jw_lit(&w, ",\"group_by\":\"shape\"");
+	} else {
+		jw_lit(&w, ",\"group_by\":\"stack\",\"stack_frames\":");
+		jw_u64(&w, g->nframes);
+	}
 	jw_lit(&w, ",\"has_stacks\":");
 	jw_text(&w, g->a.stacked ? "true" : "false");
 	jw_lit(&w, ",\n\"rows\":[");
@@ -525,6 +550,7 @@ int table_stacks_write(const char *capture_path, FILE *out, const struct table_o
 	memset(sum, 0, sizeof(*sum));
 	model_init(&m);
 	stack_agg_init(&g.a);
+	g.a.by_detail = nframes == TABLE_STACKS_BY_SHAPE;
 	strtab_init(&g.keys);
 	u64map_init(&g.leaf_ix);
 	u64map_init(&g.row_ix);

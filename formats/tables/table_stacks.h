@@ -10,6 +10,10 @@
 
 #define TABLE_STACKS_DEFAULT_FRAMES 5
 #define TABLE_STACKS_MAX_FRAMES 1000
+/* nframes for `--group-by shape`: rows keyed by the calls' input shapes instead
+ * (PyTorch operators recorded with PROFILER_RECORD_SHAPES: key_averages(
+ * group_by_input_shape=True)); calls without shapes share a row per name. */
+#define TABLE_STACKS_BY_SHAPE (TABLE_STACKS_MAX_FRAMES + 1)
 
 /* Writes the rows of capture_path grouped by the innermost nframes frames, in the
  * options' format, sort, --top and --category. Same return values as tables_write. */

@@ -40,6 +40,8 @@ enum prof_category {
 #define PROF_EVF_TID 0x20 /* an API call of thread (uint32_t)c of the process, written by
 			   * another thread: a = CUPTI correlation id; outputs show it on
 			   * that thread's row */
+#define PROF_EVF_DETAIL 0x40 /* a traced call's a = string id + 1 of its detail: a
+			      * PyTorch operator's input shapes, "[[128, 500], [10]]" */
 
 /* c of a gpu_memory allocation in page-locked host memory (cudaMallocHost...) rather
  * than on a device. */

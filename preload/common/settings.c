@@ -107,6 +107,10 @@ const struct prof_setting prof_settings[] = {
 	 .help = "0: MXNet runs every operator on its own, as while its own profiler runs "
 		 "(bulk execution off), so a hybridized Gluon network's layers are operators "
 		 "rather than `ImperativeBulk`"},
+	{.name = "record_shapes", .env = "PROFILER_RECORD_SHAPES", .type = PROF_SETTING_BOOL,
+	 .when = PROF_WHEN_START, FIELD(record_shapes), .def = "0",
+	 .help = "PyTorch operators' input shapes, as torch.profiler's `record_shapes` "
+		 "(`prof report --group-by shape`); costs a RecordFunction per operator"},
 	{.name = "stack", .env = "PROFILER_STACK", .type = PROF_SETTING_ENUM,
 	 .when = PROF_WHEN_ANY, FIELD(stack_mode), .def = "off", .values = "off,alloc,all",
 	 .why = "use alloc, all or off",

@@ -19,7 +19,9 @@
  * symbol table. One callback per scope, so that the scope is known without reading
  * RecordFunction's fields. Measured in docs/BENCHMARKS.md (bench/torch_callbacks.py). */
 #define _GNU_SOURCE
+#include <dlfcn.h>
 #include <link.h>
+#include <stdio.h>
 #include <stdbool.h>
 #include <stdint.h>
 #include <string.h>
@@ -29,6 +31,8 @@
 #include "preload/core/state.h"
 #include "preload/frameworks/torch_callbacks.h"
 #include "preload/trace/elf_sym.h"
+#include "preload/trace/trace.h"
+#include "preload/wrap/dl.h"
 
 enum { SCOPE_FUNCTION = 0, SCOPE_BACKWARD_FUNCTION = 1, SCOPE_USER = 7, NUM_SCOPES = 10 };
 
@@ -45,10 +49,22 @@ _Static_assert(sizeof(struct record_function_callback) == 40, "torch's layout");
 typedef uint64_t (*add_global_callback_fn)(struct record_function_callback);
 typedef const char *(*record_function_name_fn)(const void *record_function);
 typedef void (*callback_switch_fn)(uint64_t handle);
+/* std::vector<T>: begin, end, end of storage */
+struct cxx_vector {
+	char *begin, *end, *cap;
+};
+/* torch::profiler::impl::inputSizes(const RecordFunction &, bool flatten_list_enabled):
+ * std::vector<std::vector<int64_t>>, returned through the hidden pointer */
+typedef void (*input_sizes_fn)(struct cxx_vector *ret, const void *record_function,
+			       bool flatten);
+typedef void (*cxx_delete_fn)(void *);
 
 static record_function_name_fn record_function_name;
 static callback_switch_fn disable_callback, reenable_callback;
 static uint64_t function_handle; /* the FUNCTION callback's, 0: none */
+static int shapes;                /* PROFILER_RECORD_SHAPES: the FUNCTION callback stays on */
+static input_sizes_fn input_sizes;
+static cxx_delete_fn cxx_delete;
 static int installed;
 static uint8_t operator_cat;
 static int have_operator_cat;
@@ -96,6 +112,49 @@ static void range_end(const void *fn, void *ctx)
 	prof_range_close();
 }
 
+/* Appends to out[0..len) at *n as snprintf would (*n may pass len: the text is cut). */
+static void put(char *out, size_t len, size_t *n, const char *fmt, long long v)
+{
+	*n += (size_t)snprintf(out + (*n < len ? *n : len), *n < len ? len - *n : 0, fmt, v);
+}
+
+/* "[[128, 500], [10, 500], []]", as torch.profiler's Input Shapes column shows them. */
+static void shapes_text(const struct cxx_vector *v, char *out, size_t len)
+{
+	const struct cxx_vector *in = (const void *)v->begin, *last = (const void *)v->end;
+	size_t n = 0;
+	put(out, len, &n, "[", 0);
+	for (const struct cxx_vector *first = in; in < last; in++) {
+		put(out, len, &n, in == first ? "[" : ", [", 0);
+		const int64_t *d = (const void *)in->begin, *end = (const void *)in->end;
+		for (const int64_t *d0 = d; d < end; d++)
+			put(out, len, &n, d == d0 ? "%lld" : ", %lld", (long long)*d);
+		put(out, len, &n, "]", 0);
+	}
+	put(out, len, &n, "]", 0);
+	if (n >= len && len > 4)
+		memcpy(out + len - 4, "...", 4); /* cut short, and says so */
+}
+
+/* The operator's input shapes, given to its entry point's event (the innermost traced
+ * call: at::_ops::<op>::call leads to this RecordFunction through the dispatcher). */
+static void record_shapes(const void *fn)
+{
+	struct prof_thread *t = &prof_thr;
+	struct cxx_vector v = {0};
+	char text[512];
+	t->busy++; /* what inputSizes allocates is libprof's doing */
+	input_sizes(&v, fn, false);
+	shapes_text(&v, text, sizeof text);
+	for (struct cxx_vector *in = (void *)v.begin; in < (struct cxx_vector *)(void *)v.end; in++)
+		if (in->begin)
+			cxx_delete(in->begin);
+	if (v.begin)
+		cxx_delete(v.begin);
+	prof_trace_set_detail(prof_intern(text));
+	t->busy--;
+}
+
 static void **function_start(void **ret, const void *fn)
 {
 	*ret = 0;
@@ -107,8 +166,13 @@ static void **function_start(void **ret, const void *fn)
 	if (!__atomic_load_n(&prof_on, __ATOMIC_RELAXED))
 		return ret;
 	const char *name = record_function_name(fn);
-	if (!name || !strncmp(name, "aten::", 6))
+	if (!name)
+		return ret;
+	if (!strncmp(name, "aten::", 6)) {
+		if (shapes && !prof_thr.busy)
+			record_shapes(fn);
 		return ret; /* recorded at its entry point */
+	}
 	function_opened |= bit;
 	prof_range_open(op_category(), name);
 	return ret;
@@ -127,9 +191,11 @@ static void function_end(const void *fn, void *ctx)
 	}
 }
 
-static uint64_t add(add_global_callback_fn add_global, void *start, void *end, unsigned scope)
+static uint64_t add(add_global_callback_fn add_global, void *start, void *end, unsigned scope,
+		    bool inputs)
 {
-	struct record_function_callback cb = {.start = start, .end = end, .sampling_prob = 1.0};
+	struct record_function_callback cb = {
+		.start = start, .end = end, .sampling_prob = 1.0, .needs_inputs = inputs};
 	cb.scopes[scope] = true;
 	return add_global(cb);
 }
@@ -137,7 +203,7 @@ static uint64_t add(add_global_callback_fn add_global, void *start, void *end, u
 void prof_torch_engine_rows(int on)
 {
 	uint64_t h = __atomic_load_n(&function_handle, __ATOMIC_ACQUIRE);
-	if (!h)
+	if (!h || shapes) /* with shapes it is on all along */
 		return;
 	prof_thr.busy++; /* what torch allocates here is libprof's doing */
 	(on ? reenable_callback : disable_callback)(h);
@@ -161,14 +227,26 @@ void prof_torch_callbacks_install(const struct dl_phdr_info *libtorch_cpu)
 							     "_ZN2at15disableCallbackEm");
 	reenable_callback = (callback_switch_fn)prof_elf_symbol(libtorch_cpu,
 							      "_ZN2at16reenableCallbackEm");
-	int ok = add(add_global, (void *)user_start, (void *)range_end, SCOPE_USER) &&
+	input_sizes = (input_sizes_fn)prof_elf_symbol(
+		libtorch_cpu, "_ZN5torch8profiler4impl10inputSizesERKN2at14RecordFunctionEb");
+	/* the operator delete of the libstdc++ torch uses (loaded locally with it) */
+	cxx_delete = (cxx_delete_fn)prof_elf_symbol_in("libstdc++.so.6", "_ZdlPv");
+	if (!cxx_delete)
+		cxx_delete = (cxx_delete_fn)prof_real_dlsym(RTLD_DEFAULT, "_ZdlPv");
+	shapes = prof_cfg.record_shapes && input_sizes && cxx_delete;
+	if (prof_cfg.record_shapes && !shapes)
+		prof_warn("PROFILER_RECORD_SHAPES: %s not found; no shapes are recorded",
+			  input_sizes ? "libstdc++'s operator delete"
+				      : "torch::profiler::impl::inputSizes");
+	int ok = add(add_global, (void *)user_start, (void *)range_end, SCOPE_USER, false) &&
 		 add(add_global, (void *)backward_start, (void *)range_end,
-		     SCOPE_BACKWARD_FUNCTION);
-	/* off until torch's own profiler turns the dispatcher's RecordFunction on */
+		     SCOPE_BACKWARD_FUNCTION, false);
+	/* off until torch's own profiler turns the dispatcher's RecordFunction on, unless
+	 * shapes are asked for */
 	if (ok && disable_callback && reenable_callback) {
 		uint64_t h = add(add_global, (void *)function_start, (void *)function_end,
-				 SCOPE_FUNCTION);
-		if (h)
+				 SCOPE_FUNCTION, shapes);
+		if (h && !shapes)
 			disable_callback(h);
 		__atomic_store_n(&function_handle, h, __ATOMIC_RELEASE);
 	}

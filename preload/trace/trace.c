@@ -48,6 +48,7 @@ struct shadow_entry {
 	uint64_t t0;
 	uint64_t t_end; /* prof_trace_end_now's time, 0: when it returns */
 	uint64_t arg1;  /* its second integer argument, for prof_trace_end_now (hooked) */
+	uint32_t detail; /* prof_trace_set_detail's string id + 1, 0: none */
 	uint32_t target;
 	uint32_t depth;
 	uint32_t name; /* + 1; 0: the function's own name */
@@ -93,8 +94,8 @@ static void end_entry(struct prof_thread *t, struct shadow_entry *e, uint64_t t1
 	if (t->busy || !prof_proc)
 		return;
 	t->busy = 1;
-	prof_emit(t, tg->cat, PROF_EV_COMPLETE, 0, e->name ? e->name - 1 : tg->name, e->depth,
-		  e->t0, t1, 0, 0, 0);
+	prof_emit(t, tg->cat, PROF_EV_COMPLETE, e->detail ? PROF_EVF_DETAIL : 0,
+		  e->name ? e->name - 1 : tg->name, e->depth, e->t0, t1, e->detail, 0, 0);
 	t->busy = 0;
 }
 
@@ -203,6 +204,7 @@ __attribute__((used)) void *prof_trace_enter(uint32_t idx, void **ret_slot,
 	e->resume_after = resume_after != 0;
 	e->depth = t->depth++;
 	e->t_end = 0;
+	e->detail = 0;
 	e->arg1 = tg->hook ? saved_args[1] : 0;
 	e->t0 = prof_now();
 	shadow.n++; /* complete before it can be seen by a signal handler's call */
@@ -266,6 +268,12 @@ __attribute__((used)) void *prof_trace_leave(void **sp)
 	else
 		end_entry(t, &e, e.t_end ? e.t_end : t1);
 	return e.orig_ret;
+}
+
+void prof_trace_set_detail(uint32_t id)
+{
+	if (shadow.n && !shadow.e[shadow.n - 1].detail)
+		shadow.e[shadow.n - 1].detail = id + 1;
 }
 
 void prof_trace_end_now(prof_trace_hook hook, uint64_t arg1)

@@ -134,3 +134,47 @@ def torch_stack1_python_lines(c):
           "aten::addmm's innermost frames: %r" % addmm)
     c.note("aten::nonzero at %s; aten::addmm at %s" % (where["aten::nonzero"][0][0],
                                                       addmm[0][0]))
+
+
+def shapes_match(c, python):
+    # PROFILER_RECORD_SHAPES=1 and `prof report --group-by shape`: torch.profiler's
+    # record_shapes rows (key_averages(group_by_input_shape=True)) of the layers' operators,
+    # with the same shapes and counts; the trace has them as args "Input Shapes"
+    script = os.path.join(ROOT, "test", "e2e", "frameworks", "torch_shapes.py")
+    r = c.run([python, script], env={"PROFILER_FOLLOW": "1", "PROFILER_RECORD_SHAPES": "1"},
+              timeout=300)
+    check(r.rc == 0, "exit status %s: %r" % (r.rc, r))
+    layers = ("aten::conv2d", "aten::relu", "aten::max_pool2d", "aten::linear",
+              "aten::addmm")
+    theirs = {}
+    for line in r.out.splitlines():
+        if line.startswith("TORCHSHAPE "):
+            name, shapes, n = line[len("TORCHSHAPE "):].rsplit("|", 2)
+            if name in layers:
+                theirs[(name, shapes)] = int(n)
+    check(len(theirs) >= 2 * len(layers), "torch.profiler's shape rows: %r" % theirs)
+    rep = c.report_json(c.path("libprof.prof"), "--group-by", "shape", "--category",
+                        "operator")
+    eq(rep["group_by"], "shape", "the report's grouping")
+    ours = {(x["name"], x["input_shapes"]): x["count"] for x in rep["rows"]
+            if x["name"] in layers}
+    eq(ours, theirs, "(operator, input shapes): count, libprof vs torch.profiler")
+    t, _ = c.outputs()
+    conv = [e for e in t.select("X", "aten::conv2d", "operator")]
+    check(conv and all("Input Shapes" in (e.get("args") or {}) for e in conv),
+          "aten::conv2d events without Input Shapes: %r" % conv[:2])
+    c.note("%d (operator, shapes) rows equal, e.g. aten::conv2d %s" % (
+        len(ours), sorted(k[1] for k in ours if k[0] == "aten::conv2d")))
+
+
+@case
+def torch_shapes_match_torch_profiler(c):
+    need_torch()
+    shapes_match(c, "/usr/bin/python3")
+
+
+@case
+def torch2_shapes_match_torch_profiler(c):
+    py, version = torch2_python()
+    shapes_match(c, py)
+    c.note("torch %s" % version)
