@@ -47,11 +47,14 @@ UNIT_BINS := $(patsubst test/unit/%.c,$(BUILD)/test/%,$(UNIT_SRC))
 .PHONY: all run test unit e2e asan bench install deps clean
 all: $(LIB) $(PROF)
 
+# torch_callbacks.c runs inside C++ that may throw through it: its cleanups must run
+$(BUILD)/obj/lib/preload/frameworks/torch_callbacks.o: UNWIND_FLAGS = -fexceptions
+
 $(BUILD)/obj/lib/%.o: %.c
 	@mkdir -p $(dir $@)
 	@echo "  CC $< (libprof.so)"
-	@$(CC) $(CFLAGS) $(BASE_CFLAGS) $(DEPFLAGS) $(PRELOAD_SAN) -fvisibility=hidden \
-	  -ftls-model=initial-exec -c $< -o $@
+	@$(CC) $(CFLAGS) $(BASE_CFLAGS) $(UNWIND_FLAGS) $(DEPFLAGS) $(PRELOAD_SAN) \
+	  -fvisibility=hidden -ftls-model=initial-exec -c $< -o $@
 
 $(BUILD)/obj/lib/%.o: %.S
 	@mkdir -p $(dir $@)

@@ -130,7 +130,8 @@ def torch_overhead():
          ("libprof, bare command", bare, []),
          ("libprof, frameworks off", dict(bare, PROFILER_FRAMEWORK="none"), []),
          ("libprof, PROFILER_RECORD_SHAPES=1", dict(bare, PROFILER_RECORD_SHAPES="1"), []),
-         ("torch.profiler (CPU)", {}, ["torchprof"])]
+         ("torch.profiler (CPU)", {}, ["torchprof"]),
+         ("torch.profiler, record_shapes", {}, ["torchprof_shapes"])]
     rounds = max(3, ROUNDS // 2)
 
     def measure(extra, args):

@@ -1,6 +1,7 @@
 """One process of the PyTorch overhead benchmark: a small CNN, batch 1, one thread (the
 dispatch-bound case), 500 timed iterations after warm-up; prints the median iteration in
-microseconds. argv[1] = 'torchprof' runs the timed iterations inside torch.profiler."""
+microseconds. argv[1] = 'torchprof' runs the timed iterations inside torch.profiler,
+'torchprof_shapes' inside torch.profiler with record_shapes=True."""
 import statistics
 import sys
 import time
@@ -35,9 +36,10 @@ def timed(n):
 
 for _ in range(50):
     step()
-if len(sys.argv) > 1 and sys.argv[1] == "torchprof":
+if len(sys.argv) > 1 and sys.argv[1].startswith("torchprof"):
     from torch.profiler import ProfilerActivity, profile
-    with profile(activities=[ProfilerActivity.CPU]):
+    with profile(activities=[ProfilerActivity.CPU],
+                 record_shapes=sys.argv[1] == "torchprof_shapes"):
         times = timed(500)
 else:
     times = timed(500)

@@ -26,6 +26,7 @@ void model_init(struct model *m)
 	u64map_init(&m->frame_names);
 	u64map_init(&m->gpu_blocks);
 	u64map_init(&m->gpu_cupti_blocks);
+	u64map_init(&m->mxnet_blocks);
 	m->first_t = UINT64_MAX;
 }
 
@@ -54,6 +55,7 @@ void model_free(struct model *m)
 	}
 	u64map_free(&m->gpu_blocks);
 	u64map_free(&m->gpu_cupti_blocks);
+	u64map_free(&m->mxnet_blocks);
 	strtab_free(&m->str);
 	u64map_free(&m->names);
 	u64map_free(&m->pid_image);
@@ -396,11 +398,18 @@ static void pick_gpu_source(struct model *m)
 	for (size_t i = 0; i < m->nimg; i++) {
 		struct image *im = &m->img[i];
 		int wrapped = 0, recorded = 0;
-		for (size_t d = 0; d < MODEL_DEVICES; d++) {
+		/* MXNet's storage domains are neither: they stay whichever is kept */
+		for (size_t d = 0; d < MODEL_MXNET_CPU; d++) {
 			wrapped |= im->gpu[d].allocs || im->gpu[d].frees;
 			recorded |= im->gpu_cupti[d].allocs || im->gpu_cupti[d].frees;
 		}
 		if (!wrapped && recorded) {
+			for (size_t d = MODEL_MXNET_CPU; im->gpu != model_no_gpu && d < MODEL_DEVICES;
+			     d++) {
+				struct mem_image swap = im->gpu_cupti[d];
+				im->gpu_cupti[d] = im->gpu[d];
+				im->gpu[d] = swap;
+			}
 			model_free_gpu(im->gpu);
 			im->gpu = im->gpu_cupti;
 		} else {

@@ -204,6 +204,8 @@ struct model {
 	struct u64map frame_names; /* image << 47 | pc -> gid (CAP_FRAME_NAME) */
 	struct u64map gpu_blocks;  /* image << 47 | device pointer -> device (live blocks) */
 	struct u64map gpu_cupti_blocks; /* the same, of CUPTI's memory records */
+	struct u64map mxnet_blocks;     /* the same, of MXNet's storage manager (its blocks
+					 * are often CUDA's own: a map of their own) */
 	model_events_fn on_events;
 	/* During on_events: per event, its call stack (stack index + 1) or 0; NULL when
 	 * the record has none. The events handed over never include PROF_EV_STACK

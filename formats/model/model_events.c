@@ -84,7 +84,7 @@ static int gpu_memory_event(struct model *m, uint32_t image, const struct prof_e
 			    uint32_t stack)
 {
 	struct image *im = &m->img[image];
-	int cupti = (e->flags & PROF_EVF_NS) != 0;
+	int cupti = (e->flags & PROF_EVF_NS) != 0, mxnet = (int)e->cat == im->mxnet_cat;
 	struct mem_image **devices = cupti ? &im->gpu_cupti : &im->gpu;
 	if (*devices == model_no_gpu) {
 		struct mem_image *d = calloc(MODEL_DEVICES, sizeof(*d));
@@ -93,7 +93,9 @@ static int gpu_memory_event(struct model *m, uint32_t image, const struct prof_e
 		*devices = d;
 	}
 	struct mem_image *per_device = *devices;
-	struct u64map *live = cupti ? &m->gpu_cupti_blocks : &m->gpu_blocks;
+	struct u64map *live = mxnet ? &m->mxnet_blocks
+			      : cupti ? &m->gpu_cupti_blocks
+				      : &m->gpu_blocks;
 	uint64_t base = (uint64_t)image << 47, dev;
 	if ((e->flags & PROF_EVF_FREES) && e->c &&
 	    u64map_remove(live, base ^ (e->c & ((1ull << 47) - 1)), &dev)) {

@@ -59,6 +59,49 @@ void prof_range_open(uint8_t cat, const char *name)
 	}
 }
 
+void prof_range_end_at(uint32_t level, int emit)
+{
+	struct prof_thread *t = &prof_thr;
+	if (level + 1 == t->nranges) {
+		if (emit) {
+			prof_range_close();
+		} else {
+			uint32_t n = --t->nranges;
+			if (n < PROF_MAX_RANGES && t->range_name[n] && t->depth)
+				t->depth--;
+		}
+		return;
+	}
+	if (level >= t->nranges)
+		return;
+	if (level >= PROF_MAX_RANGES) {
+		t->nranges--; /* never kept, only counted */
+		return;
+	}
+	uint32_t kept_top = t->nranges <= PROF_MAX_RANGES ? t->nranges - 1 : PROF_MAX_RANGES - 1;
+	uint32_t name = t->range_name[level], above = 0;
+	for (uint32_t i = level + 1; i <= kept_top; i++)
+		above += t->range_name[i] != 0;
+	if (name && t->depth) {
+		t->depth--;
+		/* its depth when it began: the recorded levels opened since are above it */
+		if (emit && enter()) {
+			uint32_t depth = t->depth >= above ? t->depth - above : 0;
+			prof_emit(t, t->range_cat[level], PROF_EV_COMPLETE, 0, name - 1, depth,
+				  t->range_t0[level], prof_now(), 0, 0, 0);
+			t->busy = 0;
+		}
+	}
+	for (uint32_t i = level; i < kept_top; i++) {
+		t->range_name[i] = t->range_name[i + 1];
+		t->range_t0[i] = t->range_t0[i + 1];
+		t->range_cat[i] = t->range_cat[i + 1];
+	}
+	if (t->nranges > PROF_MAX_RANGES)
+		t->range_name[kept_top] = 0; /* the level that slides in was never kept */
+	t->nranges--;
+}
+
 void prof_range_close(void)
 {
 	struct prof_thread *t = &prof_thr;

@@ -61,6 +61,10 @@ void prof_strings_inherit(struct prof_proc_shm *from, struct prof_proc_shm *to);
  * PROF_CAT_USER; a framework's own ranges, torch_callbacks.c, are operators). */
 void prof_range_open(uint8_t cat, const char *name);
 void prof_range_close(void);
+/* Ends the range at level (0: outermost) of this thread's stack, with its event or
+ * (emit 0) forgotten; ranges opened after it stay open: PyTorch's ranges need not nest
+ * (a ProfilerStep begun inside a label ends after it). */
+void prof_range_end_at(uint32_t level, int emit);
 
 /* thread.c */
 int prof_thread_claim(struct prof_thread *t);

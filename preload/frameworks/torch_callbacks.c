@@ -69,10 +69,51 @@ static int installed;
 static uint8_t operator_cat;
 static int have_operator_cat;
 
-/* FUNCTION calls this thread opened a range for: a bit per nesting level (LIFO: the
- * RecordFunction is a scope guard), so that the end callback closes only those. */
-static __thread uint64_t function_opened __attribute__((tls_model("initial-exec")));
-static __thread uint32_t function_depth __attribute__((tls_model("initial-exec")));
+/* The RecordFunctions this thread opened a range for, innermost last, each with its
+ * range's level in the thread's range stack. An end closes the range of its own
+ * RecordFunction only: one torch ends on another thread (an async operator, c10d work, an
+ * RPC) is not found there, and ranges that do not nest (a ProfilerStep begun inside a
+ * label) end where they end. A thread full of ranges that never end here forgets its
+ * oldest. */
+#define OPEN_MAX 64
+static __thread struct {
+	const void *fn;
+	uint32_t level;
+} open_rf[OPEN_MAX] __attribute__((tls_model("initial-exec")));
+static __thread uint32_t nopen __attribute__((tls_model("initial-exec")));
+
+static void open_range(const void *fn, uint8_t cat, const char *name)
+{
+	if (nopen == OPEN_MAX) {
+		prof_range_end_at(open_rf[0].level, 0);
+		for (uint32_t i = 1; i < OPEN_MAX; i++) {
+			open_rf[i - 1].fn = open_rf[i].fn;
+			open_rf[i - 1].level = open_rf[i].level - (open_rf[i].level > 0);
+		}
+		nopen--;
+	}
+	open_rf[nopen].fn = fn;
+	open_rf[nopen].level = prof_thr.nranges;
+	nopen++;
+	prof_range_open(cat, name);
+}
+
+static void range_end(const void *fn, void *ctx)
+{
+	(void)ctx;
+	uint32_t k = nopen;
+	while (k && open_rf[k - 1].fn != fn)
+		k--;
+	if (!k)
+		return; /* not opened on this thread */
+	uint32_t level = open_rf[--k].level;
+	for (uint32_t i = k + 1; i < nopen; i++) {
+		open_rf[i - 1].fn = open_rf[i].fn;
+		open_rf[i - 1].level = open_rf[i].level - 1; /* one level went */
+	}
+	nopen--;
+	prof_range_end_at(level, 1);
+}
 
 static uint8_t op_category(void)
 {
@@ -94,22 +135,15 @@ static const char *name_of(const void *fn)
 static void **user_start(void **ret, const void *fn)
 {
 	*ret = 0;
-	prof_range_open(PROF_CAT_USER, name_of(fn));
+	open_range(fn, PROF_CAT_USER, name_of(fn));
 	return ret;
 }
 
 static void **backward_start(void **ret, const void *fn)
 {
 	*ret = 0;
-	prof_range_open(op_category(), name_of(fn));
+	open_range(fn, op_category(), name_of(fn));
 	return ret;
-}
-
-static void range_end(const void *fn, void *ctx)
-{
-	(void)fn;
-	(void)ctx;
-	prof_range_close();
 }
 
 /* Appends to out[0..len) at *n as snprintf would (*n may pass len: the text is cut). */
@@ -136,33 +170,64 @@ static void shapes_text(const struct cxx_vector *v, char *out, size_t len)
 		memcpy(out + len - 4, "...", 4); /* cut short, and says so */
 }
 
+/* The text's string id by the shapes' hash, per thread: formatting and interning the
+ * same shapes again was a third of what recording them cost. */
+#define SHAPE_CACHE 256
+static __thread struct {
+	uint64_t hash;
+	const void *proc; /* the process segment whose string table the id is of */
+	uint32_t id;
+} shape_cache[SHAPE_CACHE] __attribute__((tls_model("initial-exec")));
+
+static uint64_t shapes_hash(const struct cxx_vector *v)
+{
+	uint64_t h = 0xcbf29ce484222325ull;
+	for (const struct cxx_vector *in = (const void *)v->begin;
+	     in < (const struct cxx_vector *)(const void *)v->end; in++) {
+		h = (h ^ (uint64_t)(in->end - in->begin)) * 0x100000001b3ull;
+		for (const int64_t *d = (const void *)in->begin;
+		     d < (const int64_t *)(const void *)in->end; d++)
+			h = (h ^ (uint64_t)*d) * 0x100000001b3ull;
+	}
+	return h | 1; /* 0: an empty cache entry */
+}
+
 /* The operator's input shapes, given to its entry point's event (the innermost traced
  * call: at::_ops::<op>::call leads to this RecordFunction through the dispatcher). */
+static void busy_done(uint32_t **busy)
+{
+	(**busy)--;
+}
+
 static void record_shapes(const void *fn)
 {
-	struct prof_thread *t = &prof_thr;
 	struct cxx_vector v = {0};
-	char text[512];
-	t->busy++; /* what inputSizes allocates is libprof's doing */
+	/* what inputSizes allocates is libprof's doing; it throws for shapes it cannot give
+	 * (nested or symbolic tensors: torch catches that, and this file is built with
+	 * -fexceptions so that the count still comes down) */
+	uint32_t *busy __attribute__((cleanup(busy_done))) = &prof_thr.busy;
+	(*busy)++;
 	input_sizes(&v, fn, false);
-	shapes_text(&v, text, sizeof text);
+	uint64_t h = shapes_hash(&v);
+	unsigned slot = (unsigned)(h >> 56) % SHAPE_CACHE;
+	if (shape_cache[slot].hash != h || shape_cache[slot].proc != prof_proc) {
+		char text[512];
+		shapes_text(&v, text, sizeof text);
+		shape_cache[slot].id = prof_intern(text);
+		shape_cache[slot].hash = h;
+		shape_cache[slot].proc = prof_proc;
+	}
 	for (struct cxx_vector *in = (void *)v.begin; in < (struct cxx_vector *)(void *)v.end; in++)
 		if (in->begin)
 			cxx_delete(in->begin);
 	if (v.begin)
 		cxx_delete(v.begin);
-	prof_trace_set_detail(prof_intern(text));
-	t->busy--;
+	prof_trace_set_detail(shape_cache[slot].id, op_category());
 }
 
 static void **function_start(void **ret, const void *fn)
 {
 	*ret = 0;
-	uint32_t level = function_depth++;
-	if (level >= 64)
-		return ret;
-	uint64_t bit = 1ull << level;
-	function_opened &= ~bit;
 	if (!__atomic_load_n(&prof_on, __ATOMIC_RELAXED))
 		return ret;
 	const char *name = record_function_name(fn);
@@ -173,22 +238,8 @@ static void **function_start(void **ret, const void *fn)
 			record_shapes(fn);
 		return ret; /* recorded at its entry point */
 	}
-	function_opened |= bit;
-	prof_range_open(op_category(), name);
+	open_range(fn, op_category(), name);
 	return ret;
-}
-
-static void function_end(const void *fn, void *ctx)
-{
-	(void)fn;
-	(void)ctx;
-	if (!function_depth)
-		return;
-	uint32_t level = --function_depth;
-	if (level < 64 && (function_opened >> level & 1)) {
-		function_opened &= ~(1ull << level);
-		prof_range_close();
-	}
 }
 
 static uint64_t add(add_global_callback_fn add_global, void *start, void *end, unsigned scope,
@@ -218,6 +269,10 @@ void prof_torch_callbacks_install(const struct dl_phdr_info *libtorch_cpu)
 		libtorch_cpu, "_ZN2at17addGlobalCallbackENS_22RecordFunctionCallbackE");
 	record_function_name = (record_function_name_fn)prof_elf_symbol(
 		libtorch_cpu, "_ZNK2at14RecordFunction4nameEv");
+	/* the 40-byte callback of function pointers came with StepCallbacks (torch 1.12/1.13);
+	 * before, a std::function pair: not called with this layout */
+	if (!prof_elf_symbol(libtorch_cpu, "_ZN2at16getStepCallbacksENS_11RecordScopeE"))
+		add_global = 0;
 	if (!add_global || !record_function_name) {
 		prof_debug(PROF_DEBUG_TRACE, "torch: no RecordFunction callback API in %s",
 			   libtorch_cpu->dlpi_name);
@@ -244,7 +299,7 @@ void prof_torch_callbacks_install(const struct dl_phdr_info *libtorch_cpu)
 	/* off until torch's own profiler turns the dispatcher's RecordFunction on, unless
 	 * shapes are asked for */
 	if (ok && disable_callback && reenable_callback) {
-		uint64_t h = add(add_global, (void *)function_start, (void *)function_end,
+		uint64_t h = add(add_global, (void *)function_start, (void *)range_end,
 				 SCOPE_FUNCTION, shapes);
 		if (h && !shapes)
 			disable_callback(h);

@@ -193,8 +193,8 @@ static uint32_t intern_stack(const uint64_t *f, unsigned n)
 	/* a crowded neighbourhood: the event goes without its stack */
 	static int said;
 	if (!__atomic_exchange_n(&said, 1, __ATOMIC_RELAXED))
-		prof_warn("this process has made too many distinct call stacks for libprof's "
-			  "table (%u): some events from now on have no stack", TABLE_SIZE);
+		prof_warn("libprof's table of distinct call stacks (%u) is crowded in this "
+			  "process: some events from now on have no stack", TABLE_SIZE);
 	return 0;
 }
 

@@ -270,10 +270,11 @@ __attribute__((used)) void *prof_trace_leave(void **sp)
 	return e.orig_ret;
 }
 
-void prof_trace_set_detail(uint32_t id)
+void prof_trace_set_detail(uint32_t id, uint8_t cat)
 {
-	if (shadow.n && !shadow.e[shadow.n - 1].detail)
-		shadow.e[shadow.n - 1].detail = id + 1;
+	struct shadow_entry *e = shadow.n ? &shadow.e[shadow.n - 1] : 0;
+	if (e && !e->detail && targets[e->target].cat == cat)
+		e->detail = id + 1;
 }
 
 void prof_trace_end_now(prof_trace_hook hook, uint64_t arg1)

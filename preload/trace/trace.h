@@ -19,9 +19,9 @@ typedef uint32_t (*prof_trace_hook)(const uint64_t *args);
 /* Or'd into a hook's result: no event for this call, which only ran the hook (a
  * framework's completion callback, ending the call it completes: prof_trace_end_now). */
 #define PROF_HOOK_PASS 0x20000000u
-/* Gives the innermost call open on this thread (and not given one yet) a detail, string
- * id: its event carries it (PROF_EVF_DETAIL). */
-void prof_trace_set_detail(uint32_t id);
+/* Gives the innermost call open on this thread, when it is of category cat and has none
+ * yet, a detail, string id: its event carries it (PROF_EVF_DETAIL). */
+void prof_trace_set_detail(uint32_t id, uint8_t cat);
 /* Ends now, as far as its event says, the innermost call open on this thread that was
  * made through a stub with this hook and with arg1 as its second integer argument; its
  * return still comes (and is not timed). */

@@ -9,6 +9,23 @@ LABELS_SCRIPT = os.path.join(ROOT, "test", "e2e", "frameworks", "torch_tutorial_
 LABELS_STEPS = 5
 
 
+def on_both_torches(check_fn, name):
+    """Registers two cases running check_fn(c, python): name on Debian's torch 1.13 and
+    torch2_<rest of name> on the PyPI 2.x of torch2.py."""
+    def on_debian(c):
+        need_torch()
+        check_fn(c, "/usr/bin/python3")
+
+    def on_pypi(c):
+        py, version = torch2_python()
+        check_fn(c, py)
+        c.note("torch %s" % version)
+    on_debian.__name__ = name
+    on_pypi.__name__ = "torch2_" + name[len("torch_"):]
+    case(on_debian)
+    case(on_pypi)
+
+
 def labels_rows(c):
     """{name: count} and {name: total_ns} of libprof's user and operator rows."""
     rep = c.report_json(c.path("libprof.prof"))
@@ -46,17 +63,7 @@ def labels_follow(c, python):
            % (len(wanted), ", ".join(user)))
 
 
-@case
-def torch_labels_match_torch_profiler(c):
-    need_torch()
-    labels_follow(c, "/usr/bin/python3")
-
-
-@case
-def torch2_labels_match_torch_profiler(c):
-    py, version = torch2_python()
-    labels_follow(c, py)
-    c.note("torch %s" % version)
+on_both_torches(labels_follow, "torch_labels_match_torch_profiler")
 
 
 def labels_bare(c, python):
@@ -85,17 +92,7 @@ def labels_bare(c, python):
     c.note("user table: %s" % ", ".join(user_order))
 
 
-@case
-def torch_labels_bare_command(c):
-    need_torch()
-    labels_bare(c, "/usr/bin/python3")
-
-
-@case
-def torch2_labels_bare_command(c):
-    py, version = torch2_python()
-    labels_bare(c, py)
-    c.note("torch %s" % version)
+on_both_torches(labels_bare, "torch_labels_bare_command")
 
 
 @case
@@ -167,14 +164,19 @@ def shapes_match(c, python):
         len(ours), sorted(k[1] for k in ours if k[0] == "aten::conv2d")))
 
 
+on_both_torches(shapes_match, "torch_shapes_match_torch_profiler")
+
+
 @case
-def torch_shapes_match_torch_profiler(c):
+def torch_labels_unnested(c):
+    # ranges ended out of order on one thread count once each; ranges ended on another
+    # thread than began them are not recorded (no whole range on either thread) and do
+    # not stop the thread's later labels (100 of them: more than the 64 levels kept)
     need_torch()
-    shapes_match(c, "/usr/bin/python3")
-
-
-@case
-def torch2_shapes_match_torch_profiler(c):
-    py, version = torch2_python()
-    shapes_match(c, py)
-    c.note("torch %s" % version)
+    script = os.path.join(ROOT, "test", "e2e", "frameworks", "torch_ranges_unnested.py")
+    r = c.run(["/usr/bin/python3", script], timeout=300)
+    check(r.rc == 0 and r.kv("done") == ["1"], "the script failed: %r" % r)
+    ours, _, _ = labels_rows(c)
+    want = {"crossed_a": 100, "crossed_b": 100, "worker_label": 1, "after": 3, "inner": 3,
+            "handed_over": None}
+    eq({k: ours.get(k) for k in want}, want, "user rows")
