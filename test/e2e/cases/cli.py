@@ -157,7 +157,7 @@ def cli_every_option_in_help_is_accepted(c):
         ("report", "--top"): ["2"],
         ("report", "--category"): ["memory"],
         ("report", "--format"): ["text", "csv", "json"],
-        ("report", "--group-by"): ["stack", "stack:2"],
+        ("report", "--group-by"): ["stack", "stack:2", "shape"],
         ("export", "--format"): ["chrome", "folded"],
         ("export", "--max-events"): ["100"],
         ("export", "--weight"): ["time", "bytes", "count"],
@@ -208,6 +208,8 @@ def cli_every_option_in_help_is_accepted(c):
                 values = [None]
             elif value in ("OUT", "PREFIX", "OUT.json"):
                 values = ["@out"]
+            elif (cmd, long) in samples:
+                values = samples[(cmd, long)]
             elif "|" in value and "=" not in value:
                 values = value.split("|")  # the choices, shown as the value's name
             else:

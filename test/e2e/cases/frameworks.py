@@ -87,8 +87,11 @@ def mxnet_gluon_cnn_operators(c):
            if g["memory"] == "mxnet/cpu"]
     check(len(dom) == 1, "no Memory: mxnet/cpu domain: %r" % rep["processes"])
     g = dom[0]
-    eq(g["allocations"] + g["frees"], int(m.group(1)),
-       "MXNet storage allocations + releases vs Device Storage's count")
+    # one block more or less on MXNet's side: an engine thread's allocation at the edge of
+    # the region (MXNet counts from inside set_state('run'), libprof from its return)
+    check(abs(g["allocations"] + g["frees"] - int(m.group(1))) <= 1,
+          "MXNet storage allocations + releases %d vs Device Storage's count %s"
+          % (g["allocations"] + g["frees"], m.group(1)))
     check(abs(g["peak_live_bytes"] - float(m.group(3)) * 1000) < 1000,
           "peak %d bytes vs Device Storage's Max Use %s kB" % (g["peak_live_bytes"],
                                                                 m.group(3)))
