@@ -22,6 +22,7 @@
 #include <dlfcn.h>
 #include <link.h>
 #include <stdio.h>
+#include <stdatomic.h>
 #include <stdbool.h>
 #include <stdint.h>
 #include <string.h>
@@ -194,6 +195,16 @@ static uint64_t shapes_hash(const struct cxx_vector *v)
 
 /* The operator's input shapes, given to its entry point's event (the innermost traced
  * call: at::_ops::<op>::call leads to this RecordFunction through the dispatcher). */
+static void release_sizes(struct cxx_vector *v)
+{
+	for (struct cxx_vector *in = (void *)v->begin; in < (struct cxx_vector *)(void *)v->end;
+	     in++)
+		if (in->begin)
+			cxx_delete(in->begin);
+	if (v->begin)
+		cxx_delete(v->begin);
+}
+
 static void busy_done(uint32_t **busy)
 {
 	(**busy)--;
@@ -211,17 +222,27 @@ static void record_shapes(const void *fn)
 	uint64_t h = shapes_hash(&v);
 	unsigned slot = (unsigned)(h >> 56) % SHAPE_CACHE;
 	if (shape_cache[slot].hash != h || shape_cache[slot].proc != prof_proc) {
+		/* every distinct text is a string of the process: a run whose shapes never
+		 * repeat stops recording them at half the string area, so that the names of
+		 * what comes later still fit */
+		const struct prof_proc_shm *p = prof_proc;
+		if (!p || atomic_load_explicit(&p->strings_used, memory_order_relaxed) >
+				  p->strings_size / 2) {
+			static int said;
+			if (p && !__atomic_exchange_n(&said, 1, __ATOMIC_RELAXED))
+				prof_warn("PROFILER_RECORD_SHAPES: half the string area of this "
+					  "process holds names and shapes; no more shapes are "
+					  "recorded");
+			release_sizes(&v);
+			return;
+		}
 		char text[512];
 		shapes_text(&v, text, sizeof text);
 		shape_cache[slot].id = prof_intern(text);
 		shape_cache[slot].hash = h;
 		shape_cache[slot].proc = prof_proc;
 	}
-	for (struct cxx_vector *in = (void *)v.begin; in < (struct cxx_vector *)(void *)v.end; in++)
-		if (in->begin)
-			cxx_delete(in->begin);
-	if (v.begin)
-		cxx_delete(v.begin);
+	release_sizes(&v);
 	prof_trace_set_detail(shape_cache[slot].id, op_category());
 }
 
