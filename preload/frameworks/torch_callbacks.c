@@ -7,8 +7,9 @@
  * preset's at::_ops::*::call) and are skipped here, leaving the engine's
  * "autograd::engine::evaluate_function: X" and operators of other namespaces. That one is
  * on only while torch's own profiler runs (prof_torch_engine_rows, from the hooks on its
- * start and stop): a FUNCTION callback makes the dispatcher build a RecordFunction for
- * every operator, +13% on a dispatch-bound training step where the other two cost 1%
+ * start and stop) or with PROFILER_RECORD_SHAPES (it then reads the ATen operators'
+ * inputs): a FUNCTION callback makes the dispatcher build a RecordFunction for every
+ * operator, +12% on a dispatch-bound training step where the other two cost 1%
  * (docs/BENCHMARKS.md); while torch.profiler runs that cost is paid already, and those
  * are the runs whose tables are compared with torch's.
  *
@@ -17,7 +18,7 @@
  * pointers, a double, a bool per RecordScope, three bools; 40 bytes; RecordScope has had
  * the same ten values); the calls are exported C++ functions, found in libtorch_cpu's
  * symbol table. One callback per scope, so that the scope is known without reading
- * RecordFunction's fields. Measured in docs/BENCHMARKS.md (bench/torch_callbacks.py). */
+ * RecordFunction's fields. Measured in docs/BENCHMARKS.md (bench/torch_step.py). */
 #define _GNU_SOURCE
 #include <dlfcn.h>
 #include <link.h>
