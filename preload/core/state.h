@@ -54,6 +54,17 @@ extern uint32_t prof_names[NAME_COUNT];
 uint32_t prof_intern(const char *s);
 /* A dynamic category's index (registered in the process segment on first use). */
 uint8_t prof_category(const char *name);
+/* The same, asked once per call site (prof_category takes a lock): *once holds the index
+ * + 1 from then on. Indexes are inherited across fork with the process segment. */
+static inline uint8_t prof_category_once(const char *name, uint32_t *once)
+{
+	uint32_t c = __atomic_load_n(once, __ATOMIC_ACQUIRE);
+	if (__builtin_expect(!c, 0)) {
+		c = prof_category(name) + 1u;
+		__atomic_store_n(once, c, __ATOMIC_RELEASE);
+	}
+	return (uint8_t)(c - 1);
+}
 void prof_strings_reset(void);
 void prof_strings_inherit(struct prof_proc_shm *from, struct prof_proc_shm *to);
 

@@ -81,9 +81,7 @@ void prof_mxnet_bulk_off(void)
  * mxnet_memory (tabled "Memory: mxnet/cpu" or "mxnet/gpu"), not as calls. */
 static void storage_event(const uint64_t *args, int alloc)
 {
-	static uint8_t cat;
-	static int have_cat;
-	static uint32_t name_alloc, name_free;
+	static uint32_t cat_once, names_once, name_alloc, name_free;
 	struct prof_thread *t = &prof_thr;
 	const char *h = (const char *)args[1];
 	if (!h || t->busy || !prof_proc || !__atomic_load_n(&prof_memory_on, __ATOMIC_RELAXED))
@@ -93,11 +91,11 @@ static void storage_event(const uint64_t *args, int alloc)
 	if (!ptr)
 		return;
 	t->busy++;
-	if (unlikely(!__atomic_load_n(&have_cat, __ATOMIC_ACQUIRE))) {
-		cat = prof_category(PROF_CATNAME_MXNET_MEMORY);
+	uint8_t cat = prof_category_once(PROF_CATNAME_MXNET_MEMORY, &cat_once);
+	if (unlikely(!__atomic_load_n(&names_once, __ATOMIC_ACQUIRE))) {
 		name_alloc = prof_intern("Storage::Alloc");
 		name_free = prof_intern("Storage::Free");
-		__atomic_store_n(&have_cat, 1, __ATOMIC_RELEASE);
+		__atomic_store_n(&names_once, 1, __ATOMIC_RELEASE);
 	}
 	uint64_t now = prof_now();
 	if (alloc)

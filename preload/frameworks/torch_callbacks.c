@@ -68,8 +68,7 @@ static int shapes;                /* PROFILER_RECORD_SHAPES: the FUNCTION callba
 static input_sizes_fn input_sizes;
 static cxx_delete_fn cxx_delete;
 static int installed;
-static uint8_t operator_cat;
-static int have_operator_cat;
+static uint32_t operator_cat_once;
 
 /* The RecordFunctions this thread opened a range for, innermost last, each with its
  * range's level in the thread's range stack. An end closes the range of its own
@@ -119,11 +118,7 @@ static void range_end(const void *fn, void *ctx)
 
 static uint8_t op_category(void)
 {
-	if (unlikely(!__atomic_load_n(&have_operator_cat, __ATOMIC_ACQUIRE))) {
-		operator_cat = prof_category(PROF_CATNAME_OPERATOR);
-		__atomic_store_n(&have_operator_cat, 1, __ATOMIC_RELEASE);
-	}
-	return operator_cat;
+	return prof_category_once(PROF_CATNAME_OPERATOR, &operator_cat_once);
 }
 
 /* The start callbacks return std::unique_ptr<ObserverContext>, a class with a destructor:

@@ -227,15 +227,11 @@ int prof_cuda_wraps(const char *name)
 static void record(struct prof_thread *t, int f, unsigned depth, uint64_t t0, uint64_t t1,
 		   uint64_t corr, int result, const void *ip, const void *cfa)
 {
-	static uint8_t cat;
-	static int have_cat;
+	static uint32_t cat_once;
 	t->busy = 1;
 	if (unlikely(!state[f].name))
 		state[f].name = prof_intern(prof_cuda_funcs[f].name);
-	if (unlikely(!__atomic_load_n(&have_cat, __ATOMIC_ACQUIRE))) {
-		cat = prof_category(PROF_CATNAME_CUDA_API);
-		__atomic_store_n(&have_cat, 1, __ATOMIC_RELEASE);
-	}
+	uint8_t cat = prof_category_once(PROF_CATNAME_CUDA_API, &cat_once);
 	if (unlikely(__atomic_load_n(&prof_stack_calls_on, __ATOMIC_RELAXED)) &&
 	    t1 - t0 >= prof_stack_min_ticks) {
 		uint32_t id = prof_stack_capture((uintptr_t)ip, (uintptr_t)cfa);
@@ -350,8 +346,7 @@ static void gpu_memory(struct prof_thread *t, int f, enum gpu_memory_op op, uint
 		       uint64_t a1, uint64_t a2, uint64_t a3, const uint64_t *stack,
 		       const void *ip, const void *cfa)
 {
-	static uint8_t cat;
-	static int have_cat;
+	static uint32_t cat_once;
 	uint64_t ptr = 0, bytes = 0;
 	int64_t dev = 0;
 	switch (op) {
@@ -383,10 +378,7 @@ static void gpu_memory(struct prof_thread *t, int f, enum gpu_memory_op op, uint
 		return;
 	uint64_t now = prof_now();
 	t->busy++;
-	if (unlikely(!__atomic_load_n(&have_cat, __ATOMIC_ACQUIRE))) {
-		cat = prof_category(PROF_CATNAME_GPU_MEMORY);
-		__atomic_store_n(&have_cat, 1, __ATOMIC_RELEASE);
-	}
+	uint8_t cat = prof_category_once(PROF_CATNAME_GPU_MEMORY, &cat_once);
 	if (unlikely(!state[f].name))
 		state[f].name = prof_intern(prof_cuda_funcs[f].name);
 	if (op == GPU_RELEASE) {
