@@ -53,11 +53,11 @@ void add_process(struct collector *c, const char *name, struct prof_proc_shm *sh
 		quarantine(p, why);
 	}
 	if (!p->corrupt) {
-		p->slot_gen = calloc(p->g.nslots, sizeof *p->slot_gen);
+		p->slot_seen = calloc(p->g.nslots, sizeof *p->slot_seen);
 		p->slot_tail = calloc(p->g.nslots, sizeof *p->slot_tail);
-		if (!p->slot_gen || !p->slot_tail) {
+		if (!p->slot_seen || !p->slot_tail) {
 			prof_debug(PROF_DEBUG_DRAIN, "not following %s yet: out of memory", name);
-			free(p->slot_gen);
+			free(p->slot_seen);
 			free(p->slot_tail);
 			free(p);
 			shm_guard_remove(shm);

@@ -104,6 +104,24 @@ static void read_thread_name(pid_t pid, uint32_t tid, char *out, size_t len)
 		out[n - 1] = 0;
 }
 
+/* A name libprof gave a thread (string id + 1, interned and published before it was
+ * set): a later thread record, which the model takes over the /proc name. */
+static void given_thread_name(struct collector *c, struct proc_entry *p, uint32_t tid,
+			      uint32_t name_id)
+{
+	uint64_t used = atomic_load_explicit(&p->shm->strings_used, memory_order_acquire);
+	uint64_t at = (uint64_t)name_id - 1;
+	if (!name_id || used > p->g.strings_size || at + 4 > used)
+		return;
+	const struct prof_string_entry *e =
+		(const void *)((const char *)p->shm + p->g.strings_off + at);
+	uint32_t len = e->len; /* read once: the writer is not trusted */
+	if (at + 4 + len > used)
+		return;
+	struct cap_thread h = {.pid = (uint32_t)p->pid, .tid = tid};
+	put(c, CAP_THREAD, &h, sizeof h, e->bytes, len);
+}
+
 /* Strings, categories and stacks published so far. */
 static void read_strings(struct collector *c, struct proc_entry *p)
 {
@@ -201,12 +219,19 @@ static uint64_t drain_slot(struct collector *c, struct proc_entry *p, unsigned i
 		return 0;
 	}
 	uint32_t gen = atomic_load_explicit(&s->gen, memory_order_acquire);
-	if (gen != p->slot_gen[i]) {
+	struct slot_seen *seen = &p->slot_seen[i];
+	if (gen != seen->gen) {
 		char name[64];
 		read_thread_name(p->pid, s->tid, name, sizeof name);
 		struct cap_thread h = {.pid = (uint32_t)p->pid, .tid = s->tid};
 		put(c, CAP_THREAD, &h, sizeof h, name, strlen(name));
-		p->slot_gen[i] = gen;
+		seen->gen = gen;
+		seen->name_id = 0;
+	}
+	uint32_t name_id = atomic_load_explicit(&s->name_id, memory_order_acquire);
+	if (name_id != seen->name_id) {
+		given_thread_name(c, p, s->tid, name_id);
+		seen->name_id = name_id;
 	}
 	/* An orphan slot's thread is gone once its task is: retire it for it. */
 	if (state == SLOT_OWNED && atomic_load(&s->orphan) && c->liveness_pass &&
@@ -369,7 +394,7 @@ void free_collector(struct collector *c)
 			shm_guard_remove(p->shm);
 			munmap(p->shm, p->map_size);
 		}
-		free(p->slot_gen);
+		free(p->slot_seen);
 		free(p->slot_tail);
 		stacks_free(&p->stacks);
 		free(p);

@@ -31,7 +31,9 @@ struct proc_entry {
 	struct proc_stacks stacks;
 	pid_t ppid;
 	uint32_t exec_seq;
-	uint32_t *slot_gen;
+	/* per ring slot: the claim (gen) and the libprof-given thread name (string id + 1)
+	 * last put in the capture */
+	struct slot_seen { uint32_t gen, name_id; } *slot_seen;
 	int finished;
 	uint64_t lost;
 	struct shm_geom g;   /* checked when found; addresses come from here only */

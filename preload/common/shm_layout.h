@@ -121,7 +121,9 @@ struct prof_slot {
 	_Atomic uint32_t gen;   /* +1 per claim, so the collector notices reuse */
 	_Atomic uint32_t orphan; /* claimed during thread teardown, after the exit hook:
 				    the collector retires it once the thread is gone */
-	char pad1[48];
+	_Atomic uint32_t name_id; /* string id + 1 of a name libprof gave the thread (an
+				     MXNet engine worker); 0: its own. Reset at each claim */
+	char pad1[44];
 	/* writer's line */
 	_Atomic uint64_t head;       /* events written */
 	_Atomic uint64_t lost_pending;  /* dropped, not yet reported by a LOST event */

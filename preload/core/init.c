@@ -215,6 +215,7 @@ void prof_after_fork_child(void)
 	t->w.slot = 0;
 	t->no_slot = 0;
 	t->lost_entry = 0;
+	t->given_name = 0; /* an id in the parent's string area */
 	char name[160];
 	/* after setuid() the collector could not open a segment made now (see process.c) */
 	int same_user = prof_session_user();

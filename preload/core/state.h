@@ -24,6 +24,7 @@ struct prof_thread {
 	struct prof_lost_thread *lost_entry; /* where they are counted (NULL: table full) */
 	uint32_t counted_fork;  /* the fork wrapper counted this fork */
 	uint32_t exiting;       /* the thread's exit hook has run */
+	uint32_t given_name;    /* prof_thread_give_name's string id + 1, for each ring */
 	uint32_t nranges;
 	uint32_t range_name[PROF_MAX_RANGES];
 	uint64_t range_t0[PROF_MAX_RANGES];
@@ -79,6 +80,7 @@ void prof_range_end_at(uint32_t level, int emit);
 
 /* thread.c */
 int prof_thread_claim(struct prof_thread *t);
+void prof_thread_give_name(const char *name);
 void prof_warn(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 
 /* init.c */

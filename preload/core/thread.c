@@ -142,6 +142,8 @@ int prof_thread_claim(struct prof_thread *t)
 			break;
 		}
 		s->tid = (uint32_t)syscall(SYS_gettid);
+		/* a thread's second ring (claimed in its teardown) keeps the name */
+		atomic_store_explicit(&s->name_id, t->given_name, memory_order_relaxed);
 		atomic_fetch_add_explicit(&s->gen, 1, memory_order_release);
 		ring_writer_init(&t->w, s, ring, p->ring_cap, prof_session ? prof_session->block : 0,
 				 prof_collector_stalled);
@@ -167,4 +169,21 @@ drop:
 	if (p)
 		count_unringed(t, p);
 	return 0;
+}
+
+/* A name for the calling thread in the outputs, where the program gave it none (MXNet's
+ * engine workers are all "python3"): set once per ring, on a thread that has one; the
+ * process's main thread keeps its own. The program's thread name is not changed. Called
+ * from hooks, which run busy already. */
+void prof_thread_give_name(const char *name)
+{
+	struct prof_thread *t = &prof_thr;
+	struct prof_slot *s = t->w.slot;
+	if (!s || !prof_proc || s->tid == prof_proc->pid ||
+	    atomic_load_explicit(&s->name_id, memory_order_relaxed))
+		return;
+	t->busy++;
+	t->given_name = prof_intern(name) + 1;
+	atomic_store_explicit(&s->name_id, t->given_name, memory_order_release);
+	t->busy--;
 }

@@ -1,6 +1,7 @@
 /* MXNet: its profiler's start and stop (PROFILER_FOLLOW) and its operators' names, read
  * from MXNet 1.x's own structures. */
 #include <stddef.h>
+#include <stdio.h>
 #include <stdlib.h>
 
 #include "preload/core/state.h"
@@ -9,14 +10,17 @@
 #include "preload/common/event.h"
 #include "prof.h"
 
-/* PROFILER_FOLLOW: MXNet's profiler.set_state('run'|'stop') ends in this call. */
+/* PROFILER_FOLLOW: MXNet's profiler.set_state('run'|'stop') ends in this call. Neither
+ * call is in MXNet's table (it records calls made while it runs, and switches in the
+ * middle of these), so neither is in libprof's: its "MXNet C API Calls" count equals
+ * MXNet's. */
 uint32_t prof_mxnet_follow(const uint64_t *args)
 {
 	if ((int)args[0])
 		prof_resume();
 	else
 		prof_pause();
-	return 0;
+	return PROF_HOOK_PASS;
 }
 
 /* MXNet runs each operator on an engine thread in
@@ -47,6 +51,24 @@ uint32_t prof_mxnet_operator(const uint64_t *args)
 	return id + 1;
 }
 
+/* MXNet's engine workers carry the program's name ("python3", MXNet names none): in the
+ * outputs each is "MXNet engine cpu/0 #2", after the device of the first operator it
+ * completed (OprBlock::ctx at 16: DeviceType, then dev_id) and its order in the process. */
+static void name_engine_thread(const char *block)
+{
+	static uint32_t workers;
+	if (!block || !prof_thr.w.slot ||
+	    atomic_load_explicit(&prof_thr.w.slot->name_id, memory_order_relaxed))
+		return;
+	int dev_type = *(const int *)(block + 16), dev_id = *(const int *)(block + 20);
+	const char *dev = dev_type == 2 ? "gpu" : dev_type == 3 ? "cpu_pinned" :
+			  dev_type == 5 ? "cpu_shared" : "cpu";
+	char name[64];
+	snprintf(name, sizeof name, "MXNet engine %s/%d #%u", dev, dev_id,
+		 __atomic_add_fetch(&workers, 1, __ATOMIC_RELAXED));
+	prof_thread_give_name(name);
+}
+
 /* ThreadedEngine::OnCompleteStatic(Engine *, void *opr_block, const dmlc::Error *): the
  * completion callback an operator calls when its work is done, where MXNet's own
  * profiler stops the operator's clock. What follows inside ExecuteOprBlock (releasing the
@@ -58,6 +80,7 @@ uint32_t prof_mxnet_operator(const uint64_t *args)
 uint32_t prof_mxnet_operator_done(const uint64_t *args)
 {
 	prof_trace_end_now(prof_mxnet_operator, args[1]); /* the same OprBlock */
+	name_engine_thread((const char *)args[1]);
 	return PROF_HOOK_PASS;
 }
 
