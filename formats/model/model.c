@@ -67,6 +67,7 @@ void model_free(struct model *m)
 		free(m->thr[i].mem_direct);
 		free(m->thr[i].mem_nested);
 		free(m->thr[i].kids);
+		free(m->thr[i].cat_time);
 	}
 	free(m->thr);
 	free(m->gaps);

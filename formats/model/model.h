@@ -115,6 +115,13 @@ struct thread {
 		size_t row, dur_ix;
 		uint32_t n;
 	} *kids;
+	/* Per depth: the time of calls completed there and not (yet) inside a call of their
+	 * own category, for up to three categories (stats.c: "% of cat" counts a call nested
+	 * in one of its category once). */
+	struct cat_time {
+		uint32_t cat[3];
+		uint64_t t[3];
+	} *cat_time;
 	size_t ndepth;
 };
 

@@ -16,6 +16,7 @@ void stats_init(struct stats *s)
 	u64map_init(&s->block_size);
 	u64map_init(&s->copy_ix);
 	s->merge_cat[0] = s->merge_cat[1] = STR_NONE;
+	s->mxnet_api_cat = STR_NONE;
 }
 
 void stats_free(struct stats *s)
@@ -34,6 +35,7 @@ void stats_free(struct stats *s)
 	u64map_free(&s->block_size);
 	free(s->copies);
 	u64map_free(&s->copy_ix);
+	concurrency_free(&s->mxnet_api);
 	memset(s, 0, sizeof(*s));
 }
 
@@ -125,14 +127,18 @@ static int depths(struct thread *t, unsigned d)
 	if (mn)
 		t->mem_nested = mn;
 	struct only_child *k = mn ? realloc(t->kids, cap * sizeof(*k)) : NULL;
-	if (!k)
+	if (k)
+		t->kids = k;
+	struct cat_time *ct = k ? realloc(t->cat_time, cap * sizeof(*ct)) : NULL;
+	if (!ct)
 		return -1;
-	t->kids = k;
+	t->cat_time = ct;
 	size_t old = t->ndepth, more = cap - old;
 	memset(c + old, 0, more * sizeof(*c));
 	memset(md + old, 0, more * sizeof(*md));
 	memset(mn + old, 0, more * sizeof(*mn));
 	memset(k + old, 0, more * sizeof(*k));
+	memset(ct + old, 0, more * sizeof(*ct));
 	t->ndepth = cap;
 	return 0;
 }
@@ -183,6 +189,37 @@ static int complete(struct row *r, struct thread *t, const struct prof_event *e)
 	return 0;
 }
 
+static void cat_time_add(struct cat_time *c, uint32_t cat, uint64_t t)
+{
+	for (int i = 0; i < 3; i++) {
+		if (!c->t[i] || c->cat[i] == cat) {
+			c->cat[i] = cat;
+			c->t[i] += t;
+			return;
+		}
+	}
+	/* a fourth category at one level: its nesting is not seen ("% of cat" lower) */
+}
+
+/* A call of category cat ended at level d: the calls of its category below it are inside
+ * it (their time is returned); the others' time goes up to level d with its own. */
+static uint64_t cat_time_end(struct thread *t, unsigned d, uint32_t cat, uint64_t dur)
+{
+	struct cat_time *below = &t->cat_time[d + 1], *here = &t->cat_time[d];
+	uint64_t within = 0;
+	for (int i = 0; i < 3; i++) {
+		if (!below->t[i])
+			continue;
+		if (below->cat[i] == cat)
+			within += below->t[i];
+		else
+			cat_time_add(here, below->cat[i], below->t[i]);
+	}
+	memset(below, 0, sizeof(*below));
+	cat_time_add(here, cat, dur);
+	return within;
+}
+
 /* PyTorch's rule (its profiler's EventList._remove_dup_nodes): a call whose only child
  * is a call of the same name is one call, as when one overload of an operator forwards to
  * another (aten::mean calling aten::mean.dim). The child was counted when it ended; when
@@ -214,6 +251,7 @@ static void take_only_child(struct stats *s, struct model *m, struct row *r,
 		r->total -= below->dur <= r->total ? below->dur : r->total;
 		r->mem = sat_i64(r->mem, below->mem == INT64_MIN ? INT64_MAX : -below->mem);
 		r->durs[below->dur_ix] = UINT64_MAX; /* a hole, dropped by stats_finish */
+		r->within -= below->dur <= r->within ? below->dur : r->within;
 		r->merged++;
 	}
 	memset(below, 0, sizeof(*below));
@@ -322,6 +360,41 @@ static uint32_t row_name(struct model *m, uint32_t name)
 	return strtab_intern_str(&m->str, "ProfilerStep*", &grouped) ? name : grouped;
 }
 
+/* MXNet's table ends its C API domain with two counters, kept by MXNet as the calls run:
+ * "MXNet C API Calls" (+1 per call) and "MXNet C API Concurrency" (+1 at each call's
+ * start, -1 at its end). Here they are made from the calls, in the counters table. */
+static int mxnet_api_call(struct stats *s, struct model *m, uint32_t image,
+			  const struct prof_event *e)
+{
+	if (!s->mxnet_api.calls &&
+	    (strtab_intern_str(&m->str, "MXNet C API Calls", &s->mxnet_counter[0]) ||
+	     strtab_intern_str(&m->str, "MXNet C API Concurrency", &s->mxnet_counter[1])))
+		return -1;
+	return concurrency_add(&s->mxnet_api, m->img[image].pid, e->t0, e->t1);
+}
+
+static int mxnet_counters(struct stats *s)
+{
+	struct concurrency *c = &s->mxnet_api;
+	if (!c->calls)
+		return 0;
+	concurrency_finish(c);
+	for (int i = 0; i < 2; i++) {
+		int created;
+		int64_t at = slot_for(&s->ctr_ix, &s->ctrs, &s->nctrs, &s->ctrs_cap,
+				      sizeof(struct counter), s->mxnet_counter[i], &created);
+		if (at < 0)
+			return -1;
+		struct counter *k = &s->ctrs[at];
+		k->name = s->mxnet_counter[i];
+		k->count = i ? 2 * c->calls : c->calls; /* MXNet's updates of each */
+		k->min = i ? 0 : 1;
+		k->max = i ? (double)c->most : (double)c->calls;
+		k->last = i ? 0 : (double)c->calls;
+	}
+	return 0;
+}
+
 static int one_event(struct stats *s, struct model *m, uint32_t image, struct thread *t,
 		     const struct prof_event *e)
 {
@@ -352,7 +425,13 @@ static int one_event(struct stats *s, struct model *m, uint32_t image, struct th
 			complete_mem(s, r, t, e, 1, net);
 			return complete(r, t, e);
 		}
+		if (s->mxnet_api_cat == STR_NONE &&
+		    strtab_intern_str(&m->str, PROF_CATNAME_MXNET_C_API, &s->mxnet_api_cat))
+			return -1;
+		if (cat == s->mxnet_api_cat && mxnet_api_call(s, m, image, e))
+			return -1;
 		int64_t mem = sat_i64(t->mem_direct[e->depth + 1], t->mem_nested[e->depth + 1]);
+		r->within += cat_time_end(t, e->depth, cat, e->t1 > e->t0 ? e->t1 - e->t0 : 0);
 		take_only_child(s, m, r, e, &t->kids[e->depth + 1]);
 		complete_mem(s, r, t, e, 0, net);
 		if (complete(r, t, e))
@@ -385,6 +464,7 @@ int stats_on_events(void *ctx, struct model *m, uint32_t image, uint32_t thread,
 				memset(t->mem_direct, 0, t->ndepth * sizeof(*t->mem_direct));
 				memset(t->mem_nested, 0, t->ndepth * sizeof(*t->mem_nested));
 				memset(t->kids, 0, t->ndepth * sizeof(*t->kids));
+				memset(t->cat_time, 0, t->ndepth * sizeof(*t->cat_time));
 			}
 			continue;
 		}
@@ -456,5 +536,7 @@ int stats_finish(struct stats *s)
 		r->durs = NULL;
 		r->ndurs = r->durs_cap = 0;
 	}
+	if (mxnet_counters(s))
+		return -1;
 	return step_summary(s);
 }

@@ -7,6 +7,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "formats/model/concurrency.h"
 #include "formats/model/model.h"
 
 struct row {
@@ -19,6 +20,9 @@ struct row {
 	size_t ndurs, durs_cap;
 	uint64_t median; /* set by stats_finish */
 	uint64_t merged; /* calls taken into their same-name parent: durs has holes */
+	/* time of its calls' callees of the same category: total - within is its share of
+	 * the category's time, in which a nested call is counted once */
+	uint64_t within;
 };
 
 struct mark {
@@ -71,6 +75,10 @@ struct stats {
 	int has_mem;              /* some non-memory row saw allocations */
 	uint32_t merge_cat[2];    /* gids of the categories whose same-name only children
 				   * merge ("operator", "user"); STR_NONE until known */
+	/* MXNet's C API calls at once (its "MXNet C API Concurrency" counter) */
+	uint32_t mxnet_api_cat;   /* gid; STR_NONE until known */
+	uint32_t mxnet_counter[2]; /* gids of the counters' names, once a call was seen */
+	struct concurrency mxnet_api;
 };
 
 void stats_init(struct stats *s);

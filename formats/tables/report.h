@@ -13,7 +13,8 @@ struct report_cat {
 	uint32_t cat;      /* gid of its name */
 	struct row **rows; /* sorted, at most --top */
 	size_t nrows, all_rows;
-	uint64_t total;    /* sum of the totals of every row, for "% of cat" */
+	uint64_t total;    /* the category's time, for "% of cat": the sum of its rows'
+			      totals, a call nested in one of its category counted once */
 	unsigned order;    /* rank of its first row in the capture */
 };
 

@@ -115,7 +115,9 @@ static int group_rows(struct report *r)
 		if (!r->cats[c].all_rows)
 			r->cats[c].order = (unsigned)c;
 		r->cats[c].all_rows++;
-		r->cats[c].total += r->s->rows[i].total;
+		/* a call inside one of its category is in that one's time already */
+		const struct row *w = &r->s->rows[i];
+		r->cats[c].total += w->total - (w->within < w->total ? w->within : w->total);
 	}
 	if (r->ncats)
 		qsort_r(r->cats, r->ncats, sizeof(*r->cats), by_rank, r->m);

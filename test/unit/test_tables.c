@@ -73,6 +73,15 @@ static void csv_nums(const char *s, const char *cat, const char *name, uint64_t 
 	}
 }
 
+/* The "percent" field, after the seven numbers. */
+static double csv_percent(const char *s, const char *cat, const char *name)
+{
+	const char *p = csv_row(s, cat, name) + strlen(cat) + strlen(name) + 6;
+	for (int i = 0; i < 7; i++)
+		p = strchr(p, ',') + 1;
+	return strtod(p, NULL);
+}
+
 static void header(struct fx *f)
 {
 	fx_text(f, CAP_SESSION, "command=./train --fast\nhost=node7\nclock=monotonic\n"
@@ -191,6 +200,45 @@ static void test_same_name_only_child(void **state)
 	assert_int_equal(v[2], 100);
 	csv_nums(s, "operator", "aten::sum", v);
 	assert_int_equal(v[0], 3);
+	free(s);
+	unlink(f.path);
+}
+
+/* "% of cat": a call inside another of its category (MXSetProfilerConfig calling
+ * MXSetProcessProfilerConfig), even through a call of another category, is in that one's
+ * time already; the category's time counts it once. */
+static void test_percent_counts_nested_once(void **state)
+{
+	struct prof_event e[8];
+	struct fx f;
+	char *s;
+
+	(void)state;
+	fx_open(&f, "nestpct");
+	header(&f);
+	fx_name(&f, 1, 1, "MXSetProfilerConfig");
+	fx_name(&f, 1, 2, "MXSetProcessProfilerConfig");
+	fx_name(&f, 1, 3, "MXNDArrayFree");
+	fx_name(&f, 1, 4, "Op");
+	fx_name(&f, 1, 5, "MXInner");
+	uint8_t api = PROF_CAT_FIRST_DYNAMIC, op = PROF_CAT_FIRST_DYNAMIC + 1;
+	fx_string(&f, CAP_CATEGORY, 1, api, "MXNET_C_API", 11);
+	fx_string(&f, CAP_CATEGORY, 1, op, "operator", 8);
+	/* Config [0,100] > Process [10,60]; Free [200,300] > Op [210,290] > Inner [220,240] */
+	e[0] = fx_range(10, 60, 2, api, 1);
+	e[1] = fx_range(0, 100, 1, api, 0);
+	e[2] = fx_range(220, 240, 5, api, 2);
+	e[3] = fx_range(210, 290, 4, op, 1);
+	e[4] = fx_range(200, 300, 3, api, 0);
+	fx_events(&f, 1, 1, e, 5);
+	fx_close(&f);
+	s = csv(f.path, SORT_TOTAL, 0, NULL);
+	/* the category's time is 200 (100 + 100), not 270 */
+	assert_true(csv_percent(s, "MXNET_C_API", "MXSetProfilerConfig") == 50.0);
+	assert_true(csv_percent(s, "MXNET_C_API", "MXSetProcessProfilerConfig") == 25.0);
+	assert_true(csv_percent(s, "MXNET_C_API", "MXNDArrayFree") == 50.0);
+	assert_true(csv_percent(s, "MXNET_C_API", "MXInner") == 10.0);
+	assert_true(csv_percent(s, "operator", "Op") == 100.0);
 	free(s);
 	unlink(f.path);
 }
@@ -446,9 +494,10 @@ static void test_memory_columns(void **state)
 	fx_close(&f);
 	char *s = tables(f.path, FORMAT_CSV, SORT_TOTAL, 0, "operator", &rc, err);
 	assert_int_equal(rc, 0);
-	/* Self keeps the allocator's time (as torch's Self CPU does): outer 55 - inner 25 */
-	assert_non_null(strstr(s, "\"operator\",\"outer\",1,55,30,55,55,55,55,68.75,50,100\n"));
-	assert_non_null(strstr(s, "\"operator\",\"inner\",1,25,25,25,25,25,25,31.25,-50,-50\n"));
+	/* Self keeps the allocator's time (as torch's Self CPU does): outer 55 - inner 25;
+	 * % of the category's 55 (inner is inside outer) */
+	assert_non_null(strstr(s, "\"operator\",\"outer\",1,55,30,55,55,55,55,100.00,50,100\n"));
+	assert_non_null(strstr(s, "\"operator\",\"inner\",1,25,25,25,25,25,25,45.45,-50,-50\n"));
 	free(s);
 	s = tables(f.path, FORMAT_TEXT, SORT_TOTAL, 0, NULL, &rc, err);
 	assert_non_null(strstr(s, "CPU Mem  Self CPU Mem"));
@@ -631,6 +680,7 @@ int main(void)
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_self_total_nesting),
 		cmocka_unit_test(test_same_name_only_child),
+		cmocka_unit_test(test_percent_counts_nested_once),
 		cmocka_unit_test(test_median),
 		cmocka_unit_test(test_sort_and_top),
 		cmocka_unit_test(test_category_filter),

@@ -51,6 +51,15 @@ def mxnet_trace_example_follow(c):
                  "MXNDArrayWaitAll", "MXNDArrayGetShapeEx", "MXNDArrayGetDType"):
         eq(ours.get(name), theirs.get(name), "%s: libprof's count vs MXNet's" % name)
     eq(ours.get("MXImperativeInvokeEx"), 2, "MXImperativeInvokeEx (diag, sum)")
+    # every call MXNet's table has, and no other: its "MXNet C API Calls" counter row
+    # counts them, "MXNet C API Concurrency" has two updates per call
+    eq(set(ours), set(theirs) - {"MXNet C API Calls", "MXNet C API Concurrency"},
+       "C API rows: libprof's vs MXNet's")
+    counters = {k["name"]: k for k in c.report_json(c.path("libprof.prof"))["counters"]}
+    for name in ("MXNet C API Calls", "MXNet C API Concurrency"):
+        check(name in counters, "no counter %r: %r" % (name, counters))
+        eq(counters[name]["count"], theirs[name], "counter %r vs MXNet's" % name)
+    eq(counters["MXNet C API Concurrency"]["max"], 1, "one call at a time")
     # follow: nothing from before set_state('run') (import mxnet makes thousands of calls)
     check(sum(ours.values()) < 40, "calls outside the profiled region: %r" % ours)
     rep = c.report_json(c.path("libprof.prof"), "--category", "MXNET_C_API")
@@ -65,6 +74,12 @@ def mxnet_trace_example_follow(c):
     op_tids = {e["tid"] for e in t.select("X", "diag", "operator")}
     check(op_tids and not (op_tids & main_tid),
           "diag ran on the calling thread %r, not an engine thread" % op_tids)
+    # engine workers are named after their device (MXNet names none: all are "python3")
+    names = {e["tid"]: e["args"]["name"] for e in t.select("M", "thread_name")}
+    for tid in op_tids:
+        check(re.fullmatch(r"MXNet engine cpu/0 #\d+", names.get(tid, "")),
+              "engine thread %s is named %r" % (tid, names.get(tid)))
+    check(all(names[tid] == "python3" for tid in main_tid), "main thread renamed: %r" % names)
 
 
 @case
@@ -78,11 +93,20 @@ def mxnet_gluon_cnn_operators(c):
     for name in ("Convolution", "Pooling", "FullyConnected", "_backward_Convolution"):
         check(name in theirs, "MXNet's own table lacks %s: %r" % (name, theirs))
     eq(ours, theirs, "operators and their counts (libprof vs MXNet's own profiler)")
+    # the C API table, its counter rows included
+    theirs_api = mxnet_table(r.out, "MXNET_C_API")
+    counter_names = {"MXNet C API Calls", "MXNet C API Concurrency"}
+    eq(trace_counts(t, "MXNET_C_API"),
+       {k: v for k, v in theirs_api.items() if k not in counter_names},
+       "C API calls and their counts (libprof vs MXNet's own profiler)")
+    rep = c.report_json(c.path("libprof.prof"))
+    counters = {k["name"]: k["count"] for k in rep["counters"]}
+    eq({k: counters.get(k) for k in counter_names}, {k: theirs_api[k] for k in counter_names},
+       "MXNet's counter rows")
     # MXNet's storage manager: its "Device Storage" row (a counter updated at every
     # allocation and release; Max Use in kB of 1000 bytes) beside Memory: mxnet/cpu
     m = re.search(r"^Memory: cpu/0\s+(\d+)\s+([0-9.]+)\s+([0-9.]+)", r.out, re.M)
     check(m, "MXNet's Device Storage table is missing: %r" % r.out[-3000:])
-    rep = c.report_json(c.path("libprof.prof"))
     dom = [g for p in rep["processes"] for g in p.get("gpu_memory") or []
            if g["memory"] == "mxnet/cpu"]
     check(len(dom) == 1, "no Memory: mxnet/cpu domain: %r" % rep["processes"])
