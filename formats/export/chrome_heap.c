@@ -4,104 +4,92 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "formats/model/memtrack.h"
+#include "formats/model/memcurve.h"
 #include "formats/util/vec.h"
 
-struct curve {
-	struct heap_point *p;
-	size_t n, cap;
-	uint32_t pid;
-	int32_t device;
-};
-
-static int collect(void *ctx, uint64_t t, uint64_t live)
-{
-	struct curve *c = ctx;
-
-	if (VEC_RESERVE(c->p, c->cap, c->n + 1))
-		return -1;
-	c->p[c->n].t = t;
-	c->p[c->n].live = live;
-	c->p[c->n].pid = c->pid;
-	c->p[c->n++].device = c->device;
-	return 0;
-}
-
-static int keep(struct heap_track *h, const struct heap_point *p)
+static int keep(struct heap_track *h, struct memcurve_point p, uint32_t pid, int32_t device)
 {
 	if (VEC_RESERVE(h->pts, h->cap, h->n + 1))
 		return -1;
-	h->pts[h->n++] = *p;
+	h->pts[h->n++] = (struct heap_point){.t = p.t, .live = p.live, .pid = pid, .device = device};
 	return 0;
 }
 
 /* Lowest and highest point of each of share/2 equal runs, in time order. */
-static int thin(struct heap_track *h, const struct curve *c, uint64_t share)
+static int thin(struct heap_track *h, const struct memcurve_point *p, size_t n, uint32_t pid,
+		int32_t device, uint64_t share)
 {
 	size_t runs = share / 2 ? (size_t)(share / 2) : 1, r;
 
 	for (r = 0; r < runs; r++) {
-		size_t lo = c->n * r / runs, hi = c->n * (r + 1) / runs, i, mn = lo, mx = lo;
+		size_t lo = n * r / runs, hi = n * (r + 1) / runs, i, mn = lo, mx = lo;
 		if (lo >= hi)
 			continue;
 		for (i = lo; i < hi; i++) {
-			if (c->p[i].live < c->p[mn].live)
+			if (p[i].live < p[mn].live)
 				mn = i;
-			if (c->p[i].live > c->p[mx].live)
+			if (p[i].live > p[mx].live)
 				mx = i;
 		}
-		if (keep(h, &c->p[mn < mx ? mn : mx]) ||
-		    (mn != mx && keep(h, &c->p[mn < mx ? mx : mn])))
+		size_t first = mn < mx ? mn : mx, second = mn < mx ? mx : mn;
+		if (keep(h, p[first], pid, device) ||
+		    (mn != mx && keep(h, p[second], pid, device)))
 			return -1;
 	}
 	/* The value at the end is what a viewer shows after the last point: keep it. */
-	if (h->pts[h->n - 1].t != c->p[c->n - 1].t || h->pts[h->n - 1].live != c->p[c->n - 1].live)
-		return keep(h, &c->p[c->n - 1]);
+	if (h->pts[h->n - 1].t != p[n - 1].t || h->pts[h->n - 1].live != p[n - 1].live)
+		return keep(h, p[n - 1], pid, device);
 	return 0;
 }
 
-static int curve_track(struct heap_track *h, struct mem_image *mi, uint32_t pid,
+/* One domain's curve (memcurve.h: already bounded while the capture was read). */
+static int curve_track(struct heap_track *h, const struct mem_curve *c, uint32_t pid,
 		       int32_t device, uint64_t share)
 {
-	struct curve c = { .pid = pid, .device = device };
-	size_t i;
-	int rc = memtrack_analyze(mi, collect, &c);
+	struct memcurve_point *p;
+	size_t n = memcurve_points(c, &p), i;
+	int rc = 0;
 
-	h->changes += c.n;
-	if (!rc && c.n && c.n <= share) {
-		for (i = 0; i < c.n && !rc; i++)
-			rc = keep(h, &c.p[i]);
-	} else if (!rc && c.n) {
+	if (!p)
+		return -1;
+	h->changes += c->changes;
+	h->thinned |= c->changes > n;
+	if (n && n <= share) {
+		for (i = 0; i < n && !rc; i++)
+			rc = keep(h, p[i], pid, device);
+	} else if (n) {
 		h->thinned = 1;
-		rc = thin(h, &c, share);
+		rc = thin(h, p, n, pid, device, share);
 	}
-	free(c.p);
+	free(p);
 	return rc;
 }
 
 int heap_track_build(struct heap_track *h, struct model *m, uint64_t max_points)
 {
-	uint64_t ops = 0;
+	uint64_t changes = 0;
 	size_t i;
 
 	memset(h, 0, sizeof(*h));
 	for (i = 0; i < m->nimg; i++)
-		for (int d = -1; d < MODEL_DEVICES; d++)
-			ops += MODEL_DOMAIN(&m->img[i], d)->nops;
+		for (int d = -1; d < MODEL_DEVICES; d++) {
+			const struct mem_curve *c = MODEL_DOMAIN(&m->img[i], d)->curve;
+			changes += c ? c->changes : 0;
+		}
 	for (i = 0; i < m->nimg; i++)
 		for (int d = -1; d < MODEL_DEVICES; d++) {
-			struct mem_image *mi = MODEL_DOMAIN(&m->img[i], d);
-			uint64_t share = mi->nops;
+			const struct mem_curve *c = MODEL_DOMAIN(&m->img[i], d)->curve;
+			uint64_t share = c ? c->changes : 0;
 			if (!share)
 				continue;
-			if (ops > max_points) {
-				/* A share in proportion to the curve's operations, at least 2. */
+			if (changes > max_points) {
+				/* A share in proportion to the curve's changes, at least 2. */
 				share = (uint64_t)((double)max_points * (double)share /
-						   (double)ops);
+						   (double)changes);
 				if (share < 2)
 					share = 2;
 			}
-			if (curve_track(h, mi, m->img[i].pid, d, share))
+			if (curve_track(h, c, m->img[i].pid, d, share))
 				return -1;
 		}
 	return 0;

@@ -22,11 +22,11 @@ struct heap_track {
 	int thinned;
 };
 
-/* Analyses every image of m (which must have track_memory set), its heap and each of its
- * devices, and keeps at most about max_points points: per curve a share of max_points
- * proportional to its memory operations; a curve longer than its share is cut into share/2 runs of equal point
- * count and only the lowest and highest point of each run kept (so the peak always is),
- * plus the last point. 0, or -1 when out of memory. */
+/* From the curves of every image of m (read with track_memory and keep_curves), its heap
+ * and each of its devices, keeps at most about max_points points: per curve a share of
+ * max_points proportional to its changes; a curve longer than its share is cut into
+ * share/2 runs of equal point count and only the lowest and highest point of each run
+ * kept (so the peak always is), plus the last point. 0, or -1 when out of memory. */
 int heap_track_build(struct heap_track *h, struct model *m, uint64_t max_points);
 void heap_track_free(struct heap_track *h);
 

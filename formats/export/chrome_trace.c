@@ -53,6 +53,7 @@ static int pass1(struct chrome *c, const char *path, char *damage, size_t len)
 	int rc;
 
 	c->plan.track_memory = 1;
+	c->plan.keep_curves = 1;
 	c->plan.on_events = chrome_plan_events;
 	c->plan.ctx = c;
 	rc = c->all_processes ? model_read(&c->plan, path, damage, len)

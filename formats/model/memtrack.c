@@ -1,142 +1,284 @@
-/* Live-heap analysis; see memtrack.h. */
+/* Live-heap analysis, streaming; see memtrack.h. */
 #include "formats/model/memtrack.h"
 
 #include <stdlib.h>
 #include <string.h>
 
+#include "formats/model/memcurve.h"
 #include "formats/util/u64map.h"
+#include "formats/util/vec.h"
 
-static int op_before(const struct mem_op *a, const struct mem_op *b)
+#define SITE_BITS 24 /* a live block: size << SITE_BITS | site */
+#define SITE_MASK ((1u << SITE_BITS) - 1)
+
+/* A thread's operations not applied yet, oldest first (a ring that grows). */
+struct op_queue {
+	struct mem_op *ops;
+	size_t head, n, cap; /* cap a power of two, or 0 */
+};
+
+struct mem_stream {
+	struct op_queue *q;
+	size_t nq, qcap;
+	struct u64map queue_of; /* thread -> queue index */
+	uint32_t *heap;         /* queues holding operations, by their oldest's time */
+	size_t nheap, heap_cap;
+	size_t held;
+	uint64_t newest;        /* latest time pushed */
+	uint64_t applied_t;     /* time of the latest operation applied */
+	struct u64map blocks;   /* live: pointer -> size << SITE_BITS | site */
+	uint64_t live, unmatched;
+	struct u64map site_of;  /* stack -> site index */
+	size_t sites_cap;
+	int64_t nostack_site;   /* the site of stack 0, -1 until made */
+	uint32_t epoch;         /* +1 at each new peak: sites save their bytes lazily */
+	int stacks;             /* an allocation had a stack */
+};
+
+static int before(const struct mem_op *a, const struct mem_op *b)
 {
 	if (a->t != b->t)
 		return a->t < b->t;
 	return a->size == MEM_OP_FREE && b->size != MEM_OP_FREE;
 }
 
-static int is_sorted(const struct mem_op *ops, size_t n)
+static const struct mem_op *head_of(const struct mem_stream *s, uint32_t qi)
 {
-	size_t i;
-
-	for (i = 1; i < n; i++)
-		if (op_before(&ops[i], &ops[i - 1]))
-			return 0;
-	return 1;
+	const struct op_queue *q = &s->q[qi];
+	return &q->ops[q->head];
 }
 
-/* Moves ops into tmp, releases first, keeping order otherwise. */
-static void split_kinds(const struct mem_op *ops, struct mem_op *tmp, size_t n)
+static void sift_up(struct mem_stream *s, size_t i)
 {
-	size_t i, k = 0;
-
-	for (i = 0; i < n; i++)
-		if (ops[i].size == MEM_OP_FREE)
-			tmp[k++] = ops[i];
-	for (i = 0; i < n; i++)
-		if (ops[i].size != MEM_OP_FREE)
-			tmp[k++] = ops[i];
-}
-
-/* LSD radix sort, one byte of t per pass, skipping bytes that all ops share (a session
- * spans a few seconds of a 64-bit clock: usually 4 or 5 passes). O(n), unlike qsort,
- * which cost seconds on captures of tens of millions of allocator calls. */
-int memtrack_sort(struct mem_op *ops, size_t n)
-{
-	size_t count[8][256];
-	struct mem_op *tmp, *src, *dst, *sw;
-	size_t i, b;
-
-	if (n < 2 || is_sorted(ops, n))
-		return 0;
-	tmp = malloc(n * sizeof(*tmp));
-	if (!tmp)
-		return -1;
-	memset(count, 0, sizeof(count));
-	for (i = 0; i < n; i++)
-		for (b = 0; b < 8; b++)
-			count[b][(ops[i].t >> (8 * b)) & 255]++;
-	split_kinds(ops, tmp, n);
-	src = tmp;
-	dst = ops;
-	for (b = 0; b < 8; b++) {
-		size_t pos[256], sum = 0, d;
-		if (count[b][(src[0].t >> (8 * b)) & 255] == n)
-			continue;
-		for (d = 0; d < 256; d++) {
-			pos[d] = sum;
-			sum += count[b][d];
-		}
-		for (i = 0; i < n; i++)
-			dst[pos[(src[i].t >> (8 * b)) & 255]++] = src[i];
-		sw = src;
-		src = dst;
-		dst = sw;
+	while (i) {
+		size_t p = (i - 1) / 2;
+		if (!before(head_of(s, s->heap[i]), head_of(s, s->heap[p])))
+			break;
+		uint32_t x = s->heap[i];
+		s->heap[i] = s->heap[p];
+		s->heap[p] = x;
+		i = p;
 	}
-	if (src != ops)
-		memcpy(ops, src, n * sizeof(*ops));
-	free(tmp);
+}
+
+static void sift_down(struct mem_stream *s, size_t i)
+{
+	for (;;) {
+		size_t l = 2 * i + 1, r = l + 1, m = i;
+		if (l < s->nheap && before(head_of(s, s->heap[l]), head_of(s, s->heap[m])))
+			m = l;
+		if (r < s->nheap && before(head_of(s, s->heap[r]), head_of(s, s->heap[m])))
+			m = r;
+		if (m == i)
+			return;
+		uint32_t x = s->heap[i];
+		s->heap[i] = s->heap[m];
+		s->heap[m] = x;
+		i = m;
+	}
+}
+
+static int queue_push(struct op_queue *q, const struct mem_op *op)
+{
+	if (q->n == q->cap) {
+		size_t cap = q->cap ? 2 * q->cap : 64;
+		struct mem_op *ops = malloc(cap * sizeof *ops);
+		if (!ops)
+			return -1;
+		for (size_t i = 0; i < q->n; i++)
+			ops[i] = q->ops[(q->head + i) & (q->cap - 1)];
+		free(q->ops);
+		q->ops = ops;
+		q->head = 0;
+		q->cap = cap;
+	}
+	q->ops[(q->head + q->n++) & (q->cap - 1)] = *op;
 	return 0;
 }
 
-static int apply(struct u64map *live_blocks, const struct mem_op *op, uint64_t *live,
-		 uint64_t *unmatched)
+/* The site of an allocation's stack, made when new. */
+static int64_t site_for(struct mem_image *mi, struct mem_stream *s, uint32_t stack)
 {
-	uint64_t old, *slot;
 	int created;
-
-	if (op->size == MEM_OP_FREE) {
-		if (u64map_remove(live_blocks, op->ptr, &old))
-			*live -= old;
-		else
-			++*unmatched;
-		return 0;
-	}
-	slot = u64map_upsert(live_blocks, op->ptr, &created);
+	uint64_t *slot = u64map_upsert(&s->site_of, stack, &created);
 	if (!slot)
 		return -1;
 	if (!created)
-		*live -= *slot;
-	*slot = op->size;
-	*live += op->size;
+		return (int64_t)*slot;
+	if (mi->nsites >= SITE_MASK || VEC_RESERVE(mi->sites, s->sites_cap, mi->nsites + 1)) {
+		u64map_remove(&s->site_of, stack, NULL);
+		return -1;
+	}
+	/* made after the latest peak: nothing of it was live then */
+	mi->sites[mi->nsites] = (struct mem_site){.stack = stack, .peak_epoch = s->epoch};
+	*slot = mi->nsites;
+	return (int64_t)mi->nsites++;
+}
+
+/* A site about to change: its bytes at the latest peak are saved before its first change
+ * since (one epoch per peak, so a new peak copies nothing). */
+static struct mem_site *touch(struct mem_image *mi, struct mem_stream *s, uint64_t site)
+{
+	struct mem_site *x = &mi->sites[site];
+	if (x->peak_epoch != s->epoch) {
+		x->peak_bytes = x->live_bytes;
+		x->peak_epoch = s->epoch;
+	}
+	return x;
+}
+
+static int apply(struct mem_image *mi, struct mem_stream *s, const struct mem_op *op)
+{
+	uint64_t old, before_live = s->live;
+	if (op->t < s->applied_t)
+		mi->late++;
+	else
+		s->applied_t = op->t;
+	if (op->size == MEM_OP_FREE || u64map_find(&s->blocks, op->ptr)) {
+		/* a release, or an allocation over a block whose release was lost */
+		if (u64map_remove(&s->blocks, op->ptr, &old)) {
+			s->live -= old >> SITE_BITS;
+			struct mem_site *x = touch(mi, s, old & SITE_MASK);
+			x->live_bytes -= old >> SITE_BITS;
+			x->live_count--;
+		} else if (op->size == MEM_OP_FREE) {
+			s->unmatched++;
+		}
+	}
+	if (op->size != MEM_OP_FREE) {
+		/* every allocation has its site (stack 0: none); kept if any had a stack */
+		int64_t at = op->stack ? site_for(mi, s, op->stack) : s->nostack_site;
+		if (at < 0 && !op->stack)
+			at = s->nostack_site = site_for(mi, s, 0);
+		if (at < 0)
+			return -1;
+		s->stacks |= op->stack != 0;
+		/* sizes beyond 2^40 bytes are clamped in the block, counted whole */
+		uint64_t size = op->size >> (64 - SITE_BITS) ? (1ull << 40) - 1 : op->size;
+		int created;
+		uint64_t *slot = u64map_upsert(&s->blocks, op->ptr, &created);
+		if (!slot)
+			return -1;
+		*slot = size << SITE_BITS | (uint64_t)at;
+		s->live += size;
+		struct mem_site *x = touch(mi, s, (uint64_t)at);
+		x->allocs++;
+		x->bytes += op->size;
+		x->live_bytes += size;
+		x->live_count++;
+	}
+	if (s->live > mi->peak) {
+		mi->peak = s->live;
+		mi->peak_t = op->t;
+		s->epoch++;
+	}
+	if (mi->curve && s->live != before_live)
+		return memcurve_add(mi->curve, op->t, s->live);
 	return 0;
 }
 
-int memtrack_analyze(struct mem_image *mi, mem_curve_fn fn, void *ctx)
+/* Applies the oldest operation held. */
+static int apply_oldest(struct mem_image *mi, struct mem_stream *s)
 {
-	struct u64map blocks;
-	uint64_t live = 0, unmatched = 0;
-	size_t i;
-	int rc = 0;
-
-	mi->peak = mi->peak_t = mi->live_end = 0;
-	if (memtrack_sort(mi->ops, mi->nops))
-		return -1;
-	size_t peak_i = 0;
-	int stacks = 0;
-	u64map_init(&blocks);
-	for (i = 0; i < mi->nops && !rc; i++) {
-		stacks |= mi->ops[i].stack != 0;
-		uint64_t before = live;
-		if (apply(&blocks, &mi->ops[i], &live, &unmatched)) {
-			rc = -1;
-			break;
-		}
-		if (live > mi->peak) {
-			mi->peak = live;
-			mi->peak_t = mi->ops[i].t;
-			peak_i = i;
-		}
-		if (fn && live != before)
-			rc = fn(ctx, mi->ops[i].t, live);
+	uint32_t qi = s->heap[0];
+	struct op_queue *q = &s->q[qi];
+	struct mem_op op = q->ops[q->head];
+	q->head = (q->head + 1) & (q->cap - 1);
+	q->n--;
+	s->held--;
+	if (q->n) {
+		sift_down(s, 0);
+	} else {
+		s->heap[0] = s->heap[--s->nheap];
+		if (s->nheap)
+			sift_down(s, 0);
 	}
-	mi->live_end = live;
+	return apply(mi, s, &op);
+}
+
+int memtrack_push(struct mem_image *mi, uint32_t thread, const struct mem_op *op, int curve)
+{
+	struct mem_stream *s = mi->stream;
+	if (!s) {
+		s = mi->stream = calloc(1, sizeof *s);
+		if (!s)
+			return -1;
+		u64map_init(&s->queue_of);
+		u64map_init(&s->blocks);
+		u64map_init(&s->site_of);
+		s->nostack_site = -1;
+		if (curve && !mi->curve && !(mi->curve = memcurve_new()))
+			return -1;
+	}
+	int created;
+	uint64_t *slot = u64map_upsert(&s->queue_of, thread, &created);
+	if (!slot)
+		return -1;
+	if (created) {
+		if (VEC_RESERVE(s->q, s->qcap, s->nq + 1) ||
+		    VEC_RESERVE(s->heap, s->heap_cap, s->nq + 1)) {
+			u64map_remove(&s->queue_of, thread, NULL);
+			return -1;
+		}
+		memset(&s->q[s->nq], 0, sizeof s->q[s->nq]);
+		*slot = s->nq++;
+	}
+	uint32_t qi = (uint32_t)*slot;
+	if (queue_push(&s->q[qi], op))
+		return -1;
+	s->held++;
+	if (s->q[qi].n == 1) {
+		s->heap[s->nheap++] = qi;
+		sift_up(s, s->nheap - 1);
+	}
+	if (op->t > s->newest)
+		s->newest = op->t;
+	/* Not on "every thread holds some": a thread first seen in a later drain pass may
+	 * bring older operations. */
+	while (s->nheap && (s->held > MEMTRACK_MAX_HELD ||
+			    head_of(s, s->heap[0])->t + MEMTRACK_WINDOW_NS < s->newest))
+		if (apply_oldest(mi, s))
+			return -1;
+	return 0;
+}
+
+void memtrack_free(struct mem_image *mi)
+{
+	struct mem_stream *s = mi->stream;
+	if (!s)
+		return;
+	for (size_t i = 0; i < s->nq; i++)
+		free(s->q[i].ops);
+	free(s->q);
+	free(s->heap);
+	u64map_free(&s->queue_of);
+	u64map_free(&s->blocks);
+	u64map_free(&s->site_of);
+	free(s);
+	mi->stream = NULL;
+}
+
+int memtrack_finish(struct mem_image *mi)
+{
+	struct mem_stream *s = mi->stream;
+	if (!s)
+		return 0;
+	while (s->nheap)
+		if (apply_oldest(mi, s)) {
+			memtrack_free(mi);
+			return -1;
+		}
+	mi->live_end = s->live;
 	/* a release of a block never seen is not a matched free: said apart */
-	mi->frees_unmatched += unmatched;
-	mi->frees -= unmatched < mi->frees ? unmatched : mi->frees;
-	u64map_free(&blocks);
-	if (!rc && stacks && mi->peak)
-		rc = memsites_analyze(mi, peak_i);
-	free(mi->ops);
-	mi->ops = NULL;
-	mi->nops = mi->cap = 0;
-	return rc;
+	mi->frees_unmatched += s->unmatched;
+	mi->frees -= s->unmatched < mi->frees ? s->unmatched : mi->frees;
+	for (size_t i = 0; i < mi->nsites; i++)
+		touch(mi, s, i); /* unchanged since the peak: its bytes now are its bytes then */
+	if (!s->stacks) { /* sites only when stacks were captured */
+		free(mi->sites);
+		mi->sites = NULL;
+		mi->nsites = 0;
+	}
+	memtrack_free(mi);
+	return 0;
 }

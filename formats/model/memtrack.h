@@ -1,24 +1,32 @@
-/* Live-heap analysis of one process image: its allocations and releases in time order
- * (threads interleave in the capture, so they are sorted first), matched by pointer. */
+/* Live-heap analysis of one memory domain (a process image's heap, or a device's memory):
+ * its allocations and releases in time order, matched by pointer, as they are read.
+ *
+ * The capture holds each thread's operations in time order, but threads interleave by
+ * drain pass, so operations are held per thread and merged: the oldest is applied once
+ * it is MEMTRACK_WINDOW_NS older than the newest one seen, or when MEMTRACK_MAX_HELD are
+ * waiting (64 MiB of them; at 2 M operations per second a window's worth). Memory is then
+ * bounded by that many operations plus the live blocks, whatever the run's length. An
+ * operation that arrives after a later one was applied (a thread's events drained more
+ * than the window late) is applied at once and counted in mem_image.late. */
 #ifndef PROF_FORMATS_MEMTRACK_H
 #define PROF_FORMATS_MEMTRACK_H
 
 #include "formats/model/model.h"
 
-/* Called for every operation that changes the live bytes, in time order. 0 or -1. */
-typedef int (*mem_curve_fn)(void *ctx, uint64_t t, uint64_t live);
+#define MEMTRACK_WINDOW_NS 2000000000ull
+#define MEMTRACK_MAX_HELD (2u << 20)
 
-/* Sorts mi->ops, sets peak, peak_t and live_end, calls fn (when not NULL) for each
- * change, and releases the operations. A release of an unknown pointer changes nothing;
- * an allocation at a pointer still live replaces the old block (its release was lost).
- * 0, or -1 when out of memory. */
-int memtrack_analyze(struct mem_image *mi, mem_curve_fn fn, void *ctx);
+/* One operation of thread (any id unique in the domain), keeping a curve of live bytes
+ * when curve is set. 0, or -1 when out of memory. */
+int memtrack_push(struct mem_image *mi, uint32_t thread, const struct mem_op *op, int curve);
 
-/* Per call stack: allocations, bytes, bytes live at the peak (after ops[peak_i]) and at
- * the end, into mi->sites. ops sorted. 0 or -1. */
-int memsites_analyze(struct mem_image *mi, size_t peak_i);
+/* Applies what is held; sets peak, peak_t, live_end, frees_unmatched and the sites' peak
+ * and end bytes; frees the stream (a second call does nothing). A release of an unknown
+ * pointer changes nothing; an allocation at a pointer still live replaces the old block
+ * (its release was lost). 0, or -1 when out of memory. */
+int memtrack_finish(struct mem_image *mi);
 
-/* Stable sort by time, releases before allocations at equal times. 0 or -1. */
-int memtrack_sort(struct mem_op *ops, size_t n);
+/* The stream's memory, for an image dropped unfinished. */
+void memtrack_free(struct mem_image *mi);
 
 #endif

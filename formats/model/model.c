@@ -2,6 +2,8 @@
  * threads, strings, categories); events go to model_events.c. */
 #include "formats/symbols/aten_names.h"
 #include "formats/symbols/demangle.h"
+#include "formats/model/memcurve.h"
+#include "formats/model/memtrack.h"
 #include "formats/model/model.h"
 #include "preload/common/event.h"
 
@@ -32,14 +34,19 @@ void model_init(struct model *m)
 
 const struct mem_image model_no_gpu[MODEL_DEVICES];
 
+static void mem_image_free(struct mem_image *mi)
+{
+	memtrack_free(mi);
+	memcurve_free(mi->curve);
+	free(mi->sites);
+}
+
 void model_free_gpu(struct mem_image *gpu)
 {
 	if (gpu == model_no_gpu)
 		return;
-	for (size_t d = 0; d < MODEL_DEVICES; d++) {
-		free(gpu[d].ops);
-		free(gpu[d].sites);
-	}
+	for (size_t d = 0; d < MODEL_DEVICES; d++)
+		mem_image_free(&gpu[d]);
 	free(gpu);
 }
 
@@ -48,8 +55,7 @@ void model_free(struct model *m)
 	size_t i;
 
 	for (i = 0; i < m->nimg; i++) {
-		free(m->img[i].mem.ops);
-		free(m->img[i].mem.sites);
+		mem_image_free(&m->img[i].mem);
 		model_free_gpu(m->img[i].gpu);
 		model_free_gpu(m->img[i].gpu_cupti);
 	}
@@ -434,10 +440,29 @@ const char *model_device_name(int d, char *buf, size_t len)
 	return buf;
 }
 
+/* The live-heap analysis of every domain, once every operation was read. */
+static int finish_memory(struct model *m)
+{
+	for (size_t i = 0; i < m->nimg; i++) {
+		struct image *im = &m->img[i];
+		if (memtrack_finish(&im->mem))
+			return -1;
+		for (size_t d = 0; d < MODEL_DEVICES; d++) {
+			if (im->gpu != model_no_gpu && memtrack_finish(&im->gpu[d]))
+				return -1;
+			if (im->gpu_cupti != model_no_gpu && memtrack_finish(&im->gpu_cupti[d]))
+				return -1;
+		}
+	}
+	return 0;
+}
+
 int model_read(struct model *m, const char *path, char *err, size_t errlen)
 {
 	int rc = cap_read(path, visit, m, err, errlen);
 
+	if (rc != VISIT_OOM && finish_memory(m))
+		rc = VISIT_OOM;
 	if (rc == VISIT_OOM) {
 		snprintf(err, errlen, "%s: out of memory while reading the capture", path);
 		return CAP_READ_UNUSABLE;

@@ -42,23 +42,29 @@ struct mem_op {
 
 #define MEM_SIZE_BUCKETS 65
 
-/* Allocations of one call stack (set by memtrack_analyze when stacks were captured). */
+/* Allocations of one call stack (kept by memtrack.c when stacks were captured). */
 struct mem_site {
 	uint32_t stack;            /* model stack index + 1; 0: allocations without one */
+	uint32_t peak_epoch;       /* memtrack.c: peak_bytes holds the value at this peak */
 	uint64_t allocs, bytes;
 	uint64_t peak_bytes;       /* its blocks live at the image's peak */
 	uint64_t live_bytes, live_count; /* still live at the end: leaks */
 };
 
+struct mem_stream; /* memtrack.c: operations in flight, the live blocks */
+struct mem_curve;  /* memcurve.c: the live bytes over time, bounded */
+
 struct mem_image {
-	struct mem_op *ops;
-	size_t nops, cap;
+	struct mem_stream *stream; /* while operations arrive (track_memory) */
+	struct mem_curve *curve;   /* when the model keeps curves (keep_curves) */
 	uint64_t allocs, frees, bytes; /* counted as the events arrive */
-	uint64_t peak, peak_t, live_end; /* set by memtrack_analyze */
+	uint64_t peak, peak_t, live_end; /* set by memtrack_finish */
 	uint64_t frees_unmatched;  /* releases of blocks never seen allocated (allocated
 				      before recording began, or outside the interposed
 				      allocator): set, and taken out of frees, by
-				      memtrack_analyze */
+				      memtrack_finish */
+	uint64_t late;             /* operations that reached the analysis after later
+				      ones had been applied (memtrack.h) */
 	struct mem_site *sites;    /* when any allocation had a stack */
 	size_t nsites;
 	/* allocations by requested size: bucket 0 holds size 0, bucket k >= 1 sizes in
@@ -173,7 +179,8 @@ typedef int (*model_events_fn)(void *ctx, struct model *m, uint32_t image, uint3
 			       const struct prof_event *ev, uint32_t n);
 
 struct model {
-	int track_memory; /* set before model_read: gather struct mem_op per image */
+	int track_memory; /* set before model_read: the live-heap analysis per image */
+	int keep_curves;  /* with it: each domain's live bytes over time (memcurve.h) */
 	/* set before model_read to fold launchers: their images are marked folded, and
 	 * their events counted (events, folded_events) but given to no one */
 	const struct model_fold *fold;

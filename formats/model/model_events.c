@@ -6,6 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "formats/model/memtrack.h"
 #include "formats/model/model_internal.h"
 #include "formats/util/vec.h"
 
@@ -33,28 +34,25 @@ static inline uint64_t sat_add(uint64_t a, uint64_t b)
 	return __builtin_add_overflow(a, b, &s) ? UINT64_MAX : s;
 }
 
-static int mem_push(struct mem_image *mi, uint64_t t, uint64_t ptr, uint64_t size)
+/* One operation for the live-heap analysis (memtrack.h), when the model keeps it. */
+static int track(struct model *m, struct mem_image *mi, uint32_t thread, uint64_t t,
+		 uint64_t ptr, uint64_t size, uint32_t stack)
 {
-	if (VEC_RESERVE(mi->ops, mi->cap, mi->nops + 1))
-		return -1;
-	mi->ops[mi->nops].t = t;
-	mi->ops[mi->nops].ptr = ptr;
-	mi->ops[mi->nops].size = size;
-	mi->ops[mi->nops].stack = 0;
-	mi->ops[mi->nops].reserved = 0;
-	mi->nops++;
-	return 0;
+	if (!m->track_memory)
+		return 0;
+	struct mem_op op = {.t = t, .ptr = ptr, .size = size, .stack = stack};
+	return memtrack_push(mi, thread, &op, m->keep_curves);
 }
 
 /* A release is placed at the call's start and an allocation at its end: the allocator
  * can hand a released block to another thread only after the release began, and that
  * thread's call ends later, so time order never puts a reuse before its release. */
-static int memory_event(struct model *m, struct mem_image *mi, const struct prof_event *e,
-			uint32_t stack)
+static int memory_event(struct model *m, struct mem_image *mi, uint32_t thread,
+			const struct prof_event *e, uint32_t stack)
 {
 	if ((e->flags & PROF_EVF_FREES) && e->c) {
 		mi->frees++;
-		if (m->track_memory && mem_push(mi, e->t0, e->c, MEM_OP_FREE))
+		if (track(m, mi, thread, e->t0, e->c, MEM_OP_FREE, 0))
 			return -1;
 	}
 	if ((e->flags & PROF_EVF_ALLOCS) && e->a) {
@@ -67,11 +65,9 @@ static int memory_event(struct model *m, struct mem_image *mi, const struct prof
 		mi->size_count[k]++;
 		mi->size_bytes[k] = sat_add(mi->size_bytes[k], e->b);
 		/* A size of MEM_OP_FREE cannot be allocated; one less keeps it an allocation. */
-		if (m->track_memory &&
-		    mem_push(mi, e->t1, e->a, e->b == MEM_OP_FREE ? e->b - 1 : e->b))
+		if (track(m, mi, thread, e->t1, e->a, e->b == MEM_OP_FREE ? e->b - 1 : e->b,
+			  stack))
 			return -1;
-		if (m->track_memory)
-			mi->ops[mi->nops - 1].stack = stack;
 	}
 	return 0;
 }
@@ -80,8 +76,8 @@ static int memory_event(struct model *m, struct mem_image *mi, const struct prof
  * allocation names its device (c), a release only its pointer, found among the image's
  * live device blocks. CUPTI's records (in ns: PROF_EVF_NS) are kept apart until
  * model_read picks one source per process. */
-static int gpu_memory_event(struct model *m, uint32_t image, const struct prof_event *e,
-			    uint32_t stack)
+static int gpu_memory_event(struct model *m, uint32_t image, uint32_t thread,
+			    const struct prof_event *e, uint32_t stack)
 {
 	struct image *im = &m->img[image];
 	int cupti = (e->flags & PROF_EVF_NS) != 0, mxnet = (int)e->cat == im->mxnet_cat;
@@ -101,7 +97,7 @@ static int gpu_memory_event(struct model *m, uint32_t image, const struct prof_e
 	    u64map_remove(live, base ^ (e->c & ((1ull << 47) - 1)), &dev)) {
 		struct mem_image *mi = &per_device[dev];
 		mi->frees++;
-		if (m->track_memory && mem_push(mi, e->t0, e->c, MEM_OP_FREE))
+		if (track(m, mi, thread, e->t0, e->c, MEM_OP_FREE, 0))
 			return -1;
 	}
 	if ((e->flags & PROF_EVF_ALLOCS) && e->a) {
@@ -118,11 +114,9 @@ static int gpu_memory_event(struct model *m, uint32_t image, const struct prof_e
 		struct mem_image *mi = &per_device[dev];
 		mi->allocs++;
 		mi->bytes = sat_add(mi->bytes, e->b);
-		if (m->track_memory &&
-		    mem_push(mi, e->t1, e->a, e->b == MEM_OP_FREE ? e->b - 1 : e->b))
+		if (track(m, mi, thread, e->t1, e->a, e->b == MEM_OP_FREE ? e->b - 1 : e->b,
+			  stack))
 			return -1;
-		if (m->track_memory)
-			mi->ops[mi->nops - 1].stack = stack;
 	}
 	return 0;
 }
@@ -281,9 +275,11 @@ int model_events(struct model *m, const void *payload, uint32_t len)
 		}
 		m->events++;
 		routed |= e->flags & (PROF_EVF_GPU | PROF_EVF_TID);
-		if (e->cat == PROF_CAT_MEMORY && memory_event(m, &m->img[im].mem, e, stack))
+		if (e->cat == PROF_CAT_MEMORY &&
+		    memory_event(m, &m->img[im].mem, (uint32_t)th, e, stack))
 			return -1;
-		if (unlikely_gpu(m, im, e) && gpu_memory_event(m, (uint32_t)im, e, stack))
+		if (unlikely_gpu(m, im, e) &&
+		    gpu_memory_event(m, (uint32_t)im, (uint32_t)th, e, stack))
 			return -1;
 	}
 	if (routed) /* new rows: t may have moved */

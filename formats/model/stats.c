@@ -23,8 +23,10 @@ void stats_free(struct stats *s)
 {
 	size_t i;
 
-	for (i = 0; i < s->nrows; i++)
+	for (i = 0; i < s->nrows; i++) {
 		free(s->rows[i].durs);
+		sketch_free(&s->rows[i].sketch);
+	}
 	free(s->rows);
 	free(s->marks);
 	free(s->ctrs);
@@ -163,6 +165,24 @@ static void complete_mem(struct stats *s, struct row *r, struct thread *t,
 	s->has_mem |= direct || nested;
 }
 
+/* The first STATS_EXACT_DURS durations of a row kept, then all in its sketch. */
+static int keep_duration(struct row *r, uint64_t dur)
+{
+	if (!r->sketch.count && r->ndurs < STATS_EXACT_DURS) {
+		if (VEC_RESERVE(r->durs, r->durs_cap, r->ndurs + 1))
+			return -1;
+		r->durs[r->ndurs++] = dur;
+		return 0;
+	}
+	for (size_t i = 0; i < r->ndurs; i++) /* the exact ones move over, holes left out */
+		if (r->durs[i] != UINT64_MAX && sketch_add(&r->sketch, r->durs[i]))
+			return -1;
+	free(r->durs);
+	r->durs = NULL;
+	r->ndurs = r->durs_cap = 0;
+	return sketch_add(&r->sketch, dur);
+}
+
 /* Self time is a call's time minus its callees' in every table but the allocator's: an
  * operator's Self includes the malloc and free it makes, as torch's Self CPU does (its
  * profiler has no allocator events), and the memory table's time is the allocator's own. */
@@ -183,10 +203,7 @@ static int complete(struct row *r, struct thread *t, const struct prof_event *e)
 		r->min = dur;
 	if (dur > r->max)
 		r->max = dur;
-	if (VEC_RESERVE(r->durs, r->durs_cap, r->ndurs + 1))
-		return -1;
-	r->durs[r->ndurs++] = dur;
-	return 0;
+	return keep_duration(r, dur);
 }
 
 static void cat_time_add(struct cat_time *c, uint32_t cat, uint64_t t)
@@ -246,11 +263,14 @@ static void take_only_child(struct stats *s, struct model *m, struct row *r,
 	size_t row = (size_t)(r - s->rows);
 	/* t0: inside this call, not left at that depth by one before it was recorded */
 	if (below->n == 1 && below->row == row && below->t0 >= e->t0 && merges(s, m, r->cat) &&
-	    below->dur_ix < r->ndurs) {
+	    (r->sketch.count || below->dur_ix < r->ndurs)) {
 		r->count--;
 		r->total -= below->dur <= r->total ? below->dur : r->total;
 		r->mem = sat_i64(r->mem, below->mem == INT64_MIN ? INT64_MAX : -below->mem);
-		r->durs[below->dur_ix] = UINT64_MAX; /* a hole, dropped by stats_finish */
+		if (r->sketch.count) /* (its duration moved there, if it was exact) */
+			sketch_remove(&r->sketch, below->dur);
+		else
+			r->durs[below->dur_ix] = UINT64_MAX; /* a hole, dropped by stats_finish */
 		r->within -= below->dur <= r->within ? below->dur : r->within;
 		r->merged++;
 	}
@@ -266,7 +286,7 @@ static void note_child(struct stats *s, struct row *r, struct only_child *here,
 					    .dur = e->t1 > e->t0 ? e->t1 - e->t0 : 0,
 					    .mem = mem,
 					    .row = (size_t)(r - s->rows),
-					    .dur_ix = r->ndurs - 1,
+					    .dur_ix = r->sketch.count ? SIZE_MAX : r->ndurs - 1,
 					    .n = 1};
 }
 
@@ -516,6 +536,12 @@ int stats_finish(struct stats *s)
 
 	for (i = 0; i < s->nrows; i++) {
 		struct row *r = &s->rows[i];
+		if (r->sketch.count) {
+			/* min and max stay as seen (a merged call's may be among them) */
+			r->median = (uint64_t)(sketch_quantile(&r->sketch, 0.5) + 0.5);
+			sketch_free(&r->sketch);
+			continue;
+		}
 		if (r->merged) {
 			/* drop the holes; min and max again without the calls taken out */
 			size_t kept = 0;

@@ -8,7 +8,10 @@
 #include <stdint.h>
 
 #include "formats/model/concurrency.h"
+#include "formats/util/sketch.h"
 #include "formats/model/model.h"
+
+#define STATS_EXACT_DURS 256
 
 struct row {
 	uint32_t cat, name; /* gids */
@@ -16,8 +19,11 @@ struct row {
 	/* Net bytes allocated (allocations minus releases) during its calls, with and
 	 * without what its callees did: PyTorch's "CPU Mem" and "Self CPU Mem". */
 	int64_t mem, self_mem;
-	uint64_t *durs; /* every duration, for the median (8 bytes per event) */
+	/* Durations for the median: each of the first STATS_EXACT_DURS (an exact median),
+	 * then all in a sketch (within 1%): a row's memory does not grow with its calls. */
+	uint64_t *durs;
 	size_t ndurs, durs_cap;
+	struct sketch sketch; /* sketch.count != 0: durs were moved here */
 	uint64_t median; /* set by stats_finish */
 	uint64_t merged; /* calls taken into their same-name parent: durs has holes */
 	/* time of its calls' callees of the same category: total - within is its share of

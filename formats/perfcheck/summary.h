@@ -10,7 +10,7 @@
 #include <stdint.h>
 #include <stdio.h>
 
-#include "formats/perfcheck/sketch.h"
+#include "formats/util/sketch.h"
 
 #define SUMMARY_VERSION 1
 

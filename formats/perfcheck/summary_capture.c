@@ -288,8 +288,6 @@ static int gpu_rows(struct sum_run *run, struct model *m)
 		uint64_t allocs = 0, frees = 0, bytes = 0, peak = 0;
 		for (size_t i = 0; i < m->nimg; i++) {
 			struct mem_image *g = &m->img[i].gpu[d];
-			if (g->nops && memtrack_analyze(g, NULL, NULL))
-				return -1;
 			allocs += g->allocs;
 			frees += g->frees;
 			bytes += g->bytes;
@@ -316,9 +314,6 @@ static int build(struct summary *s, struct sum_run *run, struct model *m, const 
 {
 	size_t i;
 
-	for (i = 0; i < m->nimg; i++)
-		if (memtrack_analyze(&m->img[i].mem, NULL, NULL))
-			return -1;
 	run->source = strdup(path);
 	if (!run->source || facts(s, run, m) || program_row(run, m) ||
 	    (m->nimg > 1 && process_rows(run, m)) || gpu_rows(run, m))

@@ -217,19 +217,7 @@ static void sections(struct report *r)
 	}
 }
 
-static int analyze(struct model *m, struct stats *s)
-{
-	size_t i;
 
-	for (i = 0; i < m->nimg; i++) {
-		if (memtrack_analyze(&m->img[i].mem, NULL, NULL))
-			return -1;
-		for (size_t d = 0; d < MODEL_DEVICES; d++)
-			if (m->img[i].gpu[d].nops && memtrack_analyze(&m->img[i].gpu[d], NULL, NULL))
-				return -1;
-	}
-	return stats_finish(s);
-}
 
 static int write_format(struct report *r, FILE *out)
 {
@@ -305,7 +293,7 @@ int tables_write(const char *capture_path, FILE *out, const struct table_options
 	if (rc == CAP_READ_UNUSABLE || (rc != CAP_READ_OK && rc != CAP_READ_DAMAGED)) {
 		snprintf(err, errlen, "%s", damage);
 		rc = 2;
-	} else if (analyze(&m, &s)) {
+	} else if (stats_finish(&s)) {
 		snprintf(err, errlen, "%s: out of memory", capture_path);
 		rc = 2;
 	} else {

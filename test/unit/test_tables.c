@@ -285,6 +285,37 @@ static void test_median(void **state)
 	assert_int_equal(median_u64(big, 1), big[0]);
 }
 
+/* Past STATS_EXACT_DURS calls a row's durations go into a sketch: its memory stops
+ * growing, the median stays within 1%; count, total, min and max stay exact. */
+static void test_median_sketched(void **state)
+{
+	enum { N = 10000 };
+	static struct prof_event e[N];
+	uint64_t v[7];
+	struct fx f;
+
+	(void)state;
+	fx_open(&f, "sketched");
+	header(&f);
+	fx_name(&f, 1, 1, "many");
+	for (size_t i = 0; i < N; i++) { /* 1000 + 10 k ns, k in a shuffled order */
+		uint64_t k = (i * 7919) % N;
+		e[i] = fx_range(100000 * i, 100000 * i + 1000 + 10 * k, 1, PROF_CAT_MEMORY, 0);
+	}
+	fx_events(&f, 1, 1, e, N);
+	fx_close(&f);
+	char *s = csv(f.path, SORT_TOTAL, 0, NULL);
+	csv_nums(s, "memory", "many", v);
+	assert_int_equal(v[0], N);
+	assert_int_equal(v[3], 1000);
+	assert_int_equal(v[4], 1000 + 10 * (N - 1));
+	double exact = 1000 + 10 * (N - 1) / 2.0;
+	assert_true(v[6] > exact * 0.99 && v[6] < exact * 1.01);
+	assert_true(v[6] != (uint64_t)exact); /* read from the sketch, not the durations */
+	free(s);
+	unlink(f.path);
+}
+
 static void write_sortable(struct fx *f)
 {
 	struct prof_event e[16];
@@ -682,6 +713,7 @@ int main(void)
 		cmocka_unit_test(test_same_name_only_child),
 		cmocka_unit_test(test_percent_counts_nested_once),
 		cmocka_unit_test(test_median),
+		cmocka_unit_test(test_median_sketched),
 		cmocka_unit_test(test_sort_and_top),
 		cmocka_unit_test(test_category_filter),
 		cmocka_unit_test(test_csv_fields),

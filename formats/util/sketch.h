@@ -35,6 +35,8 @@ static inline int sketch_add(struct sketch *s, uint64_t ns)
 {
 	return sketch_add_bucket(s, sketch_index(ns), 1);
 }
+/* Takes one duration added before back out (a call merged into its parent). */
+void sketch_remove(struct sketch *s, uint64_t ns);
 /* Adds every bucket of b to a. 0 or -1. */
 int sketch_merge(struct sketch *a, const struct sketch *b);
 /* The q-quantile (0 <= q <= 1) in ns, interpolated geometrically inside its bucket (as if

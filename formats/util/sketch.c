@@ -1,5 +1,5 @@
 /* Logarithmic-bucket quantile sketch; see sketch.h. */
-#include "formats/perfcheck/sketch.h"
+#include "formats/util/sketch.h"
 
 #include <math.h>
 #include <stdlib.h>
@@ -80,6 +80,15 @@ int sketch_add_bucket(struct sketch *s, int32_t index, uint64_t count)
 	s->c[index - s->lo] += count;
 	s->count += count;
 	return 0;
+}
+
+void sketch_remove(struct sketch *s, uint64_t ns)
+{
+	int32_t i = sketch_index(ns) - s->lo;
+	if (i >= 0 && i < (int32_t)s->n && s->c[i]) {
+		s->c[i]--;
+		s->count--;
+	}
 }
 
 int sketch_merge(struct sketch *a, const struct sketch *b)

@@ -1,0 +1,165 @@
+/* The streaming live-heap analysis (formats/model/memtrack.c) against a replay of the same
+ * operations sorted by time, and its bounds; the bounded curve (memcurve.c). */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <cmocka.h>
+
+#include "formats/model/memcurve.h"
+#include "formats/model/memtrack.h"
+
+static uint64_t rng = 88172645463325252ull;
+static uint64_t next_rand(void)
+{
+	rng ^= rng << 13;
+	rng ^= rng >> 7;
+	rng ^= rng << 17;
+	return rng;
+}
+
+struct tagged {
+	struct mem_op op;
+	uint32_t thread, slot; /* slot: one live block at a time */
+};
+
+static int by_time(const void *a, const void *b)
+{
+	const struct tagged *x = a, *y = b;
+	if (x->op.t != y->op.t)
+		return x->op.t < y->op.t ? -1 : 1;
+	return (y->op.size == MEM_OP_FREE) - (x->op.size == MEM_OP_FREE);
+}
+
+/* Threads each allocating and releasing their own blocks (some released by another
+ * thread), at increasing times; delivered in drain-pass batches, thread by thread. */
+static size_t workload(struct tagged *ops, size_t n, unsigned threads)
+{
+	uint64_t ptrs[64] = {0};
+	size_t k = 0;
+	/* 1 to 3 ms apart: the run spans minutes, many windows */
+	for (uint64_t t = 1000; k < n; t += 1000000 + next_rand() % 2000000) {
+		unsigned th = (unsigned)(next_rand() % threads), slot = (unsigned)(next_rand() % 64);
+		if (ptrs[slot]) {
+			ops[k++] = (struct tagged){{.t = t, .ptr = ptrs[slot], .size = MEM_OP_FREE}, th, slot};
+			ptrs[slot] = 0;
+		} else {
+			ptrs[slot] = 0x10000 + slot * 0x100 + (next_rand() % 4) * 0x10000000ull;
+			ops[k++] = (struct tagged){{.t = t, .ptr = ptrs[slot], .size = 1 + next_rand() % 5000,
+						    .stack = 1 + slot % 5},
+						   th, slot};
+		}
+	}
+	return k;
+}
+
+/* Reference: sorted replay. */
+static void replay(struct tagged *ops, size_t n, uint64_t *peak, uint64_t *peak_t,
+		   uint64_t *end, uint64_t site_peak[6])
+{
+	uint64_t live = 0, sizes[64] = {0}, site_of[64] = {0}, site_live[6] = {0};
+	qsort(ops, n, sizeof *ops, by_time);
+	*peak = *peak_t = 0;
+	for (size_t i = 0; i < n; i++) {
+		unsigned key = ops[i].slot;
+		if (ops[i].op.size == MEM_OP_FREE) {
+			live -= sizes[key];
+			site_live[site_of[key]] -= sizes[key];
+			sizes[key] = 0;
+		} else {
+			sizes[key] = ops[i].op.size;
+			site_of[key] = ops[i].op.stack;
+			live += sizes[key];
+			site_live[site_of[key]] += sizes[key];
+		}
+		if (live > *peak) {
+			*peak = live;
+			*peak_t = ops[i].op.t;
+			memcpy(site_peak, site_live, sizeof site_live);
+		}
+	}
+	*end = live;
+}
+
+static void test_streaming_equals_sorted_replay(void **state)
+{
+	(void)state;
+	enum { N = 200000, THREADS = 7, BATCH = 500 };
+	struct tagged *ops = malloc(N * sizeof *ops), *copy = malloc(N * sizeof *ops);
+	size_t n = workload(ops, N, THREADS);
+	memcpy(copy, ops, n * sizeof *ops);
+	struct mem_image mi;
+	memset(&mi, 0, sizeof mi);
+	/* drain passes: per pass, each thread's operations of that time span, thread after
+	 * thread (so a later thread's are older than an earlier one's last) */
+	for (size_t lo = 0; lo < n; lo += BATCH) {
+		size_t hi = lo + BATCH < n ? lo + BATCH : n;
+		for (unsigned th = THREADS; th-- > 0;)
+			for (size_t i = lo; i < hi; i++)
+				if (ops[i].thread == th)
+					assert_int_equal(memtrack_push(&mi, th, &ops[i].op, 1), 0);
+	}
+	assert_int_equal(memtrack_finish(&mi), 0);
+	uint64_t peak, peak_t, end, site_peak[6];
+	replay(copy, n, &peak, &peak_t, &end, site_peak);
+	assert_int_equal(mi.peak, peak);
+	assert_int_equal(mi.peak_t, peak_t);
+	assert_int_equal(mi.live_end, end);
+	assert_int_equal(mi.late, 0);
+	assert_int_equal(mi.frees_unmatched, 0);
+	assert_int_equal(mi.nsites, 5);
+	for (size_t i = 0; i < mi.nsites; i++)
+		assert_int_equal(mi.sites[i].peak_bytes, site_peak[mi.sites[i].stack]);
+	/* the curve's points hold the peak, the last value, and are bounded */
+	struct memcurve_point *p;
+	size_t np = memcurve_points(mi.curve, &p), at_peak = 0;
+	assert_true(np <= 2 * MEMCURVE_BUCKETS + 1);
+	assert_true(mi.curve->changes > np);
+	for (size_t i = 0; i < np; i++) {
+		at_peak |= p[i].live == peak && p[i].t == peak_t;
+		if (i)
+			assert_true(p[i].t >= p[i - 1].t);
+	}
+	assert_true(at_peak);
+	assert_int_equal(p[np - 1].live, end);
+	free(p);
+	memcurve_free(mi.curve);
+	free(mi.sites);
+	free(ops);
+	free(copy);
+}
+
+/* A long run holds at most MEMTRACK_MAX_HELD operations, whatever its length; one older
+ * than the window arrives late: applied and counted. */
+static void test_bounded_and_late(void **state)
+{
+	(void)state;
+	struct mem_image mi;
+	memset(&mi, 0, sizeof mi);
+	uint64_t n = 3ull * MEMTRACK_MAX_HELD;
+	for (uint64_t i = 0; i < n; i++) {
+		struct mem_op op = {.t = 1 + i, .ptr = 0x1000 + (i / 2) * 16,
+				    .size = i % 2 ? MEM_OP_FREE : 32};
+		assert_int_equal(memtrack_push(&mi, 0, &op, 0), 0);
+	}
+	struct mem_op old = {.t = 1, .ptr = 0x99, .size = 8};
+	assert_int_equal(memtrack_push(&mi, 1, &old, 0), 0); /* long applied past */
+	assert_int_equal(memtrack_finish(&mi), 0);
+	assert_int_equal(mi.late, 1);
+	assert_int_equal(mi.peak, 40);
+	assert_int_equal(mi.live_end, 8);
+	assert_null(mi.curve);
+	assert_int_equal(mi.nsites, 0); /* no stacks: no sites */
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_streaming_equals_sorted_replay),
+		cmocka_unit_test(test_bounded_and_late),
+	};
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}
