@@ -28,6 +28,8 @@ struct output_request {
 	int write_failed; /* the capture lost its end: compare with drained */
 	uint64_t drained; /* events the collector handed to the capture */
 	uint32_t frameworks; /* PROF_FW_* found loaded: named on the summary line */
+	uint32_t delay_ms, duration_ms; /* the window kept (0, 0: all), said on a line */
+	uint64_t left_out;   /* events outside it */
 };
 
 /* Maps the record of the outputs this session made, shared with the dump children, and

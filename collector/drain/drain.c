@@ -38,15 +38,30 @@ static void flush_events(struct collector *c)
 	c->buf_n = 0;
 }
 
+/* PROFILER_DELAY / PROFILER_DURATION: an event wholly inside the window is kept (a call
+ * or range across its start or end is not); a loss only if its gap overlaps it. */
+static int in_window(const struct collector *c, const struct prof_event *e)
+{
+	if (e->type == PROF_EV_LOST)
+		return e->t1 >= c->window_lo && e->t0 <= c->window_hi;
+	return e->t0 >= c->window_lo && e->t1 <= c->window_hi;
+}
+
 static void add_event(struct collector *c, const struct prof_event *src, int in_ticks)
 {
-	struct prof_event *e = &c->buf[c->buf_n++];
+	struct prof_event *e = &c->buf[c->buf_n];
 	*e = *src;
 	/* CUPTI's records are stamped on CLOCK_MONOTONIC by CUPTI itself */
 	if (in_ticks && !(src->flags & PROF_EVF_NS)) {
 		e->t0 = prof_clock_to_ns(&c->clock, src->t0);
 		e->t1 = prof_clock_to_ns(&c->clock, src->t1);
 	}
+	if (__builtin_expect(!in_window(c, e), 0)) {
+		if (e->type != PROF_EV_LOST && e->type != PROF_EV_STACK)
+			c->left_out++;
+		return;
+	}
+	c->buf_n++;
 	if (e->type == PROF_EV_LOST)
 		c->buf_lost += e->a;
 	if (c->buf_n == EVENT_CHUNK)

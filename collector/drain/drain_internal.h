@@ -54,6 +54,9 @@ struct collector {
 	char capture_path[PROF_PATH_MAX + 8];
 	int capture_fd; /* the capture itself: its name may be taken over (capture_own.h) */
 	uint64_t events, lost, processes;
+	/* PROFILER_DELAY / PROFILER_DURATION: events outside [window_lo, window_hi] (ns) are
+	 * left out, and counted */
+	uint64_t window_lo, window_hi, left_out;
 	uint32_t frameworks; /* PROF_FW_* bits the processes found loaded */
 	uint64_t last_scan, last_live, last_clock, last_dump, all_gone_since, last_touch;
 	int root_released;

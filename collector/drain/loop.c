@@ -31,6 +31,12 @@ static void write_session_header(struct collector *c)
 		 c->s->command, host, c->clock.kind == PROF_CLOCK_TSC ? "tsc" : "monotonic",
 		 (unsigned long long)c->clock.first_ns, c->s->root_pid,
 		 (unsigned long long)c->s->ring_bytes, c->s->block);
+	if (c->s->delay_ms || c->s->duration_ms) {
+		size_t n = strlen(text);
+		snprintf(text + n, sizeof text - n, "window_start_ns=%llu\nwindow_end_ns=%llu\n",
+			 (unsigned long long)c->window_lo,
+			 (unsigned long long)(c->window_hi == UINT64_MAX ? 0 : c->window_hi));
+	}
 	put(c, CAP_SESSION, text, strlen(text), 0, 0);
 }
 
@@ -106,6 +112,9 @@ int collector_run(struct collector_options *o)
 	c->session_copy = *c->s; /* the settings and the claimed prefix */
 	prof_clock_map_init(&c->clock, (enum prof_clock_kind)c->s->clock_kind, c->s->clock_tsc,
 			    c->s->clock_ns);
+	c->window_lo = c->clock.first_ns + (uint64_t)c->s->delay_ms * 1000000;
+	c->window_hi = c->s->duration_ms ? c->window_lo + (uint64_t)c->s->duration_ms * 1000000
+					 : UINT64_MAX;
 	write_session_header(c);
 	atomic_store(&c->s->collector_ready, 1);
 	prof_futex_wake(&c->s->collector_ready);

@@ -46,9 +46,11 @@ static void name_frames(struct collector *c)
 static void write_session_end(struct collector *c)
 {
 	char text[256];
-	snprintf(text, sizeof text, "end_ns=%llu\nevents=%llu\nlost=%llu\nprocesses=%llu\n",
+	snprintf(text, sizeof text,
+		 "end_ns=%llu\nevents=%llu\nlost=%llu\nprocesses=%llu\nleft_out=%llu\n",
 		 (unsigned long long)prof_mono_ns(), (unsigned long long)c->events,
-		 (unsigned long long)c->lost, (unsigned long long)c->processes);
+		 (unsigned long long)c->lost, (unsigned long long)c->processes,
+		 (unsigned long long)c->left_out);
 	put(c, CAP_SESSION_END, text, strlen(text), 0, 0);
 }
 
@@ -90,7 +92,10 @@ int end_session(struct collector *c)
 					   .quiet = (int)c->s->quiet,
 					   .write_failed = c->write_failed,
 					   .drained = c->events,
-					   .frameworks = c->frameworks};
+					   .frameworks = c->frameworks,
+					   .delay_ms = c->s->delay_ms,
+					   .duration_ms = c->s->duration_ms,
+					   .left_out = c->left_out};
 		if (collector_make_outputs(c->capture_path, prefix, &q))
 			rc = 1;
 	}

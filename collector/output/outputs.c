@@ -221,6 +221,14 @@ int collector_make_outputs(const char *capture, const char *prefix,
 						     ? sum.events - sum.json_dropped
 						     : 0),
 			(unsigned long long)sum.events, base(capture));
+	if (q->delay_ms || q->duration_ms) {
+		char end[64] = "the end";
+		if (q->duration_ms)
+			snprintf(end, sizeof end, "%.3gs", (q->delay_ms + q->duration_ms) / 1000.0);
+		fprintf(stderr, "libprof: kept the events from %.3gs to %s of the session "
+				"(PROFILER_DELAY, PROFILER_DURATION); %llu outside it left out\n",
+			q->delay_ms / 1000.0, end, (unsigned long long)q->left_out);
+	}
 	/* the names actually written: a clash at the end may have given them a suffix */
 	snprintf(made, sizeof made, "%s%s%s%s%s", json_ok ? json : "", json_ok ? ", " : "",
 		 txt_ok ? (json_ok ? base(txt) : txt) : "", txt_ok ? ", " : "",

@@ -257,6 +257,12 @@ static inline size_t model_npids(const struct model *m) { return m->pid_image.le
 size_t model_shown_pids(const struct model *m);
 /* A session fact (from CAP_SESSION, else CAP_SESSION_END), or NULL. */
 const char *model_fact(const struct model *m, const char *key);
+/* PROFILER_DELAY / PROFILER_DURATION's window: 1 and its bounds (end 0: to the end) and
+ * the events it left out, or 0 when the session kept everything. */
+int model_window(const struct model *m, uint64_t *start, uint64_t *end, uint64_t *left_out);
+struct jw;
+/* The same as JSON: {"start_ns", "end_ns" (null: to the end), "left_out"}, or null. */
+void model_window_json(struct jw *w, const struct model *m);
 /* The session's command: the session fact, else the first process's command line. */
 const char *model_command(const struct model *m);
 

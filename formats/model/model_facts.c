@@ -1,7 +1,9 @@
 /* Session-level facts derived from the model, robust to missing session records (a
  * collector that crashed mid-write leaves no CAP_SESSION_END). */
 #include "formats/model/model.h"
+#include "formats/util/json_writer.h"
 
+#include <stdlib.h>
 #include <string.h>
 
 static const char *find(const struct model *m, const struct session_kv *kv, size_t n,
@@ -75,4 +77,35 @@ size_t model_shown_pids(const struct model *m)
 		n += cur && *cur == i && !m->img[i].folded;
 	}
 	return n;
+}
+
+int model_window(const struct model *m, uint64_t *start, uint64_t *end, uint64_t *left_out)
+{
+	const char *ws = model_fact(m, "window_start_ns"), *we = model_fact(m, "window_end_ns");
+	const char *lo = model_fact(m, "left_out");
+	if (!ws)
+		return 0;
+	*start = strtoull(ws, NULL, 10);
+	*end = we ? strtoull(we, NULL, 10) : 0;
+	*left_out = lo ? strtoull(lo, NULL, 10) : 0;
+	return 1;
+}
+
+void model_window_json(struct jw *w, const struct model *m)
+{
+	uint64_t start, end, left_out;
+	if (!model_window(m, &start, &end, &left_out)) {
+		jw_lit(w, "null");
+		return;
+	}
+	jw_lit(w, "{\"start_ns\":");
+	jw_u64(w, start);
+	jw_lit(w, ",\"end_ns\":");
+	if (end)
+		jw_u64(w, end);
+	else
+		jw_lit(w, "null");
+	jw_lit(w, ",\"left_out\":");
+	jw_u64(w, left_out);
+	jw_lit(w, "}");
 }

@@ -43,6 +43,8 @@ static void header(struct jw *w, const struct report *r)
 	jw_u64(w, r->m->events);
 	jw_lit(w, ",\"lost_events\":");
 	jw_u64(w, r->lost);
+	jw_lit(w, ",\"window\":");
+	model_window_json(w, r->m);
 }
 
 static void gaps(struct jw *w, const struct model *m)

@@ -25,6 +25,15 @@ static void header(const struct report *r, FILE *out)
 		np == 1 ? "" : "es", fmt_dur(a, r->duration));
 	fprintf(out, "Events: %s captured, %s lost\n", fmt_count(a, r->m->events),
 		fmt_count(b, r->lost));
+	uint64_t ws, we, left_out;
+	if (model_window(r->m, &ws, &we, &left_out)) {
+		char c1[TEXTFMT_LEN], c2[TEXTFMT_LEN];
+		fmt_dur(c1, ws > r->origin ? ws - r->origin : 0);
+		fmt_dur(c2, we > r->origin ? we - r->origin : 0);
+		fprintf(out, "Window: the events from +%s to %s%s of the session (PROFILER_DELAY, "
+			"PROFILER_DURATION); %s outside it left out\n", c1, we ? "+" : "",
+			we ? c2 : "its end", fmt_count(a, left_out));
+	}
 	if (r->fold && (r->fold->images || r->fold->helpers))
 		fprintf(out, "Folded: %zu exec'd image%s and %zu helper process%s of the launch, into "
 			"the image they became (%s events not shown); --all-processes shows them\n",

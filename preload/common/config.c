@@ -145,9 +145,10 @@ static const char *parse_field(const struct prof_setting *r, const struct field 
 	case PROF_SETTING_SECONDS: {
 		char *end;
 		double s = strtod(value, &end);
-		if (end == value || *end || !(s > 0) || s > (double)r->max)
+		int zero_ok = (r->flags & PROF_SETTING_ZERO_OK) && s == 0;
+		if (end == value || *end || !(s > 0 || zero_ok) || s > (double)r->max)
 			return why;
-		uint32_t ms = (uint32_t)(s * 1000) ? (uint32_t)(s * 1000) : 1;
+		uint32_t ms = (uint32_t)(s * 1000) || zero_ok ? (uint32_t)(s * 1000) : 1;
 		store_uint(c, f, ms);
 		return 0;
 	}

@@ -27,6 +27,8 @@ struct prof_config {
 	int continuous_dump;
 	int overwrite;            /* outputs replace files at their names (else: -2, -3...) */
 	uint32_t dump_period_ms;
+	uint32_t delay_ms;        /* PROFILER_DELAY: events before it are left out */
+	uint32_t duration_ms;     /* PROFILER_DURATION: and after delay + it (0: none) */
 	uint64_t ring_bytes;
 	uint64_t max_json_events; /* cap on the Chrome trace's events (default 4000000) */
 	char output[PROF_PATH_MAX]; /* prefix before %-expansion */
@@ -58,7 +60,8 @@ enum prof_setting_type {
 	PROF_SETTING_BOOL,    /* int: 1 true yes on / 0 false no off */
 	PROF_SETTING_UINT,    /* decimal integer in [min, max], stored times scale (u32 or u64) */
 	PROF_SETTING_SIZE,    /* bytes ("64K", "4M") in [min, max], rounded down to a power of 2 */
-	PROF_SETTING_SECONDS, /* decimal seconds in (0, max], stored as milliseconds (u32) */
+	PROF_SETTING_SECONDS, /* decimal seconds in (0, max] ([0, max] with _ZERO_OK), stored
+				 as milliseconds (u32) */
 	PROF_SETTING_ENUM,    /* one of values: its index (int) or, with _TEXT, a copy */
 	PROF_SETTING_STRING,  /* text shorter than the field */
 	PROF_SETTING_LIST,    /* comma list of values, or nothing; kept as text */
@@ -75,6 +78,7 @@ enum prof_setting_when {
 #define PROF_SETTING_TEXT 2u       /* ENUM: the field is a copy of the value, not an index */
 #define PROF_SETTING_NONEMPTY 4u   /* STRING: "" is refused */
 #define PROF_SETTING_STRIP_JSON 8u /* STRING: "out.json" -> "out" (MXNet's filename) */
+#define PROF_SETTING_ZERO_OK 16u   /* SECONDS: 0 is a value (none) */
 
 struct prof_setting {
 	const char *name; /* prof_set_config key */

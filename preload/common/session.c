@@ -383,6 +383,8 @@ int prof_session_configure(struct prof_session_shm *s, const struct prof_config 
 	s->max_json_events = c->max_json_events;
 	s->continuous_dump = (uint32_t)c->continuous_dump;
 	s->dump_period_ms = c->dump_period_ms;
+	s->delay_ms = c->delay_ms;
+	s->duration_ms = c->duration_ms;
 	s->aggregate_stats = (uint32_t)c->aggregate_stats;
 	s->stacks = c->stack_mode != PROF_STACK_OFF;
 	s->overwrite = (uint32_t)c->overwrite;

@@ -18,7 +18,7 @@
 #include "preload/common/event.h"
 
 #define PROF_SHM_MAGIC 0x314d48534650524cull /* "LRPFSHM1" */
-#define PROF_SHM_VERSION 3
+#define PROF_SHM_VERSION 4
 #define PROF_PATH_MAX 4096
 #define PROF_CMDLINE_MAX 2048
 #define PROF_MAX_CATEGORIES 64
@@ -91,6 +91,9 @@ struct prof_session_shm {
 	uint32_t pad3;
 	/* the collector's /proc start time (0: not known yet): its pid alone may be reused */
 	_Atomic uint64_t collector_start_ticks;
+	/* PROFILER_DELAY / PROFILER_DURATION: the collector keeps the events of that window
+	 * of the session (0 / 0: all) */
+	uint32_t delay_ms, duration_ms;
 };
 
 enum prof_proc_state {

@@ -221,7 +221,9 @@ static int bad_samples(const struct prof_setting *s, char out[][PROF_TRACE_MAX +
 		break;
 	case PROF_SETTING_SECONDS:
 		strcpy(out[n++], "-1");
-		strcpy(out[n++], "0");
+		if (!(s->flags & PROF_SETTING_ZERO_OK))
+			strcpy(out[n++], "0");
+		strcpy(out[n++], "1.5s");
 		sprintf(out[n++], "%llu", (unsigned long long)s->max + 1);
 		break;
 	case PROF_SETTING_ENUM:

@@ -49,3 +49,61 @@ def collector_memory_bounded(c):
     check(rss_export < GIB_KB, "prof export peaked at %d MiB" % (rss_export >> 10))
     c.note("%s events; peak RSS: prof record %d MiB, report %d MiB, export %d MiB"
            % (events, rss >> 10, rss_report >> 10, rss_export >> 10))
+
+
+def window_check(c, r, t, start_s, end_s, period_s):
+    """The trace, tables and summary of a run of ticks kept from start_s to end_s."""
+    ticks = t.select("X", "tick", "user")
+    origin = t.other["start_ns"]
+    w = t.other.get("window")
+    check(w and w["start_ns"] - origin == int(start_s * 1e9) and
+          w["end_ns"] - origin == int(end_s * 1e9), "otherData.window: %r" % w)
+    for e in t.events:
+        if e.get("ph") == "X":
+            check(e["ts"] >= start_s * 1e6 and e["ts"] + e["dur"] <= end_s * 1e6,
+                  "an event outside the window: %r" % e)
+    span = (end_s - start_s) / period_s
+    check(span - 2 <= len(ticks) <= span + 1, "%d ticks in a %gs window of %gs ticks"
+          % (len(ticks), end_s - start_s, period_s))
+    mallocs = [e for e in t.events if e.get("ph") == "X" and e.get("name") == "malloc"]
+    eq(len([e for e in mallocs if e["args"].get("bytes") == 100]), len(ticks),
+       "the ticks' mallocs, as many as the ticks kept")
+    check(w["left_out"] > 2 * len(ticks), "left out: %r" % w)
+    return ticks, w
+
+
+@case(serial=True)
+def window_delay_duration(c):
+    # PROFILER_DELAY=1 PROFILER_DURATION=1 on a 3 s run of ticks 50 ms apart: only the
+    # events wholly inside [1 s, 2 s] of the session, the tables and the summary say so.
+    r, t = profile(c, [c.prog("ticks"), 60, 50],
+                   env={"PROFILER_DELAY": "1", "PROFILER_DURATION": "1"})
+    ticks, w = window_check(c, r, t, 1.0, 2.0, 0.05)
+    text = c.text()
+    check(re.search(r"^Window: the events from \+1\.00s to \+2\.00s of the session .*; "
+                    r"[\d,]+ outside it left out$", text, re.M), "tables header: %r"
+          % text[:600])
+    eq(report_row(c.report_json(c.path("libprof.prof")), "user", "tick")["count"],
+       len(ticks), "the tables' ticks")
+    check(re.search(r"^libprof: kept the events from 1s to 2s of the session", r.err, re.M),
+          "summary: %r" % r.err)
+    # prof record's flags; no duration: to the end
+    r = c.prof("record", "--delay", "2.5", "-o", "rec", "--", c.prog("ticks"), 60, 50)
+    eq(r.rc, 0, "prof record (%r)" % r)
+    t2, _ = c.outputs("rec")
+    w2 = t2.other["window"]
+    check(w2["end_ns"] is None and w2["start_ns"] - t2.other["start_ns"] == int(2.5e9),
+          "window of --delay 2.5: %r" % w2)
+    n2 = len(t2.select("X", "tick", "user"))
+    check(8 <= n2 <= 11, "%d ticks after 2.5 s of a 3 s run" % n2)
+    c.note("ticks kept: %d in [1 s, 2 s], %d after 2.5 s; %d events left out"
+           % (len(ticks), n2, w["left_out"]))
+
+
+@case
+def window_settings_rejected(c):
+    for var, value in (("PROFILER_DELAY", "-1"), ("PROFILER_DURATION", "soon")):
+        r = c.run([c.prog("basic"), 10, 52101, "exit:0"], env={var: value})
+        eq(r.rc, 0, "the program runs")
+        check(re.search(r"^libprof: %s=%s: not a time in seconds.*, ignored$"
+                        % (var, re.escape(value)), r.err, re.M), "%s: %r" % (var, r.err))

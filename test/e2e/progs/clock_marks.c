@@ -2,15 +2,7 @@
  * iterations of an empty loop. Prints "pair=i before_ns after_ns" for each, after the
  * loop (no stdio inside it), and pid=.
  * usage: clock_marks N SPIN */
-#include <time.h>
 #include "e2e.h"
-
-static uint64_t mono_ns(void)
-{
-	struct timespec ts;
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
-}
 
 int main(int argc, char **argv)
 {

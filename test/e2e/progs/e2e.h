@@ -10,6 +10,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/syscall.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "prof.h"
@@ -59,6 +60,14 @@ static inline void die(const char *what)
 }
 
 /* Spins without calling anything (no allocation, no system call). */
+/* CLOCK_MONOTONIC in ns, the clock libprof's times are on. */
+static inline uint64_t mono_ns(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+}
+
 static inline void spin(long n)
 {
 	for (volatile long i = 0; i < n; i++)
