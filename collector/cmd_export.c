@@ -24,16 +24,18 @@ struct export_args {
 	enum export_format format;
 	struct folded_options folded;
 	int force_overwrite; /* OUT may replace an existing file */
+	int alloc;           /* --trace-alloc: enum in struct chrome_options */
 };
 
 static const char *const formats[] = { "chrome", "folded" }; /* enum export_format order */
+static const char *const alloc_views[] = { "auto", "all" };
 /* in enum folded_weight order, after FOLDED_AUTO */
 static const char *const weights[] = { "time", "bytes", "count" };
 
 /* 0 to go on, OPT_HELP after --help, or the exit status 2. */
 static int parse(int argc, char **argv, struct export_args *a)
 {
-	int format = EXPORT_CHROME, weight = -1, rc, npos;
+	int format = EXPORT_CHROME, weight = -1, alloc = -1, rc, npos;
 	char **pos, max_help[1024];
 
 	snprintf(max_help, sizeof(max_help),
@@ -57,6 +59,14 @@ static int parse(int argc, char **argv, struct export_args *a)
 		  .help = "chrome (default) or folded" },
 		{ .name = "max-events", .kind = OPT_NUMBER, .value = "N", .dest = &a->max_events,
 		  .min = 1, .max = UINT64_MAX, .needs = "a positive number", .help = max_help },
+		{ .name = "trace-alloc", .kind = OPT_CHOICE, .value = "WHICH", .dest = &alloc,
+		  .choices = alloc_views, .nchoices = ARRAY_LEN(alloc_views),
+		  .help = "chrome: allocator calls in the timeline (default: as the\n"
+			  "session chose, PROFILER_TRACE_ALLOC). auto:\n"
+			  "allocations of 1 MiB or more and their releases, failed\n"
+			  "ones and calls of 20 us or more; the rest as the\n"
+			  "\"live heap bytes\" and \"allocator calls/s\" counters.\n"
+			  "all: every call (PROFILER_TRACE_ALLOC=all)" },
 		{ .name = "weight", .kind = OPT_CHOICE, .value = "WEIGHT", .dest = &weight,
 		  .choices = weights, .nchoices = ARRAY_LEN(weights),
 		  .help = "folded: what VALUE counts. time: nanoseconds in the calls,\n"
@@ -75,7 +85,8 @@ static int parse(int argc, char **argv, struct export_args *a)
 	};
 	const struct opt_command c = {
 		.name = "export",
-		.usage = "prof export FILE.prof [-o OUT.json] [--max-events N] [--all-processes]\n"
+		.usage = "prof export FILE.prof [-o OUT.json] [--max-events N] [--trace-alloc all]\n"
+			 "                   [--all-processes]\n"
 			 "       prof export FILE.prof --format folded [--weight time|bytes|count]\n"
 			 "                   [--threads] [--all-processes] [-o OUT]",
 		.about = "--format chrome (the default) writes the Chrome Trace Event JSON of a raw\n"
@@ -103,6 +114,7 @@ static int parse(int argc, char **argv, struct export_args *a)
 	if ((rc = opt_one_capture(&c, pos, npos, &a->capture)))
 		return rc;
 	a->format = (enum export_format)format;
+	a->alloc = alloc < 0 ? CHROME_ALLOC_AS_CAPTURED : alloc ? CHROME_ALLOC_ALL : CHROME_ALLOC_AUTO;
 	if (weight >= 0)
 		a->folded.weight = (enum folded_weight)(weight + 1);
 	if (a->format == EXPORT_CHROME && (weight >= 0 || a->folded.threads))
@@ -152,7 +164,10 @@ static int export_chrome(struct export_args *a, struct output_summary *sum, char
 		}
 		return 2;
 	}
-	rc = chrome_export_all(a->capture, a->out, f, a->max_events, a->folded.all_processes, sum,
+	struct chrome_options o = {.max_events = a->max_events,
+				   .all_processes = a->folded.all_processes,
+				   .alloc = a->alloc};
+	rc = chrome_export_opts(a->capture, a->out, f, &o, sum,
 			       err, errlen);
 	if (rc == 2) {
 		unlink(tmp);

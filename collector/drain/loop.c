@@ -31,6 +31,15 @@ static void write_session_header(struct collector *c)
 		 c->s->command, host, c->clock.kind == PROF_CLOCK_TSC ? "tsc" : "monotonic",
 		 (unsigned long long)c->clock.first_ns, c->s->root_pid,
 		 (unsigned long long)c->s->ring_bytes, c->s->block);
+	if (c->s->schedule[0] && memchr(c->s->schedule, 0, sizeof c->s->schedule) &&
+	    !strpbrk(c->s->schedule, "\n")) {
+		size_t n = strlen(text);
+		snprintf(text + n, sizeof text - n, "schedule=%s\n", c->s->schedule);
+	}
+	if (c->s->trace_alloc == 1) { /* what prof export does again by default */
+		size_t n = strlen(text);
+		snprintf(text + n, sizeof text - n, "trace_alloc=all\n");
+	}
 	if (c->s->delay_ms || c->s->duration_ms) {
 		size_t n = strlen(text);
 		snprintf(text + n, sizeof text - n, "window_start_ns=%llu\nwindow_end_ns=%llu\n",

@@ -170,7 +170,8 @@ int collector_make_outputs(const char *capture, const char *prefix,
 		if (fd >= 0)
 			close(fd);
 	} else {
-		r = chrome_export_to(capture, json, f, q->max_json_events, &sum, err, sizeof err);
+		struct chrome_options o = {.max_events = q->max_json_events};
+		r = chrome_export_opts(capture, json, f, &o, &sum, err, sizeof err);
 	}
 	int json_ok = r != 2;
 	if (json_ok && put_in_place(tmp, prefix, ".json", overwrite_all, &own->json, json,
@@ -211,14 +212,17 @@ int collector_make_outputs(const char *capture, const char *prefix,
 		return rc; /* nothing read from the capture: its error said it all */
 	if (sum.damaged)
 		fprintf(stderr, "libprof: %s\n", sum.damage);
+	/* (allocator calls left to the counter tracks, PROFILER_TRACE_ALLOC=auto, are the
+	 * default, documented, and not said on every run) */
 	if (json_ok && sum.json_dropped)
 		fprintf(stderr,
 			"libprof: the trace keeps %llu of %llu events (the shortest are left out, "
 			"see otherData.json_rule); the tables and %s have them all\n",
 			/* of the captured events: json_events also counts the trace's own
 			 * metadata and counter points */
-			(unsigned long long)(sum.events > sum.json_dropped
-						     ? sum.events - sum.json_dropped
+			(unsigned long long)(sum.events > sum.json_dropped + sum.json_alloc_hidden
+						     ? sum.events - sum.json_dropped -
+							       sum.json_alloc_hidden
 						     : 0),
 			(unsigned long long)sum.events, base(capture));
 	if (q->delay_ms || q->duration_ms) {

@@ -3,6 +3,7 @@
 #ifndef PROF_FORMATS_CHROME_H
 #define PROF_FORMATS_CHROME_H
 
+#include "formats/export/chrome_alloc.h"
 #include "formats/export/chrome_heap.h"
 #include "formats/export/dur_hist.h"
 #include "formats/util/json_writer.h"
@@ -29,6 +30,8 @@ struct chrome {
 	uint64_t droppable; /* complete events other than user ranges */
 	uint64_t hist[DUR_HIST_BUCKETS];
 	struct heap_track heap;
+	struct alloc_view alloc; /* which allocator calls are shown (chrome_alloc.h) */
+	int alloc_as_captured;   /* alloc.all from the capture's trace_alloc fact */
 	struct dur_rule rule;
 	/* pass 2 */
 	struct jw w;

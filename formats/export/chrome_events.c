@@ -122,6 +122,13 @@ static int complete(struct chrome *c, const struct rec *r, const struct prof_eve
 	size_t nlen, clen;
 	char *p;
 
+	if (e->cat == PROF_CAT_MEMORY) {
+		int shown = alloc_view_shown(&c->alloc, 1, r->image, e);
+		if (shown <= 0) {
+			c->alloc.hidden += !shown;
+			return shown;
+		}
+	}
 	if (!keep_complete(c, e, dur))
 		return 0;
 	c->written++;

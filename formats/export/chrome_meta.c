@@ -272,6 +272,15 @@ void chrome_write_other(struct chrome *c)
 	rule_text(c);
 	jw_lit(&c->w, ",\n\"heap_counter\":");
 	heap_text(c);
+	jw_lit(&c->w, ",\n\"alloc_rule\":");
+	jw_cstr(&c->w, c->alloc.all
+			       ? "every allocator call (PROFILER_TRACE_ALLOC=all)"
+			       : "allocator calls of 1 MiB or more and their releases, failed ones "
+				 "and calls of 20 us or more shown; the others are in the live heap "
+				 "bytes and allocator calls/s counters (PROFILER_TRACE_ALLOC=all "
+				 "shows them all); the tables and the capture have every call");
+	jw_lit(&c->w, ",\"json_alloc_hidden\":");
+	jw_u64(&c->w, c->alloc.hidden);
 	if (c->damage) {
 		jw_lit(&c->w, ",\n\"capture_damaged\":");
 		jw_cstr(&c->w, c->damage);

@@ -17,12 +17,24 @@ int chrome_plan_events(void *ctx, struct model *m, uint32_t image, uint32_t thre
 	struct chrome *c = ctx;
 	uint32_t i;
 
-	(void)m;
 	(void)thread;
+	if (c->alloc_as_captured) {
+		/* the session's choice, in the facts that lead the capture */
+		const char *f = model_fact(m, "trace_alloc");
+		c->alloc.all = f && !strcmp(f, "all");
+		c->alloc_as_captured = 0;
+	}
 	for (i = 0; i < n; i++) {
 		const struct prof_event *e = &ev[i];
 		if ((e->flags & (PROF_EVF_GPU | PROF_EVF_TID)) && chrome_gpu_plan(c, image, e))
 			return -1;
+		if (e->type == PROF_EV_COMPLETE && e->cat == PROF_CAT_MEMORY) {
+			int shown = alloc_view_shown(&c->alloc, 0, image, e);
+			if (shown < 0)
+				return -1;
+			if (!shown)
+				continue;
+		}
 		if (e->type == PROF_EV_COMPLETE && e->cat != PROF_CAT_USER) {
 			c->droppable++;
 			c->hist[dur_bucket(e->t1 > e->t0 ? e->t1 - e->t0 : 0)]++;
@@ -35,7 +47,7 @@ int chrome_plan_events(void *ctx, struct model *m, uint32_t image, uint32_t thre
 
 static void plan_rule(struct chrome *c)
 {
-	uint64_t fixed = c->always + c->heap.n, i;
+	uint64_t fixed = c->always + c->heap.n + alloc_view_points(&c->alloc), i;
 
 	for (i = 0; i < c->plan.nimg; i++) { /* the peak markers */
 		fixed += c->plan.img[i].mem.peak != 0;
@@ -96,6 +108,7 @@ static int pass2(struct chrome *c, const char *path, FILE *f, char *err, size_t 
 		return rc;
 	}
 	chrome_write_heap(c);
+	chrome_write_alloc_rate(c);
 	jw_lit(&c->w, "\n],\n\"displayTimeUnit\":\"ns\",\n\"otherData\":");
 	chrome_write_other(c);
 	jw_lit(&c->w, "}\n");
@@ -109,6 +122,7 @@ static void summarize(const struct chrome *c, struct output_summary *sum)
 	sum->processes = model_npids(&c->plan);
 	sum->json_events = c->written;
 	sum->json_dropped = c->dropped;
+	sum->json_alloc_hidden = c->alloc.hidden;
 	if (c->damage) {
 		sum->damaged = 1;
 		snprintf(sum->damage, sizeof(sum->damage), "%s", c->damage);
@@ -122,6 +136,7 @@ static void chrome_free(struct chrome *c)
 	model_fold_free(&c->fold);
 	heap_track_free(&c->heap);
 	u64map_free(&c->flows);
+	alloc_view_free(&c->alloc);
 	free(c->esc.off);
 	free(c->esc.len);
 	free(c->esc.bytes);
@@ -159,12 +174,13 @@ int chrome_export(const char *capture_path, const char *json_path, uint64_t max_
 int chrome_export_to(const char *capture_path, const char *json_path, FILE *out,
 		     uint64_t max_events, struct output_summary *sum, char *err, size_t errlen)
 {
-	return chrome_export_all(capture_path, json_path, out, max_events, 0, sum, err, errlen);
+	struct chrome_options o = {.max_events = max_events};
+	return chrome_export_opts(capture_path, json_path, out, &o, sum, err, errlen);
 }
 
-int chrome_export_all(const char *capture_path, const char *json_path, FILE *out,
-		      uint64_t max_events, int all_processes, struct output_summary *sum,
-		      char *err, size_t errlen)
+int chrome_export_opts(const char *capture_path, const char *json_path, FILE *out,
+		       const struct chrome_options *o, struct output_summary *sum, char *err,
+		       size_t errlen)
 {
 	struct chrome *c = calloc(1, sizeof(*c));
 	char damage[512];
@@ -180,8 +196,10 @@ int chrome_export_all(const char *capture_path, const char *json_path, FILE *out
 		snprintf(err, errlen, "%s: out of memory", capture_path);
 		return 2;
 	}
-	c->max_events = max_events ? max_events : CHROME_DEFAULT_MAX_EVENTS;
-	c->all_processes = all_processes;
+	c->max_events = o->max_events ? o->max_events : CHROME_DEFAULT_MAX_EVENTS;
+	c->all_processes = o->all_processes;
+	alloc_view_init(&c->alloc, o->alloc == CHROME_ALLOC_ALL);
+	c->alloc_as_captured = o->alloc == CHROME_ALLOC_AS_CAPTURED;
 	model_init(&c->plan);
 	model_init(&c->out);
 	u64map_init(&c->flows);

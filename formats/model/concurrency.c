@@ -18,7 +18,8 @@ int concurrency_add(struct concurrency *c, uint32_t pid, uint64_t t0, uint64_t t
 	if (VEC_RESERVE(c->edges, c->cap, c->n + 2))
 		return -1;
 	c->edges[c->n++] = (struct conc_edge){.t = t0, .pid = pid, .delta = 1};
-	c->edges[c->n++] = (struct conc_edge){.t = t1 > t0 ? t1 : t0, .pid = pid, .delta = -1};
+	/* a call of no measurable length still lasts: its end after its begin */
+	c->edges[c->n++] = (struct conc_edge){.t = t1 > t0 ? t1 : t0 + 1, .pid = pid, .delta = -1};
 	return 0;
 }
 

@@ -77,6 +77,10 @@ static void place(struct mem_curve *c, struct memcurve_point x)
 int memcurve_add(struct mem_curve *c, uint64_t t, uint64_t live)
 {
 	struct memcurve_point x = {.t = t ? t : 1, .live = live};
+	/* a late operation (memtrack.h) changed the live bytes when it was applied: after
+	 * the points before it, so the curve stays in time order */
+	if (c->changes && x.t < c->last.t)
+		x.t = c->last.t;
 	c->changes++;
 	c->last = x;
 	if (!c->bucket && c->n < 2 * MEMCURVE_BUCKETS) {
@@ -99,8 +103,6 @@ int memcurve_add(struct mem_curve *c, uint64_t t, uint64_t live)
 		c->p = NULL;
 		c->n = 0;
 	}
-	if (x.t < c->origin)
-		x.t = c->origin; /* a late point: into the first bucket */
 	place(c, x);
 	return 0;
 }

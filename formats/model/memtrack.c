@@ -78,6 +78,9 @@ static void sift_down(struct mem_stream *s, size_t i)
 	}
 }
 
+/* In time order: a thread's operations come in order, but the early buffer of the
+ * allocations made before libprof's constructor (preload/wrap/early.c) may hand several
+ * threads' in one batch; an out-of-order one moves back past the later ones. */
 static int queue_push(struct op_queue *q, const struct mem_op *op)
 {
 	if (q->n == q->cap) {
@@ -92,7 +95,13 @@ static int queue_push(struct op_queue *q, const struct mem_op *op)
 		q->head = 0;
 		q->cap = cap;
 	}
-	q->ops[(q->head + q->n++) & (q->cap - 1)] = *op;
+	size_t at = q->n++;
+	/* never past the head: it may be the min-heap's key */
+	while (at > 1 && before(op, &q->ops[(q->head + at - 1) & (q->cap - 1)])) {
+		q->ops[(q->head + at) & (q->cap - 1)] = q->ops[(q->head + at - 1) & (q->cap - 1)];
+		at--;
+	}
+	q->ops[(q->head + at) & (q->cap - 1)] = *op;
 	return 0;
 }
 
@@ -186,6 +195,11 @@ static int apply_oldest(struct mem_image *mi, struct mem_stream *s)
 	q->head = (q->head + 1) & (q->cap - 1);
 	q->n--;
 	s->held--;
+	if (!q->n && q->cap > 4096) { /* a burst's buffer goes back */
+		free(q->ops);
+		q->ops = NULL;
+		q->cap = q->head = 0;
+	}
 	if (q->n) {
 		sift_down(s, 0);
 	} else {

@@ -4,17 +4,20 @@
  * The capture holds each thread's operations in time order, but threads interleave by
  * drain pass, so operations are held per thread and merged: the oldest is applied once
  * it is MEMTRACK_WINDOW_NS older than the newest one seen, or when MEMTRACK_MAX_HELD are
- * waiting (64 MiB of them; at 2 M operations per second a window's worth). Memory is then
- * bounded by that many operations plus the live blocks, whatever the run's length. An
- * operation that arrives after a later one was applied (a thread's events drained more
- * than the window late) is applied at once and counted in mem_image.late. */
+ * waiting (128 MiB of them; at 2 M operations per second a window's worth). Memory is
+ * then bounded by that many operations plus the live blocks, whatever the run's length.
+ * An operation that arrives after a later one was applied — its thread's events drained
+ * more than the window late, or a process writing more than MEMTRACK_MAX_HELD operations
+ * between two drains of another of its threads (huge rings, or dozens of busy threads)
+ * — is applied at once, out of order, and counted in mem_image.late, which the tables
+ * report. */
 #ifndef PROF_FORMATS_MEMTRACK_H
 #define PROF_FORMATS_MEMTRACK_H
 
 #include "formats/model/model.h"
 
 #define MEMTRACK_WINDOW_NS 2000000000ull
-#define MEMTRACK_MAX_HELD (2u << 20)
+#define MEMTRACK_MAX_HELD (4u << 20)
 
 /* One operation of thread (any id unique in the domain), keeping a curve of live bytes
  * when curve is set. 0, or -1 when out of memory. */

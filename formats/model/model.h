@@ -127,6 +127,7 @@ struct thread {
 	struct cat_time {
 		uint32_t cat[3];
 		uint64_t t[3];
+		uint64_t t0[3]; /* the earliest start among them */
 	} *cat_time;
 	size_t ndepth;
 };

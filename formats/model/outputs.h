@@ -28,6 +28,7 @@ struct output_summary {
 	uint64_t processes;
 	uint64_t json_events;  /* events written to the Chrome trace */
 	uint64_t json_dropped; /* events left out of the Chrome trace by the size rule */
+	uint64_t json_alloc_hidden; /* allocator calls left to its counter tracks */
 	int damaged;           /* the capture was damaged; what came before was used */
 	char damage[256];      /* one line naming the damage, when damaged */
 };
@@ -45,9 +46,16 @@ int chrome_export(const char *capture_path, const char *json_path, uint64_t max_
  * messages call json_path: the caller creates the file safely (collector/output/outfile.c). */
 int chrome_export_to(const char *capture_path, const char *json_path, FILE *out,
 		     uint64_t max_events, struct output_summary *sum, char *err, size_t errlen);
-/* chrome_export_to with the launchers shown (all_processes) or folded (chrome_export's). */
-int chrome_export_all(const char *capture_path, const char *json_path, FILE *out,
-		      uint64_t max_events, int all_processes, struct output_summary *sum,
-		      char *err, size_t errlen);
+struct chrome_options {
+	uint64_t max_events; /* 0: CHROME_DEFAULT_MAX_EVENTS */
+	int all_processes;   /* launchers shown, not folded */
+	/* allocator calls in the timeline (chrome_alloc.h): as the capture's session chose
+	 * (its trace_alloc fact, PROFILER_TRACE_ALLOC), or the rule, or all */
+	enum { CHROME_ALLOC_AS_CAPTURED, CHROME_ALLOC_AUTO, CHROME_ALLOC_ALL } alloc;
+};
+/* chrome_export_to with options (chrome_export's: all zero but max_events). */
+int chrome_export_opts(const char *capture_path, const char *json_path, FILE *out,
+		       const struct chrome_options *o, struct output_summary *sum, char *err,
+		       size_t errlen);
 
 #endif

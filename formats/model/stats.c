@@ -206,10 +206,11 @@ static int complete(struct row *r, struct thread *t, const struct prof_event *e)
 	return keep_duration(r, dur);
 }
 
-static void cat_time_add(struct cat_time *c, uint32_t cat, uint64_t t)
+static void cat_time_add(struct cat_time *c, uint32_t cat, uint64_t t, uint64_t t0)
 {
 	for (int i = 0; i < 3; i++) {
 		if (!c->t[i] || c->cat[i] == cat) {
+			c->t0[i] = !c->t[i] || t0 < c->t0[i] ? t0 : c->t0[i];
 			c->cat[i] = cat;
 			c->t[i] += t;
 			return;
@@ -219,21 +220,22 @@ static void cat_time_add(struct cat_time *c, uint32_t cat, uint64_t t)
 }
 
 /* A call of category cat ended at level d: the calls of its category below it are inside
- * it (their time is returned); the others' time goes up to level d with its own. */
-static uint64_t cat_time_end(struct thread *t, unsigned d, uint32_t cat, uint64_t dur)
+ * it (their time is returned); the others' time goes up to level d with its own. What
+ * began before it is not below it (its own parent was not recorded): dropped. */
+static uint64_t cat_time_end(struct thread *t, const struct prof_event *e, uint32_t cat)
 {
-	struct cat_time *below = &t->cat_time[d + 1], *here = &t->cat_time[d];
+	struct cat_time *below = &t->cat_time[e->depth + 1], *here = &t->cat_time[e->depth];
 	uint64_t within = 0;
 	for (int i = 0; i < 3; i++) {
-		if (!below->t[i])
+		if (!below->t[i] || below->t0[i] < e->t0)
 			continue;
 		if (below->cat[i] == cat)
 			within += below->t[i];
 		else
-			cat_time_add(here, below->cat[i], below->t[i]);
+			cat_time_add(here, below->cat[i], below->t[i], below->t0[i]);
 	}
 	memset(below, 0, sizeof(*below));
-	cat_time_add(here, cat, dur);
+	cat_time_add(here, cat, e->t1 > e->t0 ? e->t1 - e->t0 : 0, e->t0);
 	return within;
 }
 
@@ -451,7 +453,7 @@ static int one_event(struct stats *s, struct model *m, uint32_t image, struct th
 		if (cat == s->mxnet_api_cat && mxnet_api_call(s, m, image, e))
 			return -1;
 		int64_t mem = sat_i64(t->mem_direct[e->depth + 1], t->mem_nested[e->depth + 1]);
-		r->within += cat_time_end(t, e->depth, cat, e->t1 > e->t0 ? e->t1 - e->t0 : 0);
+		r->within += cat_time_end(t, e, cat);
 		take_only_child(s, m, r, e, &t->kids[e->depth + 1]);
 		complete_mem(s, r, t, e, 0, net);
 		if (complete(r, t, e))

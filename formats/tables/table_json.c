@@ -45,6 +45,8 @@ static void header(struct jw *w, const struct report *r)
 	jw_u64(w, r->lost);
 	jw_lit(w, ",\"window\":");
 	model_window_json(w, r->m);
+	jw_lit(w, ",\"schedule\":");
+	fact(w, r->m, "schedule");
 }
 
 static void gaps(struct jw *w, const struct model *m)
@@ -135,6 +137,10 @@ static void mem_fields(struct jw *w, const struct mem_image *mi)
 		jw_lit(w, "null");
 	jw_lit(w, ",\"live_bytes_at_end\":");
 	jw_u64(w, mi->live_end);
+	/* applied out of time order (formats/model/memtrack.h): the peak and live figures
+	 * are then approximate */
+	jw_lit(w, ",\"ops_out_of_order\":");
+	jw_u64(w, mi->late);
 }
 
 static void process(struct jw *w, const struct report *r, struct stack_names *sn, size_t i)

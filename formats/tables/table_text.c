@@ -25,6 +25,13 @@ static void header(const struct report *r, FILE *out)
 		np == 1 ? "" : "es", fmt_dur(a, r->duration));
 	fprintf(out, "Events: %s captured, %s lost\n", fmt_count(a, r->m->events),
 		fmt_count(b, r->lost));
+	const char *sched = model_fact(r->m, "schedule");
+	if (sched) {
+		char spec[4 * 96 + 4];
+		fmt_name(spec, sched, strlen(sched), 96);
+		fprintf(out, "Schedule: only the active steps of PROFILER_SCHEDULE=%s were "
+			"recorded\n", spec);
+	}
 	uint64_t ws, we, left_out;
 	if (model_window(r->m, &ws, &we, &left_out)) {
 		char c1[TEXTFMT_LEN], c2[TEXTFMT_LEN];
@@ -50,6 +57,14 @@ static void header(const struct report *r, FILE *out)
 		fprintf(out, "WARNING: %s events lost (full ring); the figures below undercount\n",
 			fmt_count(a, r->lost));
 	}
+	uint64_t late = 0;
+	for (size_t i = 0; i < r->m->nimg; i++)
+		for (int d = -1; d < MODEL_DEVICES; d++)
+			late += MODEL_DOMAIN(&r->m->img[i], d)->late;
+	if (late)
+		fprintf(out, "WARNING: %s allocator operations reached the live-heap analysis out of "
+			"time order (docs/FORMATS.md, Memory): peak and live bytes are approximate\n",
+			fmt_count(a, late));
 	if (r->damage)
 		fprintf(out, "WARNING: damaged capture, the tables cover what came before: %s\n",
 			r->damage);

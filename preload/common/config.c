@@ -182,6 +182,9 @@ static const char *parse_field(const struct prof_setting *r, const struct field 
 			return why;
 		if (n >= f->size)
 			return *elide = 1, range_why;
+		const char *bad = r->check ? r->check(value) : 0;
+		if (bad)
+			return bad;
 		memcpy(field, value, n + 1);
 		/* MXNet's filename names the trace ("profile_output.json"); we want the prefix */
 		if ((f->flags & PROF_SETTING_STRIP_JSON) && n > 5 && !strcmp(value + n - 5, ".json"))

@@ -29,8 +29,10 @@ struct prof_config {
 	uint32_t dump_period_ms;
 	uint32_t delay_ms;        /* PROFILER_DELAY: events before it are left out */
 	uint32_t duration_ms;     /* PROFILER_DURATION: and after delay + it (0: none) */
+	char schedule[96];        /* PROFILER_SCHEDULE (schedule.h), "" for none */
 	uint64_t ring_bytes;
 	uint64_t max_json_events; /* cap on the Chrome trace's events (default 4000000) */
+	int trace_alloc;          /* PROFILER_TRACE_ALLOC: 0 auto, 1 all (chrome_alloc.h) */
 	char output[PROF_PATH_MAX]; /* prefix before %-expansion */
 	char clock[8];              /* "", "tsc" or "mono" */
 	int follow;                 /* record only while the framework's own profiler runs */
@@ -101,6 +103,8 @@ struct prof_setting {
 	const char *record_help;  /* the option's text in prof record --help ('\n': a line) */
 	const char *record_needs; /* what a missing ARG should be: "--output needs <this>" */
 	const char *help;
+	/* STRING: NULL when the value is well formed, else why not */
+	const char *(*check)(const char *value);
 };
 
 extern const struct prof_setting prof_settings[];

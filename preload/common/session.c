@@ -385,6 +385,8 @@ int prof_session_configure(struct prof_session_shm *s, const struct prof_config 
 	s->dump_period_ms = c->dump_period_ms;
 	s->delay_ms = c->delay_ms;
 	s->duration_ms = c->duration_ms;
+	s->trace_alloc = (uint32_t)c->trace_alloc;
+	memcpy(s->schedule, c->schedule, sizeof s->schedule);
 	s->aggregate_stats = (uint32_t)c->aggregate_stats;
 	s->stacks = c->stack_mode != PROF_STACK_OFF;
 	s->overwrite = (uint32_t)c->overwrite;

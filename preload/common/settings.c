@@ -7,6 +7,7 @@
 #include <stddef.h>
 
 #include "preload/common/config.h"
+#include "preload/common/schedule.h"
 
 #define FIELD(f) .off = offsetof(struct prof_config, f), \
 		 .size = sizeof(((struct prof_config *)0)->f)
@@ -91,6 +92,16 @@ const struct prof_setting prof_settings[] = {
 	 .record_help = "keep SECONDS of events after the delay, none after (0: all)",
 	 .help = "seconds of events kept after `delay`, none after (0: to the end; nsys' "
 		 "`--duration`)"},
+	{.name = "schedule", .env = "PROFILER_SCHEDULE", .type = PROF_SETTING_STRING,
+	 .when = PROF_WHEN_START, FIELD(schedule), .def = "", .check = prof_schedule_check,
+	 .range_why = "longer than 95 bytes",
+	 .record_flag = "--schedule", .record_arg = "SPEC",
+	 .record_needs = "wait=N,warmup=N,active=N,repeat=N,skip_first=N",
+	 .record_help = "record only the active steps (torch.profiler.schedule's\n"
+			"wait, warmup, active, repeat, skip_first) of prof_step()",
+	 .help = "`wait=N,warmup=N,active=N,repeat=N,skip_first=N`: torch.profiler.schedule "
+		 "over the steps of `prof_step()` / `libprof.step()`; only the active steps "
+		 "are recorded (warmup ones are not: nothing to warm up)"},
 	{.name = "trace_max_events", .env = "PROFILER_TRACE_MAX_EVENTS", .type = PROF_SETTING_UINT,
 	 .when = PROF_WHEN_START, FIELD(max_json_events), .def = "4000000", .min = 1,
 	 .max = UINT64_MAX, .why = "not a positive count",
@@ -98,6 +109,13 @@ const struct prof_setting prof_settings[] = {
 	 .record_needs = "a number of events",
 	 .record_help = "cap on events in the Chrome trace (default 4000000)",
 	 .help = "cap on events in the JSON (see below)"},
+	{.name = "trace_alloc", .env = "PROFILER_TRACE_ALLOC", .type = PROF_SETTING_ENUM,
+	 .when = PROF_WHEN_START, FIELD(trace_alloc), .def = "auto", .values = "auto,all",
+	 .why = "use auto or all",
+	 .help = "allocator calls in the trace: `auto`, those of 1 MiB or more (and their "
+		 "releases), failed ones and those of 20 us or more, the rest as counter tracks "
+		 "(live heap bytes, allocator calls/s); `all`: every one. The tables and the "
+		 "capture have them all"},
 	{.name = "clock", .env = "PROFILER_CLOCK", .type = PROF_SETTING_ENUM,
 	 .when = PROF_WHEN_START, FIELD(clock), .values = "tsc,mono", .flags = PROF_SETTING_TEXT,
 	 .shown_default = "auto", .why = "clock must be tsc or mono",

@@ -94,6 +94,9 @@ struct prof_session_shm {
 	/* PROFILER_DELAY / PROFILER_DURATION: the collector keeps the events of that window
 	 * of the session (0 / 0: all) */
 	uint32_t delay_ms, duration_ms;
+	uint32_t trace_alloc; /* PROFILER_TRACE_ALLOC: 1 every allocator call in the trace */
+	uint32_t pad4;
+	char schedule[96];    /* PROFILER_SCHEDULE as set, for the tables */
 };
 
 enum prof_proc_state {

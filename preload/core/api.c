@@ -18,6 +18,7 @@
 #define EXPORT __attribute__((visibility("default")))
 
 static _Atomic long step_count;
+struct prof_schedule prof_sched; /* PROFILER_SCHEDULE, parsed at start */
 
 /* Annotations are recorded only when the thread is not already inside libprof (a signal
  * handler that interrupted a wrapper); one writer per ring at a time. */
@@ -134,17 +135,51 @@ EXPORT void prof_mark(const char *name)
 	t->busy = 0;
 }
 
+/* PROFILER_SCHEDULE turns recording on or off at a step (schedule.h): on before the
+ * step's marker, off after it, so an active step's two markers are both recorded. */
+static void schedule_step(uint64_t step, int before_marker)
+{
+	if (!prof_sched.set || !prof_proc)
+		return;
+	int on = prof_schedule_records(&prof_sched, step);
+	if (on != prof_on && on == before_marker) {
+		prof_on = on;
+		prof_update_flags();
+	}
+}
+
 EXPORT long prof_step(void)
 {
 	long n = atomic_fetch_add(&step_count, 1) + 1;
+	schedule_step((uint64_t)n, 1);
 	struct prof_thread *t = enter();
-	if (!t)
-		return n;
-	uint64_t now = prof_now();
-	prof_emit(t, PROF_CAT_STEP, PROF_EV_INSTANT, 0, prof_names[NAME_STEP], t->depth, now, now,
-		  (uint64_t)n, 0, 0);
-	t->busy = 0;
+	if (t) {
+		uint64_t now = prof_now();
+		prof_emit(t, PROF_CAT_STEP, PROF_EV_INSTANT, 0, prof_names[NAME_STEP], t->depth,
+			  now, now, (uint64_t)n, 0, 0);
+		t->busy = 0;
+	}
+	schedule_step((uint64_t)n, 0);
 	return n;
+}
+
+void prof_schedule_start(void)
+{
+	/* the session's (prof record --schedule, or the root's PROFILER_SCHEDULE): every
+	 * process of it follows the same schedule over its own steps */
+	char spec[sizeof prof_session->schedule + 1] = "";
+	if (prof_session)
+		memcpy(spec, prof_session->schedule, sizeof prof_session->schedule);
+	if (prof_schedule_parse(spec, &prof_sched))
+		prof_sched.set = 0; /* checked when set; another process could have written it */
+	if (prof_sched.set && prof_cfg.follow) {
+		prof_warn("PROFILER_SCHEDULE is ignored with PROFILER_FOLLOW (the framework's "
+			  "profiler decides when to record)");
+		prof_sched.set = 0;
+	}
+	if (prof_sched.set)
+		prof_on = prof_schedule_records(&prof_sched,
+						(uint64_t)atomic_load(&step_count));
 }
 
 EXPORT void prof_counter(const char *name, double value)

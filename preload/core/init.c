@@ -193,6 +193,7 @@ static int prof_start_session(int may_create)
 			/* follow: nothing is recorded until the framework's profiler starts */
 			if (prof_cfg.follow)
 				prof_on = 0;
+			prof_schedule_start();
 			prof_trace_patch_loaded();
 		}
 	}

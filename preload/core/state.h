@@ -8,6 +8,7 @@
 
 #include "preload/common/clock.h"
 #include "preload/common/config.h"
+#include "preload/common/schedule.h"
 #include "preload/common/ring.h"
 #include "preload/common/session.h"
 #include "preload/common/shm_layout.h"
@@ -82,6 +83,10 @@ void prof_range_end_at(uint32_t level, int emit);
 int prof_thread_claim(struct prof_thread *t);
 void prof_thread_give_name(const char *name);
 void prof_warn(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+
+/* api.c: PROFILER_SCHEDULE, applied from the start of recording (prof_on set by it) */
+extern struct prof_schedule prof_sched;
+void prof_schedule_start(void);
 
 /* init.c */
 int prof_start(void);

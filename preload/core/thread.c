@@ -183,7 +183,10 @@ void prof_thread_give_name(const char *name)
 	    atomic_load_explicit(&s->name_id, memory_order_relaxed))
 		return;
 	t->busy++;
-	t->given_name = prof_intern(name) + 1;
-	atomic_store_explicit(&s->name_id, t->given_name, memory_order_release);
+	uint32_t id = prof_intern(name);
 	t->busy--;
+	if (!id) /* the string area is full: "<unnamed>" would not be a better name */
+		return;
+	t->given_name = id + 1;
+	atomic_store_explicit(&s->name_id, t->given_name, memory_order_release);
 }

@@ -57,8 +57,11 @@ uint32_t prof_mxnet_operator(const uint64_t *args)
 static void name_engine_thread(const char *block)
 {
 	static uint32_t workers;
-	if (!block || !prof_thr.w.slot ||
-	    atomic_load_explicit(&prof_thr.w.slot->name_id, memory_order_relaxed))
+	struct prof_slot *slot = prof_thr.w.slot;
+	/* the main thread runs some operators itself (NaiveEngine, asynchronous ones): it
+	 * keeps its name, and takes no number */
+	if (!block || !slot || !prof_proc || slot->tid == prof_proc->pid ||
+	    atomic_load_explicit(&slot->name_id, memory_order_relaxed))
 		return;
 	int dev_type = *(const int *)(block + 16), dev_id = *(const int *)(block + 20);
 	const char *dev = dev_type == 2 ? "gpu" : dev_type == 3 ? "cpu_pinned" :

@@ -15,6 +15,7 @@
 #include "capture_fixture.h"
 #include "json_check.h"
 #include "formats/util/json_writer.h"
+#include "formats/export/chrome_alloc.h"
 #include "formats/model/outputs.h"
 
 static void escapes_to(const char *in, size_t n, const char *want)
@@ -60,14 +61,21 @@ static void test_escape_every_byte(void **state)
 	assert_true(json_valid(out, len));
 }
 
+/* The tests of the writer and the size rule see every allocator call (PROFILER_TRACE_ALLOC
+ * =all); test_alloc_auto the default's choice. */
+static int alloc_all = 1;
+
 static char *export(const char *capture, const char *json, uint64_t max, int want_rc,
 		    struct output_summary *sum)
 {
 	char err[256], cmd[256];
 	char *s;
 	size_t len = 0;
+	struct chrome_options o = {.max_events = max,
+				   .alloc = alloc_all ? CHROME_ALLOC_ALL : CHROME_ALLOC_AS_CAPTURED};
 
-	assert_int_equal(chrome_export(capture, json, max, sum, err, sizeof(err)), want_rc);
+	assert_int_equal(chrome_export_opts(capture, json, NULL, &o, sum, err, sizeof(err)),
+			 want_rc);
 	s = fx_slurp(json, &len);
 	assert_non_null(s);
 	assert_true(json_valid(s, len));
@@ -178,13 +186,15 @@ static void test_small_trace(void **state)
 				  "\"start_ns\":1008000,\"end_ns\":1009000}]"));
 	/* the heap's peak: one process-wide marker */
 	assert_int_equal(fx_count(s, "\"name\":\"peak live heap\""), 1);
-	assert_non_null(strstr(s, "\"json_events\":14,\"json_dropped\":0,"));
+	/* 2: the "allocator calls/s" track, one bucket and its end */
+	assert_int_equal(fx_count(s, "\"name\":\"allocator calls/s\""), 2);
+	assert_non_null(strstr(s, "\"json_events\":16,\"json_dropped\":0,"));
 	assert_null(strstr(s, "capture_damaged"));
-	assert_int_equal(fx_count(s, "{\"ph\":") - fx_count(s, "{\"ph\":\"M\""), 14);
+	assert_int_equal(fx_count(s, "{\"ph\":") - fx_count(s, "{\"ph\":\"M\""), 16);
 	assert_int_equal(sum.events, 9);
 	assert_int_equal(sum.lost, 9);
 	assert_int_equal(sum.processes, 1);
-	assert_int_equal(sum.json_events, 14);
+	assert_int_equal(sum.json_events, 16);
 	assert_int_equal(sum.json_dropped, 0);
 	assert_int_equal(sum.damaged, 0);
 	free(s);
@@ -280,7 +290,10 @@ static void test_size_rule(void **state)
 		if (kept[i] && dur_of(i) < (uint64_t)threshold)
 			threshold = (int)dur_of(i);
 	}
-	assert_int_equal(nkept, max - NUSER - 5 - heap - 1); /* 1: the peak marker */
+	uint64_t rate = fx_count(s, "\"name\":\"allocator calls/s\"");
+	assert_true(rate >= 2);
+	/* 1: the peak marker */
+	assert_int_equal(nkept, max - NUSER - 5 - heap - rate - 1);
 	assert_int_equal(sum.json_dropped, NMEM - nkept);
 	/* Longer than the threshold: all kept; shorter: none; equal: the first ones. */
 	for (i = 0; i < NMEM; i++) {
@@ -351,12 +364,82 @@ static void test_damaged_and_unusable(void **state)
 	unlink(f.path);
 }
 
+/* PROFILER_TRACE_ALLOC=auto: the calls that matter are in the timeline (a 2 MiB block
+ * and its release through realloc, a failed allocation, a slow call), the others only in
+ * the counter tracks; the live heap track still follows every call. */
+static void test_alloc_auto(void **state)
+{
+	struct prof_event e[8];
+	struct output_summary sum;
+	struct fx f;
+	char json[96], *s;
+
+	(void)state;
+	fx_open(&f, "allocauto");
+	fx_text(&f, CAP_SESSION, "command=x\nhost=h\nclock=CLOCK_MONOTONIC\nstart_ns=1000000\n");
+	fx_process(&f, 1, 0, "/bin/x", 7);
+	fx_name(&f, 1, 1, "malloc");
+	fx_name(&f, 1, 2, "free");
+	fx_name(&f, 1, 3, "realloc");
+	e[0] = fx_range(1001000, 1001050, 1, PROF_CAT_MEMORY, 0); /* small, fast: hidden */
+	e[0].flags = PROF_EVF_ALLOCS;
+	e[0].a = 0x100;
+	e[0].b = 64;
+	e[1] = fx_range(1002000, 1002100, 1, PROF_CAT_MEMORY, 0); /* 2 MiB: shown */
+	e[1].flags = PROF_EVF_ALLOCS;
+	e[1].a = 0x200000;
+	e[1].b = 2 << 20;
+	e[2] = fx_range(1003000, 1003040, 2, PROF_CAT_MEMORY, 0); /* small release: hidden */
+	e[2].flags = PROF_EVF_FREES;
+	e[2].c = 0x100;
+	e[3] = fx_range(1004000, 1004090, 3, PROF_CAT_MEMORY, 0); /* shrinks the big one */
+	e[3].flags = PROF_EVF_ALLOCS | PROF_EVF_FREES;
+	e[3].a = 0x300;
+	e[3].b = 32;
+	e[3].c = 0x200000;
+	e[4] = fx_range(1005000, 1005000 + CHROME_ALLOC_SLOW_NS, 1, PROF_CAT_MEMORY, 0); /* slow */
+	e[4].flags = PROF_EVF_ALLOCS;
+	e[4].a = 0x400;
+	e[4].b = 16;
+	e[5] = fx_range(1006000, 1006010, 1, PROF_CAT_MEMORY, 0); /* failed */
+	e[5].flags = PROF_EVF_ALLOCS;
+	e[5].b = 1 << 30;
+	e[6] = fx_range(1007000, 1007010, 2, PROF_CAT_MEMORY, 0); /* the realloc's 32: hidden */
+	e[6].flags = PROF_EVF_FREES;
+	e[6].c = 0x300;
+	fx_events(&f, 1, 1, e, 7);
+	fx_close(&f);
+	snprintf(json, sizeof(json), "%s.json", f.path);
+	alloc_all = 0;
+	s = export(f.path, json, 0, 0, &sum);
+	alloc_all = 1;
+	assert_int_equal(fx_count(s, "{\"ph\":\"X\""), 4);
+	assert_non_null(strstr(s, "\"args\":{\"bytes\":2097152,\"ptr\":\"0x200000\"}"));
+	assert_non_null(strstr(s, "\"args\":{\"bytes\":32,\"ptr\":\"0x300\",\"old_ptr\":"
+				  "\"0x200000\"}"));
+	assert_non_null(strstr(s, "\"args\":{\"bytes\":16,\"ptr\":\"0x400\"}"));
+	assert_non_null(strstr(s, "\"args\":{\"bytes\":1073741824,\"ptr\":\"0x0\"}"));
+	assert_int_equal(sum.json_alloc_hidden, 3);
+	assert_non_null(strstr(s, "\"json_alloc_hidden\":3"));
+	/* the live heap follows every call: 64, 64 + 2 MiB, 2 MiB, 0 and 32 (the realloc),
+	 * 48, 16 */
+	assert_int_equal(fx_count(s, "\"name\":\"live heap bytes\""), 7);
+	/* seven calls within 6 us: one 1 ms bucket (7,000 calls/s), then 0 */
+	assert_int_equal(fx_count(s, "\"name\":\"allocator calls/s\""), 2);
+	assert_non_null(strstr(s, "\"name\":\"allocator calls/s\",\"pid\":1,\"ts\":1.000,"
+				  "\"args\":{\"calls/s\":7000}}"));
+	free(s);
+	unlink(json);
+	unlink(f.path);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_escape),
 		cmocka_unit_test(test_escape_every_byte),
 		cmocka_unit_test(test_small_trace),
+		cmocka_unit_test(test_alloc_auto),
 		cmocka_unit_test(test_size_rule),
 		cmocka_unit_test(test_damaged_and_unusable),
 	};

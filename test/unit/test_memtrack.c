@@ -155,11 +155,40 @@ static void test_bounded_and_late(void **state)
 	assert_int_equal(mi.nsites, 0); /* no stacks: no sites */
 }
 
+/* Late points (applied out of order) keep the curve in time order and bounded, when
+ * they come while every change is kept and when it turns to buckets (the turn used to
+ * take the first point's time as the earliest). */
+static void test_curve_late_points(void **state)
+{
+	(void)state;
+	struct mem_curve *c = memcurve_new();
+	uint64_t peak = 0;
+	for (uint64_t i = 0; i < 100000; i++) {
+		uint64_t t = 1000000 + i * 1000, live = (i * 7919) % 100003;
+		if (i % 5000 == 4999 || i == 2 * MEMCURVE_BUCKETS - 1)
+			t = 10; /* late, long before */
+		peak = live > peak ? live : peak;
+		assert_int_equal(memcurve_add(c, t, live), 0);
+	}
+	struct memcurve_point *p;
+	size_t n = memcurve_points(c, &p), at_peak = 0;
+	assert_true(n > 0 && n <= 2 * MEMCURVE_BUCKETS + 1);
+	for (size_t i = 0; i < n; i++) {
+		at_peak |= p[i].live == peak;
+		if (i)
+			assert_true(p[i].t >= p[i - 1].t);
+	}
+	assert_true(at_peak);
+	free(p);
+	memcurve_free(c);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_streaming_equals_sorted_replay),
 		cmocka_unit_test(test_bounded_and_late),
+		cmocka_unit_test(test_curve_late_points),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -20,6 +20,7 @@
 #include "collector/settings_doc.h"
 #include "formats/model/outputs.h"
 #include "preload/common/config.h"
+#include "preload/common/schedule.h"
 
 static char warned[4][1024];
 static int nwarn;
@@ -148,7 +149,8 @@ static const char *sample(const struct prof_setting *s, char *buf, size_t len)
 								  : s->values);
 		return buf;
 	case PROF_SETTING_STRING:
-		return "sample-%p.json";
+		/* a string with its own form (a check): a well-formed one */
+		return s->check == prof_schedule_check ? "wait=1,active=2" : "sample-%p.json";
 	case PROF_SETTING_LIST:
 		snprintf(buf, len, "%.*s%s", (int)strcspn(s->values, ","), s->values,
 			 strrchr(s->values, ','));
@@ -239,6 +241,12 @@ static int bad_samples(const struct prof_setting *s, char out[][PROF_TRACE_MAX +
 	case PROF_SETTING_STRING:
 		if ((s->flags | f->flags) & PROF_SETTING_NONEMPTY)
 			strcpy(out[n++], "");
+		if (s->check) { /* ill-formed */
+			strcpy(out[n++], "active=0");
+			strcpy(out[n++], "wait=1");
+			strcpy(out[n++], "active=2,");
+			strcpy(out[n++], "active=1,nope=2");
+		}
 		break;
 	}
 	if (s->type == PROF_SETTING_STRING) {

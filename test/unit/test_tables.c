@@ -552,7 +552,7 @@ static void test_memory_and_json(void **state)
 				  "-j 2\",\"exit_status\":null,\"allocations\":3,\"frees\":1,"
 				  "\"frees_unmatched\":1,"
 				  "\"bytes_allocated\":350,\"peak_live_bytes\":250,\"peak_at_ns\":80,"
-				  "\"live_bytes_at_end\":250,\"gpu_memory\":[],\"size_histogram\":[{\"max_bytes\":64,"
+				  "\"live_bytes_at_end\":250,\"ops_out_of_order\":0,\"gpu_memory\":[],\"size_histogram\":[{\"max_bytes\":64,"
 				  "\"allocations\":1,\"bytes\":50},{\"max_bytes\":128,\"allocations\":1,"
 				  "\"bytes\":100},{\"max_bytes\":256,\"allocations\":1,\"bytes\":200}],"
 				  "\"threads\":[{\"tid\":10,\"name\":\"main\"},"

@@ -161,6 +161,7 @@ def cli_every_option_in_help_is_accepted(c):
         ("export", "--format"): ["chrome", "folded"],
         ("export", "--max-events"): ["100"],
         ("export", "--weight"): ["time", "bytes", "count"],
+        ("export", "--trace-alloc"): ["auto", "all"],
         ("diff", "--metric"): ["median", "all"],
         ("diff", "--threshold"): ["5", "median=10%"],
         ("diff", "--config"): [conf],
@@ -169,6 +170,9 @@ def cli_every_option_in_help_is_accepted(c):
         ("clean", "--min-age"): ["60"],
         ("record", "--ring-size"): ["64K"],
         ("record", "--max-json-events"): ["1000"],
+        ("record", "--delay"): ["0", "0.5"],
+        ("record", "--duration"): ["0", "10"],
+        ("record", "--schedule"): ["active=1", "wait=1,active=2,repeat=1"],
     }
 
     def run(cmd, opt):

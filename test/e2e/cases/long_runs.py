@@ -107,3 +107,85 @@ def window_settings_rejected(c):
         eq(r.rc, 0, "the program runs")
         check(re.search(r"^libprof: %s=%s: not a time in seconds.*, ignored$"
                         % (var, re.escape(value)), r.err, re.M), "%s: %r" % (var, r.err))
+
+
+IMPORT_HEAVY = ("import ctypes, json, email.mime.multipart, http.server, xml.etree.ElementTree, "
+                "unittest, asyncio, decimal, argparse, logging, sqlite3, csv, pickle, typing, "
+                "dataclasses, pathlib, tarfile, zipfile, difflib, inspect, ast\n"
+                "big = bytearray(3 << 20)\n"
+                "x = json.loads(json.dumps([dict(a=i, b=str(i)) for i in range(20000)]))\n"
+                "ctypes.CDLL(None).prof_mark(b'imported')\n")
+
+
+def memory_x(t):
+    return [e for e in t.events if e.get("ph") == "X" and e.get("cat") == "memory"]
+
+
+@case
+def trace_alloc_default_small(c):
+    # An import-heavy Python program: by default the trace shows the allocator calls that
+    # matter (docs/FORMATS.md) and the rest as counter tracks, so it stays small; the
+    # tables and the capture keep every call, and PROFILER_TRACE_ALLOC=all shows them.
+    # PYTHONMALLOC=malloc: Python's objects through malloc, as a C++ framework's are
+    env = {"PYTHONMALLOC": "malloc", "PROFILER_TRACE_ALLOC": None}
+    r, t = profile(c, [sys.executable, "-c", IMPORT_HEAVY], env=env)
+    size = os.path.getsize(c.path("libprof.json"))
+    rep = c.report_json(c.path("libprof.prof"))
+    calls = sum(w["count"] for w in rep["rows"] if w["category"] == "memory")
+    shown = memory_x(t)
+    hidden = t.other["json_alloc_hidden"]
+    check(calls > 50000, "only %d allocator calls in the import" % calls)
+    eq(len(shown) + hidden, calls, "allocator calls shown + left to the counters")
+    check(len(shown) < calls / 20, "%d of %d allocator calls shown" % (len(shown), calls))
+    large = set()
+    for e in shown:  # each for a reason the rule names
+        a = e.get("args", {})
+        big = a.get("bytes", 0) >= 1 << 20 and a.get("ptr") != "0x0"
+        if big:
+            large.add(a["ptr"])
+        check(big or e["dur"] >= 20 or a.get("ptr") == "0x0" and a.get("bytes") or
+              a.get("ptr") in large or a.get("old_ptr") in large,
+              "an allocator call the rule does not show: %r" % e)
+    check(any(e["args"].get("bytes", 0) >= 3 << 20 for e in shown), "the 3 MiB bytearray")
+    eq(len(t.select("i", "imported", "mark")), 1, "the program's mark")
+    for track in ("live heap bytes", "allocator calls/s"):
+        check(t.select("C", track), "no %r counter track" % track)
+    check(size < 2 << 20, "default trace of %d bytes" % size)
+    # every call, when asked
+    env.update({"PROFILER_TRACE_ALLOC": "all", "PROFILER_OUTPUT": "all"})
+    r2 = c.run([sys.executable, "-c", IMPORT_HEAVY], env=env)
+    eq(r2.rc, 0, "the program with PROFILER_TRACE_ALLOC=all (%r)" % r2)
+    t2, _ = c.outputs("all")
+    rep2 = c.report_json(c.path("all.prof"))
+    calls2 = sum(w["count"] for w in rep2["rows"] if w["category"] == "memory")
+    eq(len(memory_x(t2)), calls2, "PROFILER_TRACE_ALLOC=all: every allocator call")
+    eq(t2.other["json_alloc_hidden"], 0, "none hidden")
+    c.note("%d allocator calls: %d shown, trace %.1f kB (all: %.1f MB)"
+           % (calls, len(shown), size / 1e3, os.path.getsize(c.path("all.json")) / 1e6))
+
+
+@case
+def schedule_over_steps(c):
+    # torch.profiler.schedule(skip_first=1, wait=1, warmup=1, active=2, repeat=2) over
+    # prof_step(): steps 3, 4 and 7, 8 recorded, nothing else
+    spec = "skip_first=1,wait=1,warmup=1,active=2,repeat=2"
+    r, t = profile(c, [c.prog("steps"), 12], env={"PROFILER_SCHEDULE": spec})
+    ranges = sorted(e["name"] for e in t.select("X", cat="user"))
+    eq(ranges, ["s03", "s04", "s07", "s08"], "the active steps' ranges")
+    sizes = sorted(e["args"]["bytes"] for e in t.select("X", "malloc", "memory"))
+    eq(sizes, [1003, 1004, 1007, 1008], "their allocations, and no other")
+    # each active step's two step markers (its start and its end)
+    marks = sorted(e["args"]["step"] for e in t.select("i", cat="step"))
+    eq(marks, [3, 4, 5, 7, 8, 9], "step markers")
+    check(re.search(r"^Schedule: only the active steps of PROFILER_SCHEDULE=%s were "
+                    r"recorded" % re.escape(spec), c.text(), re.M), "tables header: %r"
+          % c.text()[:500])
+    # prof record's flag; a bad spec is one line and no schedule
+    r = c.prof("record", "--schedule", "active=1,repeat=1", "-o", "rec", "--",
+               c.prog("steps"), 5)
+    eq(r.rc, 0, "prof record (%r)" % r)
+    t2, _ = c.outputs("rec")
+    eq(sorted(e["name"] for e in t2.select("X", cat="user")), ["s00"], "active=1,repeat=1")
+    r = c.run([c.prog("steps"), 3], env={"PROFILER_SCHEDULE": "active=0"})
+    check(re.search(r"^libprof: PROFILER_SCHEDULE=active=0: use wait=N.*, ignored$", r.err,
+                    re.M), "bad schedule: %r" % r.err)

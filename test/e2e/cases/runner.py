@@ -69,7 +69,8 @@ def runner_spares_foreign_sessions(c):
            k not in ("LD_PRELOAD", "PYTHONPATH", "LIBPROF_E2E_TOKEN")}
     env.update(Setup.program_env())
     env.update({"LD_PRELOAD": Setup.preload_value(), "PROFILER_AUTOSTART": "1",
-                "PROFILER_OUTPUT": os.path.join(d, "foreign"), "LC_ALL": "C"})
+                "PROFILER_OUTPUT": os.path.join(d, "foreign"), "LC_ALL": "C",
+                "PROFILER_TRACE_ALLOC": "all"})
     script = 'read x < go; "$0" 40 47011 later & echo child=$!; wait $!; echo done=$?'
     fout = open(os.path.join(d, "out"), "w+")
     ferr = open(os.path.join(d, "err"), "w+")

@@ -47,6 +47,9 @@ class Case:
                if not k.startswith("PROFILER_") and k not in ("LD_PRELOAD", "PYTHONPATH")}
         env["LIBPROF_E2E_TOKEN"] = self.token
         env["LC_ALL"] = "C"
+        # the cases look for the allocator calls they made in the trace: every one is
+        # there (the default's choice has its own case, trace_alloc_default_small)
+        env["PROFILER_TRACE_ALLOC"] = "all"
         self.env = env
 
     def note(self, msg):
