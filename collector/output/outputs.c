@@ -6,6 +6,7 @@
 #include <string.h>
 #include <sys/mman.h>
 #include <sys/stat.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include "formats/capture/capture.h"
@@ -100,22 +101,69 @@ static int put_in_place(const char *tmp, const char *prefix, const char *ext, in
 	return 0;
 }
 
-/* The tables into a new temporary file beside path; its name in tmp. 0 or -1. */
-static int tables_to_temp(const char *capture, const char *path, char *tmp, size_t len)
+/* The tables of capture into fd. 0 or -1. */
+static int tables_to_fd(const char *capture, int fd)
 {
 	char err[512];
 	struct table_options opt = {.sort = SORT_TOTAL};
 	struct output_summary sum;
-	int fd = outfile_temp(path, tmp, len);
-	FILE *f = fd >= 0 ? fdopen(fd, "w") : NULL;
-	if (!f && fd >= 0)
+	FILE *f = fdopen(fd, "w");
+	if (!f) {
 		close(fd);
-	int rc = f && tables_write(capture, f, &opt, &sum, err, sizeof err) != 2 ? 0 : -1;
-	if (f && fclose(f))
+		return -1;
+	}
+	int rc = tables_write(capture, f, &opt, &sum, err, sizeof err) != 2 ? 0 : -1;
+	if (fclose(f))
 		rc = -1;
+	return rc;
+}
+
+/* The tables into a new temporary file beside path; its name in tmp. 0 or -1. */
+static int tables_to_temp(const char *capture, const char *path, char *tmp, size_t len)
+{
+	int fd = outfile_temp(path, tmp, len);
+	int rc = fd >= 0 ? tables_to_fd(capture, fd) : -1;
 	if (rc && fd >= 0)
 		unlink(tmp);
 	return rc;
+}
+
+/* The tables made by a child while this process writes the trace: two reads of the
+ * capture at once, so the outputs of a long run are ready in about half the time on two
+ * cores (the program's exit waits for them). The child's pid, or 0: made here, at once
+ * (fork failed), or -1 (the temporary file could not be made). */
+static pid_t tables_started(const char *capture, const char *path, char *tmp, size_t len)
+{
+	int fd = outfile_temp(path, tmp, len);
+	if (fd < 0)
+		return -1;
+	pid_t pid = fork();
+	if (pid == 0)
+		_exit(tables_to_fd(capture, fd) ? 1 : 0);
+	if (pid > 0) {
+		close(fd);
+		return pid;
+	}
+	if (tables_to_fd(capture, fd)) {
+		unlink(tmp);
+		return -1;
+	}
+	return 0;
+}
+
+/* 1 when the tables the child made are complete. */
+static int tables_finished(pid_t pid, const char *tmp)
+{
+	int status;
+	if (pid < 0)
+		return 0;
+	pid_t r;
+	while (pid > 0 && (r = waitpid(pid, &status, 0)) < 0 && errno == EINTR)
+		;
+	int ok = pid == 0 || (r == pid && WIFEXITED(status) && WEXITSTATUS(status) == 0);
+	if (!ok)
+		unlink(tmp);
+	return ok;
 }
 
 int collector_write_tables(const char *capture, const char *path)
@@ -159,9 +207,15 @@ int collector_make_outputs(const char *capture, const char *prefix,
 {
 	char json[NAME_MAX_LEN], tmp[NAME_MAX_LEN], txt[NAME_MAX_LEN], err[NAME_MAX_LEN + 512];
 	char made[3 * NAME_MAX_LEN];
+	char txt_tmp[NAME_MAX_LEN];
 	struct output_summary sum = {0};
 	struct owned *own = mine();
 	int rc = 0, r = 2;
+	pid_t tables = -1;
+	if (q->tables) {
+		snprintf(txt, sizeof txt, "%s.txt", prefix);
+		tables = tables_started(capture, txt, txt_tmp, sizeof txt_tmp);
+	}
 	snprintf(json, sizeof json, "%s.json", prefix);
 	int fd = outfile_temp(json, tmp, sizeof tmp);
 	FILE *f = fd >= 0 ? fdopen(fd, "w") : NULL;
@@ -189,11 +243,10 @@ int collector_make_outputs(const char *capture, const char *prefix,
 	}
 	int txt_ok = 0;
 	if (q->tables) {
-		snprintf(txt, sizeof txt, "%s.txt", prefix);
-		txt_ok = !tables_to_temp(capture, txt, tmp, sizeof tmp);
-		if (txt_ok && put_in_place(tmp, prefix, ".txt", overwrite_all, &own->txt, txt,
+		txt_ok = tables_finished(tables, txt_tmp);
+		if (txt_ok && put_in_place(txt_tmp, prefix, ".txt", overwrite_all, &own->txt, txt,
 					   sizeof txt)) {
-			unlink(tmp);
+			unlink(txt_tmp);
 			txt_ok = 0;
 		}
 		if (!txt_ok) {
