@@ -4,7 +4,8 @@ do-nothing interposer and heaptrack, measured side by side in one run (variants
 interleaved, medians of several rounds); then the collector's drain rate, raw bytes per
 event and the Chrome export rate; then the cost of a call stack per allocation against
 heaptrack at the same depth, and whether both tools find the same peak and sites; then
-what a long run costs after it ends (bench/long_run.py)."""
+what a long run costs after it ends (bench/long_run.py) and what a new thread costs
+(bench/thread_cost.py)."""
 import json
 import os
 import re
@@ -17,6 +18,7 @@ import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import long_run  # noqa: E402
+import thread_cost  # noqa: E402
 
 B = os.environ.get("BUILD", os.path.join(os.path.dirname(__file__), "..", "build"))
 N = int(os.environ.get("BENCH_N", "2000000"))
@@ -341,7 +343,9 @@ if __name__ == "__main__":
     parts = {"overhead": overhead, "traced_calls": traced_calls, "torch": torch_overhead,
              "throughput": throughput, "stacks": stacks_overhead,
              "peak_sites": same_peak_and_sites,
-             "long_run": lambda: long_run.long_run(B, WORK, clean_env)}
+             "long_run": lambda: long_run.long_run(B, WORK, clean_env),
+             "thread_start": lambda: thread_cost.thread_start(B, clean_env, min(ROUNDS, 3),
+                                                              WORK)}
     only = [p for p in os.environ.get("BENCH_ONLY", "").split(",") if p]
     for p in only:
         if p not in parts:

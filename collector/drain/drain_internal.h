@@ -99,6 +99,8 @@ void free_collector(struct collector *c);
 void add_process(struct collector *c, const char *name, struct prof_proc_shm *shm,
 		 size_t mapped);
 int scan_segments(struct collector *c); /* how many were added */
+/* ring_pool.c: the next free slots' rings allocated ahead of their threads */
+void ring_pool_refill(struct collector *c);
 void sweep_segments(struct collector *c);
 int has_segment(struct collector *c, pid_t pid);
 

@@ -132,6 +132,7 @@ int collector_run(struct collector_options *o)
 		uint64_t now = prof_mono_ns();
 		if (now - c->last_scan >= SCAN_EVERY_NS) {
 			scan_segments(c);
+			ring_pool_refill(c);
 			c->last_scan = now;
 		}
 		if (now - c->last_touch >= TOUCH_EVERY_NS) {

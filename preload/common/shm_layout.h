@@ -129,7 +129,10 @@ struct prof_slot {
 				    the collector retires it once the thread is gone */
 	_Atomic uint32_t name_id; /* string id + 1 of a name libprof gave the thread (an
 				     MXNet engine worker); 0: its own. Reset at each claim */
-	char pad1[44];
+	_Atomic uint32_t prepared; /* the ring's memory is allocated in the segment (by the
+				      collector ahead of need, or by a claim): a claim need not
+				      commit it, and no store can meet a full /dev/shm */
+	char pad1[40];
 	/* writer's line */
 	_Atomic uint64_t head;       /* events written */
 	_Atomic uint64_t lost_pending;  /* dropped, not yet reported by a LOST event */

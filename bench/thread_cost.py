@@ -1,0 +1,36 @@
+"""BENCH_ONLY=thread_start: what a new thread costs (issue 15): bench/thread_start makes
+N threads one after the other, each with one malloc/free pair (its first event, so the
+profiler's per-thread set-up is paid), natively, under libprof, under BENCH_BASE's
+libprof when given, and under heaptrack; microseconds per thread, medians of rounds."""
+import os
+import shutil
+import statistics
+import subprocess
+
+
+def thread_start(build, clean_env, rounds, work):
+    prog = os.path.join(build, "bench", "thread_start")
+    lib = os.path.join(build, "libprof.so")
+    variants = [("native", {}, []),
+                ("libprof", {"LD_PRELOAD": lib, "PROFILER_AUTOSTART": "1",
+                             "PROFILER_QUIET": "1"}, [])]
+    if os.environ.get("BENCH_BASE"):
+        variants.append(("base libprof", {"LD_PRELOAD": os.path.join(
+            os.environ["BENCH_BASE"], "libprof.so"), "PROFILER_AUTOSTART": "1",
+            "PROFILER_QUIET": "1"}, []))
+    if shutil.which("heaptrack"):
+        variants.append(("heaptrack", {}, ["heaptrack", "-o", os.path.join(work, "ht")]))
+    print("\nThread start: us per thread, created to joined, one malloc/free each")
+    print("  %-14s %12s %12s" % ("", "200 threads", "20000 threads"))
+    res = {v[0]: {200: [], 20000: []} for v in variants}
+    for _ in range(rounds):
+        for name, env, wrap in variants:
+            for n in (200, 20000):
+                p = subprocess.run(wrap + [prog, str(n)], env=clean_env(env), cwd=work,
+                                   capture_output=True, text=True, check=True)
+                # heaptrack prints lines of its own around the program's number
+                nums = [w for w in p.stdout.split() if w.replace(".", "", 1).isdigit()]
+                res[name][n].append(float(nums[0]))
+    for name, _, _ in variants:
+        print("  %-14s %12.1f %12.1f" % (name, statistics.median(res[name][200]),
+                                         statistics.median(res[name][20000])))
