@@ -154,10 +154,10 @@ static pid_t tables_started(const char *capture, const char *path, char *tmp, si
 /* 1 when the tables the child made are complete. */
 static int tables_finished(pid_t pid, const char *tmp)
 {
-	int status;
+	int status = 0;
 	if (pid < 0)
 		return 0;
-	pid_t r;
+	pid_t r = 0;
 	while (pid > 0 && (r = waitpid(pid, &status, 0)) < 0 && errno == EINTR)
 		;
 	int ok = pid == 0 || (r == pid && WIFEXITED(status) && WEXITSTATUS(status) == 0);
