@@ -47,7 +47,8 @@ void settings_values_text(const struct prof_setting *s, char *out, size_t len)
 			 size_text(s->max, b, sizeof b));
 		return;
 	case PROF_SETTING_SECONDS:
-		snprintf(out, len, "over 0, up to %llu", (unsigned long long)s->max);
+		snprintf(out, len, "%s, up to %llu", s->flags & PROF_SETTING_ZERO_OK ? "0 (none)" : "over 0",
+			 (unsigned long long)s->max);
 		return;
 	case PROF_SETTING_ENUM:
 		values_list(s->values, out, len);

@@ -121,7 +121,11 @@ int collector_run(struct collector_options *o)
 	c->session_copy = *c->s; /* the settings and the claimed prefix */
 	prof_clock_map_init(&c->clock, (enum prof_clock_kind)c->s->clock_kind, c->s->clock_tsc,
 			    c->s->clock_ns);
-	c->window_lo = c->clock.first_ns + (uint64_t)c->s->delay_ms * 1000000;
+	/* no window: everything, also what was recorded before the session's clock pair
+	 * (allocations made before libprof's constructor) */
+	c->window_lo = c->s->delay_ms || c->s->duration_ms
+			       ? c->clock.first_ns + (uint64_t)c->s->delay_ms * 1000000
+			       : 0;
 	c->window_hi = c->s->duration_ms ? c->window_lo + (uint64_t)c->s->duration_ms * 1000000
 					 : UINT64_MAX;
 	write_session_header(c);

@@ -2,10 +2,14 @@
  * process, and committing its ring's memory then (MADV_POPULATE_WRITE, ~1.5 ms for 4 MiB)
  * was paid inside whatever call the thread was making. The collector allocates the pages
  * of the next free slots' rings in the segment beforehand (fallocate on the segment, not
- * mapped here) and marks them prepared; a claim of a prepared slot commits nothing. */
+ * mapped here) and marks them prepared; a claim of a prepared slot commits nothing.
+ * Prepared rings stay allocated (a recycled slot's do anyway): 4 per multi-threaded
+ * process, and only while /dev/shm has room to spare. */
 #define _GNU_SOURCE
 #include <fcntl.h>
 #include <sys/mman.h>
+#include <sys/stat.h>
+#include <sys/statvfs.h>
 #include <unistd.h>
 
 #include "collector/drain/drain_internal.h"
@@ -20,19 +24,36 @@
 
 static int prepare_slot(struct proc_entry *p, int *fd, unsigned i)
 {
+	struct stat st;
 	if (*fd < 0 && (*fd = shm_open(p->name, O_RDWR | O_CLOEXEC, 0)) < 0)
 		return -1;
 	off_t off = (off_t)(p->g.rings_off + (uint64_t)i * p->g.ring_cap *
 						   sizeof(struct prof_event));
 	off_t len = (off_t)(p->g.ring_cap * sizeof(struct prof_event));
-	/* KEEP_SIZE: a segment cut short by the program is not grown back */
-	if (fallocate(*fd, FALLOC_FL_KEEP_SIZE, off, len))
+	/* the segment as mapped, whole: past the end of one cut short by the program,
+	 * fallocate would succeed (KEEP_SIZE) and a claim skipping its commit would meet
+	 * SIGBUS at its first store */
+	if (fstat(*fd, &st) || (uint64_t)st.st_size != p->g.size ||
+	    (uint64_t)(off + len) > (uint64_t)st.st_size)
 		return -1;
-	return 0;
+	return fallocate(*fd, FALLOC_FL_KEEP_SIZE, off, len) ? -1 : 0;
+}
+
+/* Room in /dev/shm for rings nobody claimed yet: a quarter of it free, and 256 MiB (a
+ * container's 64 MiB /dev/shm gets no pool: claims commit their rings as before). */
+static int shm_has_room(void)
+{
+	struct statvfs v;
+	if (statvfs("/dev/shm", &v))
+		return 0;
+	uint64_t free_bytes = (uint64_t)v.f_bavail * v.f_frsize;
+	uint64_t total = (uint64_t)v.f_blocks * v.f_frsize;
+	return free_bytes >= (256ull << 20) && free_bytes >= total / 4;
 }
 
 void ring_pool_refill(struct collector *c)
 {
+	int room = -1; /* asked once a pass, when some process needs a ring */
 	for (struct proc_entry *p = c->procs; p; p = p->next) {
 		if (p->finished || p->corrupt || !p->shm || p->shrunk)
 			continue;
@@ -51,6 +72,10 @@ void ring_pool_refill(struct collector *c)
 			ahead++;
 			if (atomic_load_explicit(&s->prepared, memory_order_relaxed))
 				continue;
+			if (room < 0)
+				room = shm_has_room();
+			if (!room)
+				return;
 			if (prepare_slot(p, &fd, i)) {
 				/* /dev/shm full, or the segment gone: claims commit for themselves
 				 * (and see the error) as before */

@@ -2,6 +2,7 @@
  * summary on stderr. */
 #define _GNU_SOURCE
 #include <errno.h>
+#include <signal.h>
 #include <stdio.h>
 #include <string.h>
 #include <sys/mman.h>
@@ -138,8 +139,13 @@ static pid_t tables_started(const char *capture, const char *path, char *tmp, si
 	if (fd < 0)
 		return -1;
 	pid_t pid = fork();
-	if (pid == 0)
+	if (pid == 0) {
+		/* prof record's handlers forward signals to the command: not from here */
+		signal(SIGTERM, SIG_DFL);
+		signal(SIGINT, SIG_DFL);
+		signal(SIGHUP, SIG_DFL);
 		_exit(tables_to_fd(capture, fd) ? 1 : 0);
+	}
 	if (pid > 0) {
 		close(fd);
 		return pid;
@@ -151,7 +157,7 @@ static pid_t tables_started(const char *capture, const char *path, char *tmp, si
 	return 0;
 }
 
-/* 1 when the tables the child made are complete. */
+/* 1 when the tables the child made are complete; else why not said in one line. */
 static int tables_finished(pid_t pid, const char *tmp)
 {
 	int status = 0;
@@ -161,6 +167,9 @@ static int tables_finished(pid_t pid, const char *tmp)
 	while (pid > 0 && (r = waitpid(pid, &status, 0)) < 0 && errno == EINTR)
 		;
 	int ok = pid == 0 || (r == pid && WIFEXITED(status) && WEXITSTATUS(status) == 0);
+	if (!ok && r == pid && WIFSIGNALED(status))
+		fprintf(stderr, "libprof: the process making the tables died of signal %d\n",
+			WTERMSIG(status));
 	if (!ok)
 		unlink(tmp);
 	return ok;
@@ -281,8 +290,8 @@ int collector_make_outputs(const char *capture, const char *prefix,
 	if (q->delay_ms || q->duration_ms) {
 		char end[64] = "the end";
 		if (q->duration_ms)
-			snprintf(end, sizeof end, "%.3gs", (q->delay_ms + q->duration_ms) / 1000.0);
-		fprintf(stderr, "libprof: kept the events from %.3gs to %s of the session "
+			snprintf(end, sizeof end, "%.3fs", (q->delay_ms + q->duration_ms) / 1000.0);
+		fprintf(stderr, "libprof: kept the events from %.3fs to %s of the session "
 				"(PROFILER_DELAY, PROFILER_DURATION); %llu outside it left out\n",
 			q->delay_ms / 1000.0, end, (unsigned long long)q->left_out);
 	}

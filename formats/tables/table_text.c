@@ -30,7 +30,8 @@ static void header(const struct report *r, FILE *out)
 		char spec[4 * 96 + 4];
 		fmt_name(spec, sched, strlen(sched), 96);
 		fprintf(out, "Schedule: only the active steps of PROFILER_SCHEDULE=%s were "
-			"recorded\n", spec);
+			"recorded (live bytes at end: of what they allocated and did not free "
+			"in them)\n", spec);
 	}
 	uint64_t ws, we, left_out;
 	if (model_window(r->m, &ws, &we, &left_out)) {
@@ -38,7 +39,8 @@ static void header(const struct report *r, FILE *out)
 		fmt_dur(c1, ws > r->origin ? ws - r->origin : 0);
 		fmt_dur(c2, we > r->origin ? we - r->origin : 0);
 		fprintf(out, "Window: the events from +%s to %s%s of the session (PROFILER_DELAY, "
-			"PROFILER_DURATION); %s outside it left out\n", c1, we ? "+" : "",
+			"PROFILER_DURATION); %s outside it left out (live bytes at end: of what "
+			"it allocated and did not free in it)\n", c1, we ? "+" : "",
 			we ? c2 : "its end", fmt_count(a, left_out));
 	}
 	if (r->fold && (r->fold->images || r->fold->helpers))

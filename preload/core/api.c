@@ -142,9 +142,9 @@ static void schedule_step(uint64_t step, int before_marker)
 	if (!prof_sched.set || !prof_proc)
 		return;
 	int on = prof_schedule_records(&prof_sched, step);
-	if (on != prof_on && on == before_marker) {
-		prof_on = on;
-		prof_update_flags();
+	if (on != prof_sched_on && on == before_marker) {
+		prof_sched_on = on;
+		prof_set_recording(prof_user_on);
 	}
 }
 
@@ -177,9 +177,17 @@ void prof_schedule_start(void)
 			  "profiler decides when to record)");
 		prof_sched.set = 0;
 	}
-	if (prof_sched.set)
-		prof_on = prof_schedule_records(&prof_sched,
-						(uint64_t)atomic_load(&step_count));
+	prof_sched_on = !prof_sched.set ||
+			prof_schedule_records(&prof_sched, (uint64_t)atomic_load(&step_count));
+}
+
+void prof_schedule_after_fork(void)
+{
+	atomic_store(&step_count, 0);
+	if (prof_sched.set) {
+		prof_sched_on = prof_schedule_records(&prof_sched, 0);
+		prof_set_recording(prof_user_on);
+	}
 }
 
 EXPORT void prof_counter(const char *name, double value)
@@ -244,8 +252,7 @@ EXPORT int prof_set_state(int state)
 	if (state == PROF_RUN)
 		return prof_start();
 	if (state == PROF_STOP) {
-		prof_on = 0;
-		prof_update_flags();
+		prof_set_recording(0);
 		return 0;
 	}
 	prof_warn("prof_set_state(%d): use PROF_RUN (1) or PROF_STOP (0)", state);
@@ -254,16 +261,13 @@ EXPORT int prof_set_state(int state)
 
 EXPORT void prof_pause(void)
 {
-	prof_on = 0;
-	prof_update_flags();
+	prof_set_recording(0);
 }
 
 EXPORT void prof_resume(void)
 {
-	if (prof_proc) {
-		prof_on = 1;
-		prof_update_flags();
-	}
+	if (prof_proc)
+		prof_set_recording(1);
 }
 
 /* One request at a time per session; the collector drains every ring before answering,

@@ -38,6 +38,18 @@ static const char *const predefined_names[NAME_COUNT] = {
 	"aligned_alloc", "memalign", "valloc", "pvalloc", "step",
 };
 
+/* The program's (and PROFILER_FOLLOW's) wish, and PROFILER_SCHEDULE's gate: recording
+ * is on when both say so, so a prof_pause() in a scheduled step, or a prof_resume() in a
+ * skipped one, is not undone or overridden by the other. */
+int prof_user_on, prof_sched_on = 1;
+
+void prof_set_recording(int user_on)
+{
+	prof_user_on = user_on;
+	prof_on = user_on && prof_sched_on;
+	prof_update_flags();
+}
+
 void prof_update_flags(void)
 {
 	int on = prof_on && prof_proc;
@@ -159,8 +171,7 @@ static int prof_start_session(int may_create)
 {
 	struct prof_thread *t = &prof_thr;
 	if (prof_proc) {
-		prof_on = 1;
-		prof_update_flags();
+		prof_set_recording(1);
 		return 0;
 	}
 	t->busy++;
@@ -179,7 +190,7 @@ static int prof_start_session(int may_create)
 		if (spawned)
 			atomic_fetch_add(&prof_session->forks_registered, 1);
 		if (made) {
-			prof_on = 1;
+			prof_user_on = 1;
 			rc = 0;
 			/* the driver's cuInit then hands CUPTI to libprof */
 			prof_cupti_setup();
@@ -192,8 +203,9 @@ static int prof_start_session(int may_create)
 					     prof_cfg.follow);
 			/* follow: nothing is recorded until the framework's profiler starts */
 			if (prof_cfg.follow)
-				prof_on = 0;
+				prof_user_on = 0;
 			prof_schedule_start();
+			prof_on = prof_user_on && prof_sched_on;
 			prof_trace_patch_loaded();
 		}
 	}
@@ -231,12 +243,14 @@ void prof_after_fork_child(void)
 		if (!prof_session->quiet)
 			prof_warn("not profiling forked child %d: its user id is not the session's "
 				  "(setuid)", (int)getpid());
-		prof_on = 0;
+		prof_user_on = prof_on = 0;
 	} else {
 		prof_warn("cannot create the ring segment of forked child %d: %s; not profiling it",
 			  (int)getpid(), strerror(errno));
-		prof_on = 0;
+		prof_user_on = prof_on = 0;
 	}
+	/* PROFILER_SCHEDULE: the child counts its own steps from 0, as an exec'd one does */
+	prof_schedule_after_fork();
 	/* settled either way: the session must not wait for a segment that will not come */
 	if (t->counted_fork)
 		atomic_fetch_add(&prof_session->forks_registered, 1);
@@ -305,7 +319,8 @@ __attribute__((destructor(101))) static void prof_fini(void)
 	if (!prof_proc)
 		return;
 	t->busy++;
-	prof_on = 0;
+	prof_user_on = prof_on = 0;
+	prof_sched.set = 0; /* a step after this does not turn recording back on */
 	prof_update_flags();
 	atomic_store_explicit(&prof_proc->state, PROC_EXITED, memory_order_release);
 	prof_report_undelivered();

@@ -87,6 +87,12 @@ void prof_warn(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 /* api.c: PROFILER_SCHEDULE, applied from the start of recording (prof_on set by it) */
 extern struct prof_schedule prof_sched;
 void prof_schedule_start(void);
+void prof_schedule_after_fork(void);
+
+/* init.c: recording is prof_on = prof_user_on (the program's pause/resume, follow) &&
+ * prof_sched_on (PROFILER_SCHEDULE); prof_set_recording sets the first and the flags */
+extern int prof_user_on, prof_sched_on;
+void prof_set_recording(int user_on);
 
 /* init.c */
 int prof_start(void);
