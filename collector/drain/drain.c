@@ -126,15 +126,16 @@ static void given_thread_name(struct collector *c, struct proc_entry *p, uint32_
 {
 	uint64_t used = atomic_load_explicit(&p->shm->strings_used, memory_order_acquire);
 	uint64_t at = (uint64_t)name_id - 1;
-	if (!name_id || used > p->g.strings_size || at + 4 > used)
+	/* entries start 4-aligned; another id is not one (the writer is not trusted) */
+	if (!name_id || (at & 3) || used > p->g.strings_size || at + 4 > used)
 		return;
-	const struct prof_string_entry *e =
-		(const void *)((const char *)p->shm + p->g.strings_off + at);
-	uint32_t len = e->len; /* read once: the writer is not trusted */
+	const char *e = (const char *)p->shm + p->g.strings_off + at;
+	uint32_t len;
+	memcpy(&len, e, sizeof len); /* read once */
 	if (at + 4 + len > used)
 		return;
 	struct cap_thread h = {.pid = (uint32_t)p->pid, .tid = tid};
-	put(c, CAP_THREAD, &h, sizeof h, e->bytes, len);
+	put(c, CAP_THREAD, &h, sizeof h, e + 4, len);
 }
 
 /* Strings, categories and stacks published so far. */
