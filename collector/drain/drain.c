@@ -59,6 +59,10 @@ static void add_event(struct collector *c, const struct prof_event *src, int in_
 	if (__builtin_expect(!in_window(c, e), 0)) {
 		if (e->type != PROF_EV_LOST && e->type != PROF_EV_STACK)
 			c->left_out++;
+		/* the stack just kept for this event (same t0) goes with it */
+		if (c->buf_n && c->buf[c->buf_n - 1].type == PROF_EV_STACK &&
+		    c->buf[c->buf_n - 1].t0 == e->t0 && e->type != PROF_EV_STACK)
+			c->buf_n--;
 		return;
 	}
 	c->buf_n++;

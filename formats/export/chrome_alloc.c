@@ -27,7 +27,7 @@ void alloc_view_free(struct alloc_view *v)
 	memset(v, 0, sizeof *v);
 }
 
-static int count_call(struct alloc_view *v, uint32_t image, uint64_t t)
+static int count_call(struct alloc_view *v, uint32_t image, uint64_t t, uint64_t origin)
 {
 	if (image >= v->nrate) {
 		size_t cap = v->nrate;
@@ -40,7 +40,9 @@ static int count_call(struct alloc_view *v, uint32_t image, uint64_t t)
 	if (!r && !(r = v->rate[image] = calloc(1, sizeof *r)))
 		return -1;
 	if (!r->width) {
-		r->origin = t;
+		/* from the trace's origin: another thread's earlier calls may come later in
+		 * the capture */
+		r->origin = origin < t ? origin : t;
 		r->width = 1000000; /* 1 ms, doubled as needed */
 	}
 	uint64_t i = t > r->origin ? (t - r->origin) / r->width : 0;
@@ -59,9 +61,10 @@ static int count_call(struct alloc_view *v, uint32_t image, uint64_t t)
 	return 0;
 }
 
-int alloc_view_shown(struct alloc_view *v, int pass, uint32_t image, const struct prof_event *e)
+int alloc_view_shown(struct alloc_view *v, int pass, uint32_t image, const struct prof_event *e,
+		     uint64_t origin)
 {
-	if (pass == 0 && count_call(v, image, e->t0))
+	if (pass == 0 && count_call(v, image, e->t0, origin))
 		return -1;
 	if (v->all)
 		return 1;

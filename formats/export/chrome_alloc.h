@@ -37,8 +37,10 @@ struct alloc_view {
 void alloc_view_init(struct alloc_view *v, int all);
 void alloc_view_free(struct alloc_view *v);
 /* Whether a memory-category event is shown in pass (0: plan, 1: write); pass 0 also
- * counts it for its image's rate. 1, 0, or -1 when out of memory. */
-int alloc_view_shown(struct alloc_view *v, int pass, uint32_t image, const struct prof_event *e);
+ * counts it for its image's rate, whose buckets start at origin (the trace's). 1, 0, or
+ * -1 when out of memory. */
+int alloc_view_shown(struct alloc_view *v, int pass, uint32_t image, const struct prof_event *e,
+		     uint64_t origin);
 /* Points the rate tracks will write (for the size rule's budget). */
 uint64_t alloc_view_points(const struct alloc_view *v);
 /* The "allocator calls/s" counter events. */

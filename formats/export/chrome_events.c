@@ -123,7 +123,7 @@ static int complete(struct chrome *c, const struct rec *r, const struct prof_eve
 	char *p;
 
 	if (e->cat == PROF_CAT_MEMORY) {
-		int shown = alloc_view_shown(&c->alloc, 1, r->image, e);
+		int shown = alloc_view_shown(&c->alloc, 1, r->image, e, c->origin);
 		if (shown <= 0) {
 			c->alloc.hidden += !shown;
 			return shown;

@@ -29,7 +29,7 @@ int chrome_plan_events(void *ctx, struct model *m, uint32_t image, uint32_t thre
 		if ((e->flags & (PROF_EVF_GPU | PROF_EVF_TID)) && chrome_gpu_plan(c, image, e))
 			return -1;
 		if (e->type == PROF_EV_COMPLETE && e->cat == PROF_CAT_MEMORY) {
-			int shown = alloc_view_shown(&c->alloc, 0, image, e);
+			int shown = alloc_view_shown(&c->alloc, 0, image, e, model_origin(m));
 			if (shown < 0)
 				return -1;
 			if (!shown)

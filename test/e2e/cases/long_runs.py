@@ -131,7 +131,8 @@ def trace_alloc_default_small(c):
     # matter (docs/FORMATS.md) and the rest as counter tracks, so it stays small; the
     # tables and the capture keep every call, and PROFILER_TRACE_ALLOC=all shows them.
     # PYTHONMALLOC=malloc: Python's objects through malloc, as a C++ framework's are
-    env = {"PYTHONMALLOC": "malloc", "PROFILER_TRACE_ALLOC": None}
+    # PROFILER_BLOCK: beside other cases a full ring could drop the very calls checked
+    env = {"PYTHONMALLOC": "malloc", "PROFILER_TRACE_ALLOC": None, "PROFILER_BLOCK": "1"}
     r, t = profile(c, [sys.executable, "-c", IMPORT_HEAVY], env=env)
     size = os.path.getsize(c.path("libprof.json"))
     rep = c.report_json(c.path("libprof.prof"))
