@@ -357,9 +357,12 @@ static void report_lost_threads(struct collector *c, struct proc_entry *p)
 		put(c, CAP_THREAD, &h, sizeof h, name, strlen(name));
 		c->buf_pid = (uint32_t)p->pid;
 		c->buf_tid = tid;
+		/* counted as the capture has it: a gap outside PROFILER_DELAY/DURATION's window
+		 * is left out */
+		uint64_t before = c->buf_lost;
 		lost_event(c, lost, e->first, e->last > e->first ? e->last : e->first, 1);
 		flush_events(c);
-		p->lost += lost;
+		p->lost += c->buf_lost - before;
 	}
 }
 
@@ -381,9 +384,10 @@ void finish_process(struct collector *c, struct proc_entry *p, int32_t status)
 		/* dropped before any ring existed for them: reported on the main thread */
 		c->buf_pid = (uint32_t)p->pid;
 		c->buf_tid = (uint32_t)p->pid;
+		uint64_t before = c->buf_lost;
 		lost_event(c, no_slot, p->shm->created_ns, prof_mono_ns(), 0);
 		flush_events(c);
-		p->lost += no_slot;
+		p->lost += c->buf_lost - before;
 	}
 	c->lost += p->lost;
 	struct cap_process_end e = {.pid = (uint32_t)p->pid, .status = status,
