@@ -85,7 +85,7 @@ static int parse(int argc, char **argv, struct export_args *a)
 	};
 	const struct opt_command c = {
 		.name = "export",
-		.usage = "prof export FILE.prof [-o OUT.json] [--max-events N] [--trace-alloc all]\n"
+		.usage = "prof export CAPTURE... [-o OUT.json] [--max-events N] [--trace-alloc all]\n"
 			 "                   [--all-processes]\n"
 			 "       prof export FILE.prof --format folded [--weight time|bytes|count]\n"
 			 "                   [--threads] [--all-processes] [-o OUT]",
@@ -94,6 +94,8 @@ static int parse(int argc, char **argv, struct export_args *a)
 			 "slice per call or range (with bytes and pointers for allocator calls), marks and\n"
 			 "steps as instants, counters, a \"live heap bytes\" counter per process,\n"
 			 "lost-event markers, and otherData with the session's facts.\n"
+			 "CAPTURE is a .prof file, or a capture in parts: its directory, or some of its\n"
+			 "parts in order.\n"
 			 "\n"
 			 "--format folded writes the call stacks recorded with PROFILER_STACK=alloc or all\n"
 			 "as folded stacks for flame graphs (flamegraph.pl, speedscope, inferno): one line\n"
@@ -111,7 +113,7 @@ static int parse(int argc, char **argv, struct export_args *a)
 
 	if ((rc = opt_parse(&c, argc, argv, &pos, &npos)))
 		return rc;
-	if ((rc = opt_one_capture(&c, pos, npos, &a->capture)))
+	if ((rc = opt_capture_parts(&c, pos, npos, &a->capture)))
 		return rc;
 	a->format = (enum export_format)format;
 	a->alloc = alloc < 0 ? CHROME_ALLOC_AS_CAPTURED : alloc ? CHROME_ALLOC_ALL : CHROME_ALLOC_AUTO;

@@ -97,7 +97,7 @@ static int parse(int argc, char **argv, struct report_args *a)
 	};
 	const struct opt_command c = {
 		.name = "report",
-		.usage = "prof report FILE.prof [--sort KEY] [--top N] [--category NAME]\n"
+		.usage = "prof report CAPTURE... [--sort KEY] [--top N] [--category NAME]\n"
 			 "                   [--format text|csv|json] [--group-by stack[:N]|shape]\n"
 			 "                   [-o OUT]\n"
 			 "                   [--all-processes]",
@@ -108,7 +108,9 @@ static int parse(int argc, char **argv, struct report_args *a)
 			 "live bytes and when, live bytes at the end), allocation sizes, and with call\n"
 			 "stacks the allocation sites by bytes and what was live at exit; steps; marks;\n"
 			 "counters. The header gives the command, host, processes, duration, and the\n"
-			 "events captured and lost.\n",
+			 "events captured and lost.\n"
+			 "CAPTURE is a .prof file, or a capture in parts (PROFILER_ROTATE,\n"
+			 "PROFILER_FLIGHT): its directory, or some of its parts in order.\n",
 		.after = "--sort, --top and --category apply to the rows in every format.\n"
 			 "Exit status: 0 ok; 1 the capture is damaged (the tables cover every complete\n"
 			 "frame before the damage, which is named on standard error); 2 bad arguments or\n"
@@ -119,7 +121,7 @@ static int parse(int argc, char **argv, struct report_args *a)
 
 	if ((rc = opt_parse(&c, argc, argv, &pos, &npos)))
 		return rc;
-	if ((rc = opt_one_capture(&c, pos, npos, &a->capture)))
+	if ((rc = opt_capture_parts(&c, pos, npos, &a->capture)))
 		return rc;
 	a->opt.sort = (enum table_sort)sort;
 	a->opt.format = (enum table_format)format;

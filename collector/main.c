@@ -21,6 +21,7 @@ static const struct command {
 	  "a compact summary of runs, for a baseline" },
 	{ "diff", cmd_diff, "diff BASE CUR [options]",
 	  "compare runs: regressions, exit status 1" },
+	{ "dump", cmd_dump, "dump [SESSION...]", "write running sessions' outputs now" },
 	{ "clean", cmd_clean, "clean [--dry-run]", "remove dead sessions' shared memory" },
 	{ "collect", cmd_collect, "collect --session SID", "(internal) the collector of a session" },
 };

@@ -3,6 +3,10 @@
 #include "preload/common/config.h"
 
 #include <errno.h>
+#include <limits.h>
+#include <stdio.h>
+#include <sys/stat.h>
+#include <unistd.h>
 #include <stdarg.h>
 #include <stdlib.h>
 #include <string.h>
@@ -293,5 +297,46 @@ int opt_one_capture(const struct opt_command *c, char **pos, int npos, const cha
 	if (npos == 0)
 		return opt_error(c->name, "no capture file given (see prof %s --help)", c->name);
 	*capture = pos[0];
+	return 0;
+}
+
+/* The links made by opt_capture_parts, removed at exit. */
+static char parts_dir[PATH_MAX];
+static int parts_made;
+
+static void remove_parts_dir(void)
+{
+	char link[PATH_MAX + 32];
+	for (int i = 1; i <= parts_made; i++) {
+		snprintf(link, sizeof link, "%s/part-%06d.prof", parts_dir, i);
+		unlink(link);
+	}
+	rmdir(parts_dir);
+}
+
+int opt_capture_parts(const struct opt_command *c, char **pos, int npos, const char **capture)
+{
+	if (npos <= 1)
+		return opt_one_capture(c, pos, npos, capture);
+	const char *tmp = getenv("TMPDIR");
+	snprintf(parts_dir, sizeof parts_dir, "%s/prof-parts-XXXXXX", tmp && *tmp ? tmp : "/tmp");
+	if (!mkdtemp(parts_dir))
+		return opt_error(c->name, "cannot make a directory for the parts (%s: %s)",
+				 parts_dir, strerror(errno));
+	atexit(remove_parts_dir);
+	for (int i = 0; i < npos; i++) {
+		char full[PATH_MAX], link[PATH_MAX + 32];
+		struct stat st;
+		if (!realpath(pos[i], full) || stat(full, &st))
+			return opt_error(c->name, "%s: %s", pos[i], strerror(errno));
+		if (!S_ISREG(st.st_mode))
+			return opt_error(c->name, "%s: not a capture file (a list names the parts "
+					 "of one capture, in order)", pos[i]);
+		snprintf(link, sizeof link, "%s/part-%06d.prof", parts_dir, i + 1);
+		if (symlink(full, link))
+			return opt_error(c->name, "%s: %s", link, strerror(errno));
+		parts_made = i + 1;
+	}
+	*capture = parts_dir;
 	return 0;
 }

@@ -87,6 +87,10 @@ int opt_error(const char *cmd, const char *fmt, ...) __attribute__((format(print
 /* The one capture file a command reads (prof report, prof export) among its positional
  * arguments: 0 with *capture set, or 2 after one line (none, or more than one). */
 int opt_one_capture(const struct opt_command *c, char **pos, int npos, const char **capture);
+/* The same where several files may be given: the parts of one capture in parts
+ * (PROFILER_ROTATE), in their order. They are read as one, through a temporary
+ * directory of links to them (removed at exit). */
+int opt_capture_parts(const struct opt_command *c, char **pos, int npos, const char **capture);
 
 /* A whole decimal number in [min, max]; 0, or -1 when v is not one. */
 int opt_number(const char *v, uint64_t min, uint64_t max, uint64_t *out);

@@ -30,6 +30,8 @@ struct output_request {
 	uint32_t frameworks; /* PROF_FW_* found loaded: named on the summary line */
 	uint32_t delay_ms, duration_ms; /* the window kept (0, 0: all), said on a line */
 	uint64_t left_out;   /* events outside it */
+	const char *shown_capture; /* the capture's name on the summary line (a dump reads a
+				      snapshot of it); NULL: the capture read */
 };
 
 /* Maps the record of the outputs this session made, shared with the dump children, and

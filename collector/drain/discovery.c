@@ -78,6 +78,11 @@ void add_process(struct collector *c, const char *name, struct prof_proc_shm *sh
 				.start_ns = shm->created_ns};
 	uint32_t len = !p->corrupt && shm->cmdline_len < PROF_CMDLINE_MAX ? shm->cmdline_len : 0;
 	put(c, CAP_PROCESS, &h, sizeof h, shm->cmdline, len);
+	p->announce = h;
+	if (c->parts && len && (p->cmdline = malloc(len))) {
+		memcpy(p->cmdline, shm->cmdline, len);
+		p->cmdline_len = len;
+	}
 	p->ppid = (pid_t)shm->ppid;
 	p->exec_seq = exec_seq;
 	/* its code mappings now, while it surely lives (stacks may come after its end) */

@@ -142,6 +142,32 @@ static void given_thread_name(struct collector *c, struct proc_entry *p, uint32_
 	put(c, CAP_THREAD, &h, sizeof h, e + 4, len);
 }
 
+/* The strings of the area from byte from up to used (published); returns where the
+ * next one starts. */
+static uint64_t put_strings(struct collector *c, struct proc_entry *p, uint64_t from,
+			    uint64_t used)
+{
+	const char *area = (const char *)p->shm + p->g.strings_off;
+	while (from + 4 <= used) {
+		const struct prof_string_entry *e = (const void *)(area + from);
+		uint32_t len = e->len; /* read once: the writer is not trusted */
+		uint64_t size = (4 + (uint64_t)len + 3) & ~3ull;
+		if (from + size > used)
+			break;
+		struct cap_string h = {.pid = (uint32_t)p->pid, .id = (uint32_t)from};
+		put(c, CAP_STRING, &h, sizeof h, e->bytes, len);
+		from += size;
+	}
+	return from;
+}
+
+static void put_category(struct collector *c, struct proc_entry *p, uint32_t i)
+{
+	const char *name = p->shm->categories[i];
+	struct cap_string h = {.pid = (uint32_t)p->pid, .id = PROF_CAT_FIRST_DYNAMIC + i};
+	put(c, CAP_CATEGORY, &h, sizeof h, name, strnlen(name, PROF_CATEGORY_NAME_MAX));
+}
+
 /* Strings, categories and stacks published so far. */
 static void read_strings(struct collector *c, struct proc_entry *p)
 {
@@ -156,27 +182,38 @@ static void read_strings(struct collector *c, struct proc_entry *p)
 		quarantine(p, why);
 		return;
 	}
-	const char *area = (const char *)shm + p->g.strings_off;
-	while (p->strings_read + 4 <= used) {
-		const struct prof_string_entry *e = (const void *)(area + p->strings_read);
-		uint64_t size = (4 + (uint64_t)e->len + 3) & ~3ull;
-		if (p->strings_read + size > used)
-			break;
-		struct cap_string h = {.pid = (uint32_t)p->pid, .id = (uint32_t)p->strings_read};
-		put(c, CAP_STRING, &h, sizeof h, e->bytes, e->len);
-		p->strings_read += size;
-	}
+	p->strings_read = put_strings(c, p, p->strings_read, used);
 	uint32_t ncat = atomic_load_explicit(&shm->ncategories, memory_order_acquire);
 	for (; p->categories_read < ncat && p->categories_read < PROF_MAX_CATEGORIES;
-	     p->categories_read++) {
-		const char *name = shm->categories[p->categories_read];
-		struct cap_string h = {.pid = (uint32_t)p->pid,
-				       .id = PROF_CAT_FIRST_DYNAMIC + p->categories_read};
-		put(c, CAP_CATEGORY, &h, sizeof h, name, strnlen(name, PROF_CATEGORY_NAME_MAX));
-	}
+	     p->categories_read++)
+		put_category(c, p, p->categories_read);
 	if (stacks_drain(&p->stacks, shm, (const char *)shm + p->g.stacks_off, p->g.stacks_size,
 			 p->pid, put_record, c, why, sizeof why))
 		quarantine(p, why);
+}
+
+void replay_process(struct collector *c, struct proc_entry *p)
+{
+	struct cap_process h = p->announce;
+	h.flags = CAP_PROCESS_CONTINUED;
+	put(c, CAP_PROCESS, &h, sizeof h, p->cmdline, p->cmdline_len);
+	if (p->corrupt)
+		return; /* its later events are left out: nothing of it to name */
+	put_strings(c, p, 0, p->strings_read);
+	for (uint32_t i = 0; i < p->categories_read; i++)
+		put_category(c, p, i);
+	stacks_replay(&p->stacks, (const char *)p->shm + p->g.stacks_off, p->g.stacks_size,
+		      p->pid, put_record, c);
+	for (unsigned i = 0; i < p->g.nslots; i++) {
+		struct slot_seen *seen = &p->slot_seen[i];
+		struct prof_slot *s = shm_slot(p->shm, &p->g, i);
+		if (!seen->gen || atomic_load(&s->state) == SLOT_FREE)
+			continue;
+		struct cap_thread t = {.pid = (uint32_t)p->pid, .tid = seen->tid};
+		put(c, CAP_THREAD, &t, sizeof t, seen->name, strlen(seen->name));
+		if (seen->name_id)
+			given_thread_name(c, p, seen->tid, seen->name_id);
+	}
 }
 
 static void lost_event(struct collector *c, uint64_t count, uint64_t first, uint64_t last,
@@ -247,6 +284,8 @@ static uint64_t drain_slot(struct collector *c, struct proc_entry *p, unsigned i
 		put(c, CAP_THREAD, &h, sizeof h, name, strlen(name));
 		seen->gen = gen;
 		seen->name_id = 0;
+		seen->tid = s->tid;
+		snprintf(seen->name, sizeof seen->name, "%s", name);
 	}
 	uint32_t name_id = atomic_load_explicit(&s->name_id, memory_order_acquire);
 	if (name_id != seen->name_id) {
@@ -405,8 +444,12 @@ uint64_t drain_all(struct collector *c)
 {
 	uint64_t busy = 0;
 	for (struct proc_entry *p = c->procs; p; p = p->next)
-		if (!p->finished)
+		if (!p->finished) {
 			busy |= drain_process(c, p, 0);
+			/* a part by size closes near its size, not a whole pass later */
+			if (c->rotate_bytes)
+				parts_rotate_if_due(c, prof_mono_ns());
+		}
 	return busy;
 }
 
@@ -420,9 +463,12 @@ void free_collector(struct collector *c)
 		}
 		free(p->slot_seen);
 		free(p->slot_tail);
+		free(p->cmdline);
 		stacks_free(&p->stacks);
 		free(p);
 	}
+	free(c->session_text);
+	free(c->kept);
 	free(c);
 }
 

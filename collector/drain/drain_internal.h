@@ -6,6 +6,7 @@
 #define PROF_COLLECTOR_DRAIN_INTERNAL_H
 
 #include <stddef.h>
+#include <signal.h>
 #include <stdint.h>
 #include <sys/types.h>
 
@@ -33,7 +34,11 @@ struct proc_entry {
 	uint32_t exec_seq;
 	/* per ring slot: the claim (gen) and the libprof-given thread name (string id + 1)
 	 * last put in the capture */
-	struct slot_seen { uint32_t gen, name_id; } *slot_seen;
+	struct slot_seen { uint32_t gen, name_id, tid; char name[20]; } *slot_seen;
+	/* its CAP_PROCESS record, repeated at the start of each later capture part */
+	struct cap_process announce;
+	char *cmdline;
+	uint32_t cmdline_len;
 	int finished;
 	uint64_t lost;
 	struct shm_geom g;   /* checked when found; addresses come from here only */
@@ -58,6 +63,14 @@ struct collector {
 	 * left out, and counted */
 	uint64_t window_lo, window_hi, left_out;
 	uint32_t frameworks; /* PROF_FW_* bits the processes found loaded */
+	/* A capture in parts (PROFILER_ROTATE, PROFILER_FLIGHT; parts.c): capture_path is
+	 * the directory, capture_fd its descriptor, part the number being written. */
+	int parts;
+	uint32_t part;
+	uint64_t part_start_ns, rotate_ns, rotate_bytes, flight_ns, flight_bytes;
+	struct part_kept { uint32_t n; uint64_t start_ns, bytes; } *kept; /* parts on disk */
+	size_t nkept, kept_cap;
+	char *session_text; /* CAP_SESSION's, repeated in each part */
 	uint64_t last_scan, last_live, last_clock, last_dump, all_gone_since, last_touch;
 	int root_released;
 	int liveness_pass; /* this pass also checks orphan slots' threads */
@@ -95,6 +108,21 @@ void finish_process(struct collector *c, struct proc_entry *p, int32_t status);
 /* Frees every process entry (unmapping a segment still mapped) and c itself. */
 void free_collector(struct collector *c);
 
+/* parts.c: a capture in parts */
+/* Opens part 1 in the directory at capture_fd; 0, or -1 with a reason in err. */
+int parts_open_first(struct collector *c, char *err, size_t errlen);
+/* Between passes: a new part when the current one is due (time or size), then the
+ * flight recorder's oldest parts dropped. */
+void parts_rotate_if_due(struct collector *c, uint64_t now);
+/* The part being written, as a path ("DIR/part-N.prof"). */
+void parts_current(const struct collector *c, char *out, size_t len);
+/* At the end: the flight recorder's parts wholly older than its span dropped. */
+void parts_finish(struct collector *c);
+/* A session that profiled nothing: its parts and their directory removed. */
+void parts_remove(struct collector *c);
+/* A process's records that a part's events need, repeated (drain.c). */
+void replay_process(struct collector *c, struct proc_entry *p);
+
 /* discovery.c: segments in /dev/shm */
 void add_process(struct collector *c, const char *name, struct prof_proc_shm *shm,
 		 size_t mapped);
@@ -110,7 +138,9 @@ void check_liveness(struct collector *c);
 void release_root_if_alone(struct collector *c);
 int session_over(struct collector *c, uint64_t now);
 
-/* dump_request.c: prof_dump, prof_dumps and continuous dumps */
+/* dump_request.c: prof_dump, prof_dumps and continuous dumps; SIGUSR2 to the collector
+ * (and `prof dump`) sets this for one dump of the outputs */
+extern volatile sig_atomic_t collector_dump_signalled;
 void answer_dump(struct collector *c);
 void finish_dump(struct collector *c); /* waits for a dump still running, answers it */
 

@@ -6,6 +6,7 @@
 #define _GNU_SOURCE
 #include <errno.h>
 #include <fcntl.h>
+#include <stdlib.h>
 #include <stdio.h>
 #include <string.h>
 #include <sys/stat.h>
@@ -15,7 +16,23 @@
 #include "collector/drain/collector.h"
 #include "collector/drain/dump.h"
 #include "collector/output/outfile.h"
+#include "formats/capture/capture.h"
 #include "formats/model/outputs.h"
+
+/* in's bytes as they are now (a writer may go on appending) into out. */
+static int copy_to(int in, int out)
+{
+	struct stat st;
+	if (fstat(in, &st))
+		return -1;
+	for (off_t left = st.st_size; left > 0;) {
+		ssize_t n = copy_file_range(in, 0, out, 0, (size_t)left, 0);
+		if (n <= 0)
+			return -1;
+		left -= n;
+	}
+	return 0;
+}
 
 /* The snapshot is made under a new unpredictable name beside the capture (outfile.h). */
 static int copy_prefix(const char *from, char *to, size_t tolen)
@@ -25,16 +42,7 @@ static int copy_prefix(const char *from, char *to, size_t tolen)
 	if (in < 0)
 		return -1;
 	int out = outfile_temp(from, to, tolen);
-	struct stat st;
-	int rc = out < 0 || fstat(in, &st) ? -1 : 0;
-	for (off_t left = st.st_size; rc == 0 && left > 0;) {
-		ssize_t n = copy_file_range(in, 0, out, 0, (size_t)left, 0);
-		if (n <= 0) {
-			rc = -1;
-			break;
-		}
-		left -= n;
-	}
+	int rc = out < 0 ? -1 : copy_to(in, out);
 	close(in);
 	if (out >= 0 && close(out))
 		rc = -1;
@@ -42,28 +50,82 @@ static int copy_prefix(const char *from, char *to, size_t tolen)
 }
 
 
+/* Removes a snapshot: a file, or a directory of parts. */
+static void snapshot_remove(const char *path)
+{
+	char **parts;
+	size_t n;
+	if (!cap_is_parts(path)) {
+		unlink(path);
+		return;
+	}
+	if (!cap_parts(path, &parts, &n)) {
+		for (size_t i = 0; i < n; i++)
+			unlink(parts[i]);
+		cap_parts_free(parts, n);
+	}
+	rmdir(path);
+}
+
+/* A capture in parts: a new directory beside it with the finished parts linked (they
+ * never change, and a flight recorder's drop then leaves the snapshot alone) and the
+ * part being written copied as far as it was flushed. */
+static int snapshot_parts(const char *dir, char *to, size_t tolen)
+{
+	char **parts;
+	size_t n;
+	if (snprintf(to, tolen, "%s.dump-XXXXXX", dir) >= (int)tolen || !mkdtemp(to)) {
+		to[0] = 0;
+		return -1;
+	}
+	if (cap_parts(dir, &parts, &n))
+		return -1;
+	int rc = 0;
+	for (size_t i = 0; i < n && !rc; i++) {
+		char dest[PATH_MAX + 128];
+		const char *base = strrchr(parts[i], '/') + 1;
+		snprintf(dest, sizeof dest, "%s/%s", to, base);
+		if (i + 1 < n && !link(parts[i], dest))
+			continue;
+		if (i + 1 < n && errno == ENOENT)
+			continue; /* dropped by the flight recorder meanwhile */
+		int in = open(parts[i], O_RDONLY | O_CLOEXEC);
+		int out = open(dest, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
+		rc = in < 0 || out < 0 ? -1 : copy_to(in, out);
+		if (in >= 0)
+			close(in);
+		if (out >= 0 && close(out))
+			rc = -1;
+	}
+	cap_parts_free(parts, n);
+	return rc;
+}
+
 int dump_start(struct dump_job *job, const char *capture, const struct dump_request *r)
 {
 	if (job->pid)
 		return -1;
-	if (copy_prefix(capture, job->snapshot, sizeof job->snapshot)) {
+	int parts = cap_is_parts(capture);
+	if (parts ? snapshot_parts(capture, job->snapshot, sizeof job->snapshot)
+		  : copy_prefix(capture, job->snapshot, sizeof job->snapshot)) {
 		fprintf(stderr, "libprof: cannot snapshot %s for a dump: %s\n", capture,
 			strerror(errno));
 		if (job->snapshot[0])
-			unlink(job->snapshot);
+			snapshot_remove(job->snapshot);
 		return -1;
 	}
 	pid_t pid = fork();
 	if (pid < 0) {
-		unlink(job->snapshot);
+		snapshot_remove(job->snapshot);
 		return -1;
 	}
 	if (pid == 0) {
 		struct output_request q = {.max_json_events = r->max_json_events,
-					   .tables = r->tables, .quiet = 1};
+					   .tables = r->tables, .quiet = !r->say,
+					   .shown_capture = capture};
 		int rc = r->tables_path ? collector_write_tables(job->snapshot, r->tables_path)
 					: collector_make_outputs(job->snapshot, r->prefix, &q);
-		unlink(job->snapshot);
+		snapshot_remove(job->snapshot);
 		_exit(rc ? 1 : 0);
 	}
 	job->pid = pid;
@@ -83,7 +145,7 @@ int dump_poll(struct dump_job *job, int wait, int *status)
 		return 0;
 	*status = got == job->pid && WIFEXITED(st) && WEXITSTATUS(st) == 0 ? 0 : -1;
 	if (got < 0)
-		unlink(job->snapshot);
+		snapshot_remove(job->snapshot);
 	job->pid = 0;
 	return 1;
 }

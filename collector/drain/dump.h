@@ -18,6 +18,7 @@ struct dump_request {
 	const char *prefix;      /* otherwise the outputs under this prefix */
 	uint64_t max_json_events;
 	int tables;
+	int say;                 /* the summary line naming the files (a signalled dump) */
 };
 
 /* Starts a job from the complete frames of capture (flushed by the caller). Returns 0,

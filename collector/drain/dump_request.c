@@ -31,6 +31,8 @@ void answer_dump(struct collector *c)
 	uint64_t now = prof_mono_ns();
 	int asked = req != atomic_load(&s->dump_done) && req != c->dump.request;
 	int periodic = s->continuous_dump && now - c->last_dump >= s->dump_period_ms * 1000000ull;
+	int signalled = collector_dump_signalled != 0;
+	periodic |= signalled;
 	if (asked && c->write_failed) {
 		answer(s, req, -1); /* the capture is broken: say so, don't hang */
 		return;
@@ -47,7 +49,10 @@ void answer_dump(struct collector *c)
 		.prefix = s->output_prefix,
 		.max_json_events = s->max_json_events,
 		.tables = (int)s->aggregate_stats,
+		.say = signalled && !asked && !s->quiet,
 	};
+	if (!asked && signalled)
+		collector_dump_signalled = 0;
 	char src[64];
 	if (cap_flush(c->w) ||
 	    dump_start(&c->dump, capture_source(c->capture_fd, c->capture_path, src, sizeof src),

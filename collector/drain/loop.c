@@ -46,7 +46,26 @@ static void write_session_header(struct collector *c)
 			 (unsigned long long)c->window_lo,
 			 (unsigned long long)(c->window_hi == UINT64_MAX ? 0 : c->window_hi));
 	}
+	if (c->parts) {
+		size_t n = strlen(text);
+		const struct prof_session_shm *s = c->s;
+		if (s->flight_ms || s->flight_bytes)
+			snprintf(text + n, sizeof text - n, "flight_ns=%llu\nflight_bytes=%llu\n",
+				 (unsigned long long)s->flight_ms * 1000000ull,
+				 (unsigned long long)s->flight_bytes);
+		else
+			snprintf(text + n, sizeof text - n, "rotate_ns=%llu\nrotate_bytes=%llu\n",
+				 (unsigned long long)s->rotate_ms * 1000000ull,
+				 (unsigned long long)s->rotate_bytes);
+	}
 	put(c, CAP_SESSION, text, strlen(text), 0, 0);
+	if (c->parts) {
+		c->session_text = strdup(text); /* each later part repeats it */
+		char part[96];
+		snprintf(part, sizeof part, "part=1\nstart_ns=%llu\n",
+			 (unsigned long long)c->part_start_ns);
+		put(c, CAP_PART, part, strlen(part), 0, 0);
+	}
 }
 
 /* The session segment lost pages under us: from now on its settings come from the copy
@@ -77,6 +96,14 @@ static void touch_session(struct collector *c)
 	}
 }
 
+volatile sig_atomic_t collector_dump_signalled;
+
+static void on_dump_signal(int sig)
+{
+	(void)sig;
+	collector_dump_signalled = 1;
+}
+
 static void sleep_ms(long ms)
 {
 	struct timespec ts = {0, ms * 1000000};
@@ -99,14 +126,24 @@ int collector_run(struct collector_options *o)
 	/* Claimed before the program is told the collector is ready, and written back: every
 	 * later write (dumps, the end) uses the claimed prefix. */
 	char err[PROF_PATH_MAX + 512];
-	int fd = outfile_claim(c->s->output_prefix, sizeof c->s->output_prefix,
-			       (int)c->s->overwrite, err, sizeof err);
+	int parts = c->s->rotate_ms || c->s->rotate_bytes || c->s->flight_ms || c->s->flight_bytes;
+	int fd = (parts ? outfile_claim_parts : outfile_claim)(
+		c->s->output_prefix, sizeof c->s->output_prefix, (int)c->s->overwrite, err,
+		sizeof err);
 	snprintf(c->capture_path, sizeof c->capture_path, "%s.prof", c->s->output_prefix);
-	c->capture_fd = fd >= 0 ? fcntl(fd, F_DUPFD_CLOEXEC, 0) : -1;
 	collector_outputs_init((int)c->s->overwrite);
-	c->w = fd < 0 ? NULL
-		      : cap_writer_fdopen(fd, c->capture_path, cap_writer_workers(), err,
-					  sizeof err);
+	if (parts) {
+		c->capture_fd = fd;
+		if (fd >= 0 && parts_open_first(c, err, sizeof err)) {
+			rmdir(c->capture_path); /* nothing of ours in it */
+			c->w = NULL;
+		}
+	} else {
+		c->capture_fd = fd >= 0 ? fcntl(fd, F_DUPFD_CLOEXEC, 0) : -1;
+		c->w = fd < 0 ? NULL
+			      : cap_writer_fdopen(fd, c->capture_path, cap_writer_workers(), err,
+						  sizeof err);
+	}
 	if (!c->w) {
 		fprintf(stderr, "libprof: %s; not profiling\n", err);
 		if (c->capture_fd >= 0)
@@ -129,6 +166,9 @@ int collector_run(struct collector_options *o)
 	c->window_hi = c->s->duration_ms ? c->window_lo + (uint64_t)c->s->duration_ms * 1000000
 					 : UINT64_MAX;
 	write_session_header(c);
+	struct sigaction sa = {.sa_handler = on_dump_signal, .sa_flags = SA_RESTART};
+	sigemptyset(&sa.sa_mask);
+	sigaction(SIGUSR2, &sa, NULL);
 	atomic_store(&c->s->collector_ready, 1);
 	prof_futex_wake(&c->s->collector_ready);
 
@@ -151,6 +191,7 @@ int collector_run(struct collector_options *o)
 		uint64_t busy = drain_all(c);
 		if (session_lost(c))
 			break;
+		parts_rotate_if_due(c, now);
 		if (c->liveness_pass) {
 			check_liveness(c);
 			release_root_if_alone(c);

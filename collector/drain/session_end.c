@@ -63,18 +63,25 @@ int end_session(struct collector *c)
 	int rc = 0;
 	if (!c->write_failed && cap_flush(c->w))
 		write_failed(c);
-	if (cap_writer_close(c->w))
+	if (c->w && cap_writer_close(c->w))
 		rc = 1;
+	parts_finish(c);
 	int ours = capture_is_ours(c->capture_fd, c->capture_path);
 	char prefix[PROF_PATH_MAX];
 	snprintf(prefix, sizeof prefix, "%s", c->s->output_prefix);
 	if (!c->processes) {
 		/* the command never ran (not found, or died before libprof started); a capture
 		 * another session put at our name is not ours to remove */
-		if (ours)
+		if (ours && c->parts)
+			parts_remove(c);
+		else if (ours)
 			unlink(c->capture_path);
 		if (!c->s->quiet)
 			fprintf(stderr, "libprof: no process was profiled; no outputs written\n");
+	} else if (!ours && c->parts) {
+		fprintf(stderr, "libprof: %s.prof was moved or replaced while the session ran; its "
+				"parts were not kept there, no outputs written\n", c->s->output_prefix);
+		rc = 1;
 	} else if (!ours && capture_keep_elsewhere(c->capture_fd, prefix, sizeof prefix,
 						   c->capture_path, sizeof c->capture_path, err,
 						   sizeof err)) {

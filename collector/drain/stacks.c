@@ -85,6 +85,30 @@ void stacks_read_maps(struct proc_stacks *ps, pid_t pid, stacks_put_fn put, void
 		qsort(ps->mods, ps->nmods, sizeof *ps->mods, by_lo);
 }
 
+void stacks_replay(const struct proc_stacks *ps, const char *area, uint64_t area_size,
+		   pid_t pid, stacks_put_fn put, void *ctx)
+{
+	for (size_t i = 0; i < ps->nmods; i++) {
+		const struct module_range *m = &ps->mods[i];
+		struct cap_module h = {.pid = (uint32_t)pid, .start = m->lo, .end = m->hi,
+				       .offset = m->offset};
+		put(ctx, CAP_MODULE, &h, sizeof h, m->path, strlen(m->path));
+	}
+	uint64_t end = ps->read < area_size ? ps->read : area_size;
+	for (uint64_t at = 0; at + sizeof(struct prof_stack_entry) <= end;) {
+		const struct prof_stack_entry *e = (const void *)(area + at);
+		uint32_t n = atomic_load_explicit(&((struct prof_stack_entry *)e)->nframes,
+						  memory_order_acquire);
+		uint64_t size = sizeof *e + (uint64_t)n * 8;
+		if (!n || n > SHM_MAX_FRAMES || at + size > end)
+			return; /* changed since it was read: the rest is not believed */
+		struct cap_stack h = {.pid = (uint32_t)pid, .id = (uint32_t)(at / 8) + 1,
+				      .nframes = n};
+		put(ctx, CAP_STACK, &h, sizeof h, e->frames, (size_t)n * 8);
+		at += size;
+	}
+}
+
 int stacks_drain(struct proc_stacks *ps, struct prof_proc_shm *shm, const char *area,
 		 uint64_t area_size, pid_t pid, stacks_put_fn put, void *ctx, char *why,
 		 size_t whylen)

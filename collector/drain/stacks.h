@@ -36,6 +36,10 @@ struct symbolizer;
 int stacks_drain(struct proc_stacks *ps, struct prof_proc_shm *shm, const char *area,
 		 uint64_t area_size, pid_t pid, stacks_put_fn put, void *ctx, char *why,
 		 size_t whylen);
+/* Writes again every stack copied so far and every mapping written (a new capture part
+ * starts with them): from the area up to what was read, rechecked. */
+void stacks_replay(const struct proc_stacks *ps, const char *area, uint64_t area_size,
+		   pid_t pid, stacks_put_fn put, void *ctx);
 /* Writes the executable mappings of /proc/<pid>/maps not written yet. */
 void stacks_read_maps(struct proc_stacks *ps, pid_t pid, stacks_put_fn put, void *ctx);
 /* Naming the frames, once the session is over and while the modules on disk are the

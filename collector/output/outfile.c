@@ -6,6 +6,7 @@
 #define _GNU_SOURCE
 #include "collector/output/outfile.h"
 
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <stdio.h>
@@ -154,7 +155,41 @@ static int replace_capture(const char *path, int *fd)
 	return rc;
 }
 
-int outfile_claim(char *prefix, size_t len, int overwrite, char *err, size_t errlen)
+/* A directory of capture parts (PROFILER_ROTATE / PROFILER_FLIGHT) made at path; with
+ * replace, a directory of parts or a regular file there is removed first (anything else,
+ * or a directory holding other files, is left and the name counts as taken). Returns 0
+ * with its descriptor in fd, 1 when taken, -1 with errno. */
+static int make_parts_dir(const char *path, int replace, int *fd)
+{
+	*fd = -1;
+	if (replace) {
+		struct stat st;
+		if (!lstat(path, &st) && S_ISREG(st.st_mode) && unlink(path) && errno != ENOENT)
+			return -1;
+		if (!lstat(path, &st) && S_ISDIR(st.st_mode)) {
+			int dfd = open(path, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+			DIR *d = dfd < 0 ? NULL : fdopendir(dfd);
+			if (!d) {
+				if (dfd >= 0)
+					close(dfd);
+				return 1;
+			}
+			for (struct dirent *e; (e = readdir(d));)
+				if (!strncmp(e->d_name, "part-", 5) &&
+				    strstr(e->d_name, ".prof") && e->d_type == DT_REG)
+					unlinkat(dirfd(d), e->d_name, 0);
+			closedir(d);
+			if (rmdir(path))
+				return 1;
+		}
+	}
+	if (mkdir(path, 0777))
+		return errno == EEXIST ? 1 : -1;
+	*fd = open(path, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+	return *fd >= 0 ? 0 : -1;
+}
+
+static int claim(char *prefix, size_t len, int overwrite, int parts, char *err, size_t errlen)
 {
 	char base[4200], name[3][4300], why[4400];
 	static const char *const ext[3] = {".json", ".txt", ".prof"};
@@ -171,6 +206,9 @@ int outfile_claim(char *prefix, size_t len, int overwrite, char *err, size_t err
 				return -1;
 			}
 			int p = outfile_probe(name[k], why, sizeof why);
+			struct stat st;
+			if (p < 0 && k == 2 && parts && !lstat(name[k], &st) && S_ISDIR(st.st_mode))
+				p = 1; /* a directory of parts: taken, or replaced */
 			if (p < 0 && !odd) {
 				fprintf(stderr, "libprof: %s; not writing there\n", why);
 				odd = 1;
@@ -180,7 +218,9 @@ int outfile_claim(char *prefix, size_t len, int overwrite, char *err, size_t err
 		if (odd || (taken && !overwrite))
 			continue;
 		int fd, rc = 0;
-		if (overwrite) {
+		if (parts) {
+			rc = make_parts_dir(name[2], overwrite, &fd);
+		} else if (overwrite) {
 			rc = replace_capture(name[2], &fd);
 		} else {
 			fd = open(name[2], O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0666);
@@ -197,4 +237,14 @@ int outfile_claim(char *prefix, size_t len, int overwrite, char *err, size_t err
 	}
 	snprintf(err, errlen, "%s: every name up to %s-%d is taken", base, base, MAX_SUFFIX);
 	return -1;
+}
+
+int outfile_claim(char *prefix, size_t len, int overwrite, char *err, size_t errlen)
+{
+	return claim(prefix, len, overwrite, 0, err, errlen);
+}
+
+int outfile_claim_parts(char *prefix, size_t len, int overwrite, char *err, size_t errlen)
+{
+	return claim(prefix, len, overwrite, 1, err, errlen);
 }

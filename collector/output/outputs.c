@@ -295,10 +295,11 @@ int collector_make_outputs(const char *capture, const char *prefix,
 				"(PROFILER_DELAY, PROFILER_DURATION); %llu outside it left out\n",
 			q->delay_ms / 1000.0, end, (unsigned long long)q->left_out);
 	}
+	const char *shown = q->shown_capture ? q->shown_capture : capture;
 	/* the names actually written: a clash at the end may have given them a suffix */
 	snprintf(made, sizeof made, "%s%s%s%s%s", json_ok ? json : "", json_ok ? ", " : "",
 		 txt_ok ? (json_ok ? base(txt) : txt) : "", txt_ok ? ", " : "",
-		 json_ok || txt_ok ? base(capture) : capture);
+		 json_ok || txt_ok ? base(shown) : shown);
 	/* the frameworks found, so a user sees that they were: "(torch, mxnet)" */
 	static const char *const fw_names[PROF_NFRAMEWORKS] = PROF_FRAMEWORK_NAMES;
 	char fws[64] = "";

@@ -30,7 +30,16 @@ enum cap_type {
 	CAP_STACK = 9,       /* struct cap_stack + nframes * u64 (return addresses) */
 	CAP_MODULE = 10,     /* struct cap_module + path bytes (as /proc/<pid>/maps names it) */
 	CAP_FRAME_NAME = 11, /* struct cap_frame_name + the frame's name, given at the end */
+	CAP_PART = 12,       /* text "part=N\nstart_ns=T\n": a part of a capture in parts */
 };
+
+/* A capture in parts (PROFILER_ROTATE, PROFILER_FLIGHT) is a directory of files
+ * part-NNNNNN.prof, each a whole capture: CAP_SESSION, CAP_PART, then again the records
+ * of every process still running that its events need (CAP_PROCESS with
+ * CAP_PROCESS_CONTINUED, threads, strings, categories, stacks, modules), then its events.
+ * Read in order they are one capture; the last holds CAP_SESSION_END. */
+#define CAP_PART_PREFIX "part-"
+#define CAP_PART_SUFFIX ".prof"
 
 struct cap_rec_hdr {
 	uint32_t type; /* enum cap_type */
@@ -42,9 +51,13 @@ struct cap_process {
 	uint32_t ppid;
 	uint64_t start_ns; /* session clock */
 	uint32_t exec_seq; /* 0 for the first image of this pid, +1 per exec */
-	uint32_t reserved;
+	uint32_t flags;    /* CAP_PROCESS_CONTINUED */
 	/* followed by the command line, args separated by NUL */
 };
+
+/* Repeated at the start of a later part: a reader that has this image (same pid and
+ * exec_seq, not ended) goes on with it; one reading the part alone starts it here. */
+#define CAP_PROCESS_CONTINUED 1u
 
 struct cap_process_end {
 	uint32_t pid;
@@ -135,6 +148,9 @@ int cap_flush(struct cap_writer *w);
 int cap_writer_close(struct cap_writer *w);
 const char *cap_writer_error(const struct cap_writer *w);
 uint64_t cap_writer_bytes(const struct cap_writer *w); /* compressed bytes written */
+/* What the file will hold once everything handed over is written (the frames in flight
+ * counted at the compression ratio so far). */
+uint64_t cap_writer_size_estimate(const struct cap_writer *w);
 
 /* ---- reader ---- */
 
@@ -149,7 +165,18 @@ enum cap_read_result {
 };
 
 /* Reads path, visiting each record. Returns an enum cap_read_result (or the visitor's
- * non-zero value); err gets one line naming the problem and where it is. */
+ * non-zero value); err gets one line naming the problem and where it is. A directory is
+ * read as a capture in parts: its parts in order, as one capture (a damaged part is
+ * reported and the next ones still read; a part gone meanwhile is skipped). */
 int cap_read(const char *path, cap_visit_fn visit, void *ctx, char *err, size_t errlen);
+/* The same for one file only. */
+int cap_read_file(const char *path, cap_visit_fn visit, void *ctx, char *err, size_t errlen);
+
+/* The parts of a capture directory, sorted: *names holds n malloc'd "DIR/part-..." paths
+ * (free with cap_parts_free). 0, or -1 with errno (ENOTDIR: not a directory). */
+int cap_parts(const char *dir, char ***names, size_t *n);
+void cap_parts_free(char **names, size_t n);
+/* Whether path is a directory (a capture in parts). */
+int cap_is_parts(const char *path);
 
 #endif

@@ -220,7 +220,7 @@ static int open_capture(struct reader *r)
 	return 0;
 }
 
-int cap_read(const char *path, cap_visit_fn visit, void *ctx, char *err, size_t errlen)
+int cap_read_file(const char *path, cap_visit_fn visit, void *ctx, char *err, size_t errlen)
 {
 	struct reader r = { .path = path, .fd = -1, .frame = 1, .err = err, .errlen = errlen };
 	int rc;

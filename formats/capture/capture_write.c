@@ -72,6 +72,7 @@ struct cap_writer {
 	unsigned char *scratch[MAX_WORKERS];
 	size_t scratch_cap[MAX_WORKERS];
 	uint64_t bytes; /* file size after the last complete frame */
+	uint64_t raw_written; /* raw bytes of the frames written */
 	_Atomic int err; /* errno of the first failure; later calls fail fast with it */
 	char msg[256];
 };
@@ -190,6 +191,7 @@ static void write_frame(struct cap_writer *w, struct frame *f)
 	}
 	pthread_mutex_lock(&w->lock);
 	w->bytes += f->out_len;
+	w->raw_written += f->raw_len;
 	pthread_mutex_unlock(&w->lock);
 }
 
@@ -572,6 +574,19 @@ uint64_t cap_writer_bytes(const struct cap_writer *w)
 	struct cap_writer *m = (struct cap_writer *)w;
 	pthread_mutex_lock(&m->lock);
 	uint64_t b = m->bytes;
+	pthread_mutex_unlock(&m->lock);
+	return b;
+}
+
+uint64_t cap_writer_size_estimate(const struct cap_writer *w)
+{
+	struct cap_writer *m = (struct cap_writer *)w;
+	pthread_mutex_lock(&m->lock);
+	uint64_t raw = m->staged + (m->cur ? m->cur->raw_len : 0);
+	/* the ratio so far; before any frame, a seventh (what events usually compress to) */
+	uint64_t b = m->bytes + (m->raw_written ? (uint64_t)((double)raw * (double)m->bytes /
+							      (double)m->raw_written)
+						 : raw / 7);
 	pthread_mutex_unlock(&m->lock);
 	return b;
 }

@@ -249,6 +249,8 @@ void chrome_write_other(struct chrome *c)
 	jw_u64(&c->w, model_lost(m));
 	jw_lit(&c->w, ",\"window\":");
 	model_window_json(&c->w, m);
+	jw_lit(&c->w, ",\"parts\":");
+	model_parts_json(&c->w, m);
 	gaps(c);
 	jw_lit(&c->w, ",\n\"processes\":");
 	jw_u64(&c->w, model_npids(m));

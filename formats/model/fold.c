@@ -55,6 +55,10 @@ static int visit(void *ctx, uint32_t type, const void *p, uint32_t len)
 	if (type == CAP_PROCESS) {
 		struct cap_process cp;
 		memcpy(&cp, p, sizeof(cp));
+		struct fimg *cur = current(r, cp.pid);
+		if ((cp.flags & CAP_PROCESS_CONTINUED) && cur && !cur->ended &&
+		    cur->exec_seq == cp.exec_seq)
+			return 0; /* a later part's repeat (model.c skips it alike) */
 		if (VEC_RESERVE(r->img, r->cap, r->n + 1))
 			return FOLD_OOM;
 		struct fimg *f = &r->img[r->n];

@@ -23,6 +23,7 @@ void model_init(struct model *m)
 	u64map_init(&m->names);
 	u64map_init(&m->pid_image);
 	u64map_init(&m->pid_exec);
+	u64map_init(&m->mod_seen);
 	u64map_init(&m->thread_ix);
 	u64map_init(&m->stack_ix);
 	u64map_init(&m->frame_names);
@@ -66,6 +67,8 @@ void model_free(struct model *m)
 	u64map_free(&m->names);
 	u64map_free(&m->pid_image);
 	u64map_free(&m->pid_exec);
+	u64map_free(&m->mod_seen);
+	free(m->keep_buf);
 	u64map_free(&m->thread_ix);
 	free(m->img);
 	for (i = 0; i < m->nthr; i++) {
@@ -269,7 +272,13 @@ static int process(struct model *m, const unsigned char *p, uint32_t len)
 	int64_t ix;
 
 	memcpy(&cp, p, sizeof(cp));
-	/* Always a new image: for a pid seen before this is an exec, whose names replace
+	/* A later part's repeat of an image read already: nothing new */
+	if (cp.flags & CAP_PROCESS_CONTINUED) {
+		const uint64_t *seq = u64map_find(&m->pid_exec, (uint64_t)cp.pid << 32 | cp.exec_seq);
+		if (seq && !m->img[*seq - 1].ended && model_image_of(m, cp.pid) == (int64_t)*seq - 1)
+			return 0;
+	}
+	/* Otherwise a new image: for a pid seen before this is an exec, whose names replace
 	 * the old image's (the collector writes all of the old image's records first). */
 	ix = new_image(m, cp.pid);
 	if (ix < 0)
@@ -359,12 +368,28 @@ static int string(struct model *m, const unsigned char *p, uint32_t len, int cat
 	return 0;
 }
 
+/* "part=N\n...": which parts were read */
+static int part_record(struct model *m, const char *p, uint32_t len)
+{
+	if (len < 6 || memcmp(p, "part=", 5))
+		return 0;
+	uint32_t n = (uint32_t)number(p + 5, len - 5);
+	if (!m->parts++)
+		m->part_first = n;
+	m->part_last = n;
+	return 0;
+}
+
 static int record(struct model *m, uint32_t type, const void *p, uint32_t len)
 {
 	switch (type) {
 	case CAP_SESSION:
+		if (m->have_session)
+			return 0; /* each part of a capture in parts repeats it */
 		m->have_session = 1;
 		return parse_facts(m, p, len, 0);
+	case CAP_PART:
+		return part_record(m, p, len);
 	case CAP_SESSION_END:
 		m->have_session_end = 1;
 		return parse_facts(m, p, len, 1);
@@ -457,8 +482,68 @@ static int finish_memory(struct model *m)
 	return 0;
 }
 
+/* The flight recorder's window, from the last part of a capture in parts: its session's
+ * flight_ns before its end (the session end, else its last event). */
+struct flight_scan {
+	uint64_t flight_ns, end_ns, last_t;
+};
+
+static uint64_t text_number(const char *p, uint32_t len, const char *key)
+{
+	size_t kl = strlen(key);
+	for (const char *q = p, *end = p + len; q < end;) {
+		const char *nl = memchr(q, '\n', (size_t)(end - q));
+		size_t n = nl ? (size_t)(nl - q) : (size_t)(end - q);
+		if (n > kl && !memcmp(q, key, kl) && q[kl] == '=')
+			return number(q + kl + 1, n - kl - 1);
+		q += n + 1;
+	}
+	return 0;
+}
+
+static int flight_visit(void *ctx, uint32_t type, const void *p, uint32_t len)
+{
+	struct flight_scan *f = ctx;
+	if (type == CAP_SESSION) {
+		f->flight_ns = text_number(p, len, "flight_ns");
+		if (!f->flight_ns)
+			return 1; /* not a flight recorder's: done */
+	} else if (type == CAP_SESSION_END) {
+		f->end_ns = text_number(p, len, "end_ns");
+	} else if (type == CAP_EVENTS) {
+		struct cap_events ce;
+		memcpy(&ce, p, sizeof ce);
+		const struct prof_event *ev = (const void *)((const char *)p + sizeof ce);
+		for (uint32_t i = 0; i < ce.count; i++)
+			if (ev[i].t1 > f->last_t && ev[i].type != PROF_EV_LOST)
+				f->last_t = ev[i].t1;
+	}
+	return 0;
+}
+
+static void flight_window(struct model *m, const char *path)
+{
+	char **parts, err[512];
+	size_t n;
+	if (m->keep_from || !cap_is_parts(path) || cap_parts(path, &parts, &n))
+		return;
+	struct flight_scan f = {0, 0, 0};
+	/* the last part still there (a flight recorder drops old ones meanwhile) */
+	for (size_t i = n; i-- > 0;) {
+		int rc = cap_read_file(parts[i], flight_visit, &f, err, sizeof err);
+		/* not a flight recorder's, or its end found (a part just begun has none) */
+		if (rc != CAP_READ_UNUSABLE && (!f.flight_ns || f.end_ns || f.last_t))
+			break;
+	}
+	cap_parts_free(parts, n);
+	uint64_t end = f.end_ns ? f.end_ns : f.last_t;
+	if (f.flight_ns && end > f.flight_ns)
+		m->keep_from = end - f.flight_ns;
+}
+
 int model_read(struct model *m, const char *path, char *err, size_t errlen)
 {
+	flight_window(m, path);
 	int rc = cap_read(path, visit, m, err, errlen);
 
 	if (rc != VISIT_OOM && finish_memory(m))

@@ -221,6 +221,14 @@ struct model {
 	struct u64map gpu_cupti_blocks; /* the same, of CUPTI's memory records */
 	struct u64map mxnet_blocks;     /* the same, of MXNet's storage manager (its blocks
 					 * are often CUDA's own: a map of their own) */
+	/* a capture in parts: how many parts were read, the first and last part number */
+	uint32_t parts, part_first, part_last;
+	/* the flight recorder's start (model_read sets it from the session's flight_ms and
+	 * the capture's end): events before it are left out, and counted in kept_out */
+	uint64_t keep_from, kept_out;
+	struct u64map mod_seen; /* image << 47 | start -> module index + 1 (parts repeat) */
+	struct prof_event *keep_buf; /* the kept events of one record */
+	size_t keep_cap;
 	model_events_fn on_events;
 	/* During on_events: per event, its call stack (stack index + 1) or 0; NULL when
 	 * the record has none. The events handed over never include PROF_EV_STACK
@@ -264,6 +272,16 @@ int model_window(const struct model *m, uint64_t *start, uint64_t *end, uint64_t
 struct jw;
 /* The same as JSON: {"start_ns", "end_ns" (null: to the end), "left_out"}, or null. */
 void model_window_json(struct jw *w, const struct model *m);
+/* A capture in parts: what the session asked for (0 where not) and what was read. */
+struct model_parts {
+	uint64_t rotate_ns, rotate_bytes, flight_ns, flight_bytes;
+	uint32_t parts, first, last;
+	uint64_t kept_from, left_out; /* the flight recorder's start, the events before it */
+};
+int model_parts(const struct model *m, struct model_parts *p); /* 0: not in parts */
+/* {"parts", "first", "last", "rotate_ns", "rotate_bytes", "flight_ns", "flight_bytes",
+ * "kept_from_ns", "left_out"}, or null. */
+void model_parts_json(struct jw *w, const struct model *m);
 /* The session's command: the session fact, else the first process's command line. */
 const char *model_command(const struct model *m);
 

@@ -222,6 +222,41 @@ static int folded_events(struct model *m, const struct cap_events *ce,
 	return 0;
 }
 
+/* The flight recorder keeps the events from m->keep_from on: an event that started
+ * before is left out (counted), a loss whose gap reaches into the kept time is kept. */
+static int kept(const struct model *m, const struct prof_event *e)
+{
+	return e->type == PROF_EV_LOST ? e->t1 >= m->keep_from : e->t0 >= m->keep_from;
+}
+
+static int events_kept(struct model *m, const struct cap_events *ce,
+		       const struct prof_event *ev)
+{
+	uint32_t n = 0;
+	if (VEC_RESERVE(m->keep_buf, m->keep_cap, (size_t)ce->count + 1))
+		return -1;
+	/* the header first, then the kept events (one record, as model_events reads it) */
+	unsigned char *rec = (unsigned char *)m->keep_buf;
+	struct prof_event *out = (struct prof_event *)(void *)(rec + sizeof *ce);
+	_Static_assert(sizeof(struct cap_events) % 8 == 0, "events stay aligned");
+	for (uint32_t i = 0; i < ce->count; i++) {
+		if (kept(m, &ev[i]))
+			out[n++] = ev[i];
+		else if (ev[i].type != PROF_EV_LOST && ev[i].type != PROF_EV_STACK)
+			m->kept_out++;
+	}
+	if (!n)
+		return 0;
+	struct cap_events h = *ce;
+	h.count = n;
+	memcpy(rec, &h, sizeof h);
+	uint64_t keep = m->keep_from;
+	m->keep_from = 0; /* filtered once */
+	int rc = model_events(m, rec, (uint32_t)(sizeof h + sizeof(struct prof_event) * n));
+	m->keep_from = keep;
+	return rc;
+}
+
 int model_events(struct model *m, const void *payload, uint32_t len)
 {
 	struct cap_events ce;
@@ -232,6 +267,12 @@ int model_events(struct model *m, const void *payload, uint32_t len)
 
 	(void)len; /* checked by the reader: len == sizeof(ce) + count * sizeof(*ev) */
 	memcpy(&ce, payload, sizeof(ce));
+	if (m->keep_from) {
+		for (i = 0; i < ce.count && kept(m, &ev[i]); i++)
+			;
+		if (i < ce.count)
+			return events_kept(m, &ce, ev);
+	}
 	im = model_image_of(m, ce.pid);
 	if (im >= 0 && m->img[im].folded)
 		return folded_events(m, &ce, ev);

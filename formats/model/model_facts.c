@@ -109,3 +109,42 @@ void model_window_json(struct jw *w, const struct model *m)
 	jw_u64(w, left_out);
 	jw_lit(w, "}");
 }
+
+static uint64_t fact_u64(const struct model *m, const char *key)
+{
+	const char *v = model_fact(m, key);
+	return v ? strtoull(v, NULL, 10) : 0;
+}
+
+int model_parts(const struct model *m, struct model_parts *p)
+{
+	if (!m->parts)
+		return 0;
+	*p = (struct model_parts){.rotate_ns = fact_u64(m, "rotate_ns"),
+				  .rotate_bytes = fact_u64(m, "rotate_bytes"),
+				  .flight_ns = fact_u64(m, "flight_ns"),
+				  .flight_bytes = fact_u64(m, "flight_bytes"),
+				  .parts = m->parts, .first = m->part_first, .last = m->part_last,
+				  .kept_from = m->keep_from, .left_out = m->kept_out};
+	return 1;
+}
+
+void model_parts_json(struct jw *w, const struct model *m)
+{
+	struct model_parts p;
+	if (!model_parts(m, &p)) {
+		jw_lit(w, "null");
+		return;
+	}
+	const char *keys[] = {"parts", "first", "last", "rotate_ns", "rotate_bytes", "flight_ns",
+			      "flight_bytes", "kept_from_ns", "left_out"};
+	uint64_t vals[] = {p.parts, p.first, p.last, p.rotate_ns, p.rotate_bytes, p.flight_ns,
+			   p.flight_bytes, p.kept_from, p.left_out};
+	for (size_t i = 0; i < sizeof vals / sizeof *vals; i++) {
+		jw_raw(w, i ? "," : "{", 1);
+		jw_cstr(w, keys[i]);
+		jw_lit(w, ":");
+		jw_u64(w, vals[i]);
+	}
+	jw_lit(w, "}");
+}

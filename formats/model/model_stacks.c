@@ -7,6 +7,9 @@
 #include "formats/model/model_internal.h"
 #include "formats/util/vec.h"
 
+/* pcs are user-space addresses (below 2^47); images fit the bits above */
+#define FRAME_KEY(image, pc) ((uint64_t)(image) << 47 | ((pc) & ((1ull << 47) - 1)))
+
 int model_stack_record(struct model *m, const void *payload, uint32_t len)
 {
 	struct cap_stack cs;
@@ -16,6 +19,8 @@ int model_stack_record(struct model *m, const void *payload, uint32_t len)
 	if (cs.nframes > (len - sizeof cs) / 8)
 		return 0; /* damaged: skipped */
 	int64_t im = model_image_of(m, cs.pid);
+	if (im >= 0 && u64map_find(&m->stack_ix, (uint64_t)im << 32 | cs.id))
+		return 0; /* a later part's repeat */
 	if (im < 0 || VEC_RESERVE(m->stacks, m->stacks_cap, m->nstacks + 1) ||
 	    VEC_RESERVE(m->frames, m->frames_cap, m->nframes + cs.nframes))
 		return -1;
@@ -43,12 +48,21 @@ int model_module_record(struct model *m, const void *payload, uint32_t len)
 	if (im < 0 || VEC_RESERVE(m->mods, m->mods_cap, m->nmods + 1) ||
 	    strtab_intern(&m->str, (const char *)payload + sizeof cm, len - sizeof cm, &gid))
 		return -1;
+	/* a later part repeats the modules written before it */
+	int created;
+	uint64_t *seen = u64map_upsert(&m->mod_seen, FRAME_KEY(im, cm.start), &created);
+	if (!seen)
+		return -1;
+	if (!created) {
+		const struct model_module *o = &m->mods[*seen - 1];
+		if (o->end == cm.end && o->offset == cm.offset && o->path == gid)
+			return 0;
+	}
 	m->mods[m->nmods++] = (struct model_module){(uint32_t)im, gid, cm.start, cm.end, cm.offset};
+	*seen = m->nmods;
 	return 0;
 }
 
-/* pcs are user-space addresses (below 2^47); images fit the bits above */
-#define FRAME_KEY(image, pc) ((uint64_t)(image) << 47 | ((pc) & ((1ull << 47) - 1)))
 
 int model_frame_name_record(struct model *m, const void *payload, uint32_t len)
 {

@@ -47,6 +47,8 @@ static void header(struct jw *w, const struct report *r)
 	model_window_json(w, r->m);
 	jw_lit(w, ",\"schedule\":");
 	fact(w, r->m, "schedule");
+	jw_lit(w, ",\"parts\":");
+	model_parts_json(w, r->m);
 }
 
 static void gaps(struct jw *w, const struct model *m)

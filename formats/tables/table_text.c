@@ -43,6 +43,28 @@ static void header(const struct report *r, FILE *out)
 			"it allocated and did not free in it)\n", c1, we ? "+" : "",
 			we ? c2 : "its end", fmt_count(a, left_out));
 	}
+	struct model_parts pt;
+	if (model_parts(r->m, &pt)) {
+		char c1[TEXTFMT_LEN], c2[TEXTFMT_LEN], range[48];
+		snprintf(range, sizeof range, pt.first == pt.last ? "part %u" : "parts %u-%u",
+			 pt.first, pt.last);
+		if (pt.flight_ns || pt.flight_bytes) {
+			if (pt.flight_ns)
+				fprintf(out, "Flight recorder: the last %s kept (PROFILER_FLIGHT), from "
+					"+%s; %s older events left out (%s on disk)\n",
+					fmt_dur(c1, pt.flight_ns),
+					fmt_dur(c2, pt.kept_from > r->origin ? pt.kept_from - r->origin : 0),
+					fmt_count(a, pt.left_out), range);
+			else
+				fprintf(out, "Flight recorder: the last %s of capture kept "
+					"(PROFILER_FLIGHT): %s; older parts dropped\n",
+					fmt_bytes(c1, pt.flight_bytes), range);
+		} else {
+			fprintf(out, "Parts: %s (%u read) of a capture rotated every %s (PROFILER_ROTATE)\n",
+				range, pt.parts,
+				pt.rotate_ns ? fmt_dur(c1, pt.rotate_ns) : fmt_bytes(c1, pt.rotate_bytes));
+		}
+	}
 	if (r->fold && (r->fold->images || r->fold->helpers))
 		fprintf(out, "Folded: %zu exec'd image%s and %zu helper process%s of the launch, into "
 			"the image they became (%s events not shown); --all-processes shows them\n",
@@ -70,7 +92,10 @@ static void header(const struct report *r, FILE *out)
 	if (r->damage)
 		fprintf(out, "WARNING: damaged capture, the tables cover what came before: %s\n",
 			r->damage);
-	if (!r->m->have_session_end)
+	if (!r->m->have_session_end && r->m->parts)
+		fprintf(out, "Note: no session end in the parts read (a later part has it, or the "
+			     "session was still running)\n");
+	else if (!r->m->have_session_end)
 		fprintf(out, "Note: the capture has no session end (the session was still running, or its "
 			     "collector stopped early)\n");
 }

@@ -30,6 +30,8 @@ struct prof_config {
 	uint32_t delay_ms;        /* PROFILER_DELAY: events before it are left out */
 	uint32_t duration_ms;     /* PROFILER_DURATION: and after delay + it (0: none) */
 	char schedule[96];        /* PROFILER_SCHEDULE (schedule.h), "" for none */
+	char rotate[64];          /* PROFILER_ROTATE (span.h), "" for none */
+	char flight[64];          /* PROFILER_FLIGHT (span.h), "" for none */
 	uint64_t ring_bytes;
 	uint64_t max_json_events; /* cap on the Chrome trace's events (default 4000000) */
 	int trace_alloc;          /* PROFILER_TRACE_ALLOC: 0 auto, 1 all (chrome_alloc.h) */

@@ -1,4 +1,5 @@
 #include "preload/common/session.h"
+#include "preload/common/span.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -387,6 +388,20 @@ int prof_session_configure(struct prof_session_shm *s, const struct prof_config 
 	s->duration_ms = c->duration_ms;
 	s->trace_alloc = (uint32_t)c->trace_alloc;
 	memcpy(s->schedule, c->schedule, sizeof s->schedule);
+	struct prof_span rotate, flight;
+	if (prof_span_parse(c->rotate, &rotate) || prof_span_parse(c->flight, &flight)) {
+		snprintf(err, errlen, "PROFILER_ROTATE or PROFILER_FLIGHT is not a time or size");
+		return -1;
+	}
+	if ((rotate.ms || rotate.bytes) && (flight.ms || flight.bytes)) {
+		snprintf(err, errlen, "PROFILER_ROTATE and PROFILER_FLIGHT both set: the flight "
+				      "recorder rotates by itself, set one");
+		return -1;
+	}
+	s->rotate_ms = rotate.ms;
+	s->rotate_bytes = rotate.bytes;
+	s->flight_ms = flight.ms;
+	s->flight_bytes = flight.bytes;
 	s->aggregate_stats = (uint32_t)c->aggregate_stats;
 	s->stacks = c->stack_mode != PROF_STACK_OFF;
 	s->overwrite = (uint32_t)c->overwrite;

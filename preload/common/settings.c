@@ -8,6 +8,7 @@
 
 #include "preload/common/config.h"
 #include "preload/common/schedule.h"
+#include "preload/common/span.h"
 
 #define FIELD(f) .off = offsetof(struct prof_config, f), \
 		 .size = sizeof(((struct prof_config *)0)->f)
@@ -102,6 +103,27 @@ const struct prof_setting prof_settings[] = {
 	 .help = "`wait=N,warmup=N,active=N,repeat=N,skip_first=N`: torch.profiler.schedule "
 		 "over the steps of `prof_step()` / `libprof.step()`; only the active steps "
 		 "are recorded (warmup ones are not: nothing to warm up)"},
+	{.name = "rotate", .env = "PROFILER_ROTATE", .type = PROF_SETTING_STRING,
+	 .when = PROF_WHEN_START, FIELD(rotate), .def = "", .check = prof_span_check,
+	 .range_why = "longer than 63 bytes",
+	 .record_flag = "--rotate", .record_arg = "SPAN",
+	 .record_needs = "a time (60s, 5min) or a size (500M)",
+	 .record_help = "a new capture part every SPAN of time or size:\n"
+			"PREFIX.prof is then a directory of parts",
+	 .help = "a new capture part every `60s`, `5min`, `500M`, ... (perf's "
+		 "`--switch-output`): `PREFIX.prof` is then a directory of parts, each "
+		 "readable alone; `prof report PREFIX.prof` reads them all"},
+	{.name = "flight", .env = "PROFILER_FLIGHT", .type = PROF_SETTING_STRING,
+	 .when = PROF_WHEN_START, FIELD(flight), .def = "", .check = prof_span_check,
+	 .range_why = "longer than 63 bytes",
+	 .record_flag = "--flight", .record_arg = "SPAN",
+	 .record_needs = "a time (30s, 5min) or a size (200M)",
+	 .record_help = "flight recorder: keep only the last SPAN of events\n"
+			"(time or capture size); outputs at the end, or\n"
+			"at once on SIGUSR2 to prof record",
+	 .help = "flight recorder: only the last `30s` (or `200M` of capture) is kept, in parts "
+		 "of a quarter of it under `PREFIX.prof/`; the outputs are made from it at the "
+		 "end (exit, crash, kill) or on SIGUSR2 to the collector"},
 	{.name = "trace_max_events", .env = "PROFILER_TRACE_MAX_EVENTS", .type = PROF_SETTING_UINT,
 	 .when = PROF_WHEN_START, FIELD(max_json_events), .def = "4000000", .min = 1,
 	 .max = UINT64_MAX, .why = "not a positive count",

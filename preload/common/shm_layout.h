@@ -18,7 +18,7 @@
 #include "preload/common/event.h"
 
 #define PROF_SHM_MAGIC 0x314d48534650524cull /* "LRPFSHM1" */
-#define PROF_SHM_VERSION 4
+#define PROF_SHM_VERSION 5
 #define PROF_PATH_MAX 4096
 #define PROF_CMDLINE_MAX 2048
 #define PROF_MAX_CATEGORIES 64
@@ -97,6 +97,10 @@ struct prof_session_shm {
 	uint32_t trace_alloc; /* PROFILER_TRACE_ALLOC: 1 every allocator call in the trace */
 	uint32_t pad4;
 	char schedule[96];    /* PROFILER_SCHEDULE as set, for the tables */
+	/* PROFILER_ROTATE / PROFILER_FLIGHT (span.h): the capture is a directory of parts,
+	 * a new one every rotate_ms or rotate_bytes; the flight recorder keeps the parts of
+	 * the last flight_ms or flight_bytes. At most one of the four is set per pair. */
+	uint64_t rotate_ms, rotate_bytes, flight_ms, flight_bytes;
 };
 
 enum prof_proc_state {

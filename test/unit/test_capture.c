@@ -383,7 +383,11 @@ static void test_not_a_capture(void **state)
 	expect_unusable(path, "capture version 9 is not supported (this reader knows version 1)");
 	unlink(path);
 	expect_unusable("/tmp/libprof-no-such-file.prof", "No such file or directory");
-	expect_unusable("/tmp", "not a regular file");
+	/* a directory is a capture in parts (test_parts.c): one with none says so */
+	char dir[] = "/tmp/libprof-noparts-XXXXXX";
+	assert_non_null(mkdtemp(dir));
+	expect_unusable(dir, "a directory with no capture parts (part-N.prof)");
+	rmdir(dir);
 }
 
 static void test_writer_full_disk(void **state)

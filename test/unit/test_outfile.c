@@ -191,6 +191,49 @@ static void test_claim(void **state)
 	assert_string_equal(slurp("q.txt"), "old");
 }
 
+/* A capture in parts: PREFIX.prof a new directory; taken ones skipped; with overwrite a
+ * directory of parts (or a file) replaced, one holding anything else left alone. */
+static void test_claim_parts(void **state)
+{
+	char prefix[256], err[512];
+	struct stat st;
+	(void)state;
+	snprintf(prefix, sizeof prefix, "%s", at("d"));
+	int fd = outfile_claim_parts(prefix, sizeof prefix, 0, err, sizeof err);
+	assert_true(fd >= 0);
+	assert_int_equal(fstat(fd, &st), 0);
+	assert_true(S_ISDIR(st.st_mode));
+	close(fd);
+	assert_string_equal(prefix, at("d"));
+	put("d.prof/part-000001.prof", "part");
+	snprintf(prefix, sizeof prefix, "%s", at("d"));
+	fd = outfile_claim_parts(prefix, sizeof prefix, 0, err, sizeof err);
+	close(fd);
+	assert_string_equal(prefix, at("d-2"));
+	/* overwrite: the parts go, the directory is made again */
+	snprintf(prefix, sizeof prefix, "%s", at("d"));
+	fd = outfile_claim_parts(prefix, sizeof prefix, 1, err, sizeof err);
+	assert_true(fd >= 0);
+	close(fd);
+	assert_string_equal(prefix, at("d"));
+	assert_int_equal(stat(at("d.prof/part-000001.prof"), &st), -1);
+	/* a directory with a file of someone else's: not ours to empty */
+	put("d.prof/notes.txt", "mine");
+	snprintf(prefix, sizeof prefix, "%s", at("d"));
+	fd = outfile_claim_parts(prefix, sizeof prefix, 1, err, sizeof err);
+	close(fd);
+	assert_string_equal(prefix, at("d-2")); /* the next, an empty directory of parts */
+	assert_string_equal(slurp("d.prof/notes.txt"), "mine");
+	/* a regular capture at the name, overwritten: a directory now */
+	put("e.prof", "old capture");
+	snprintf(prefix, sizeof prefix, "%s", at("e"));
+	fd = outfile_claim_parts(prefix, sizeof prefix, 1, err, sizeof err);
+	assert_true(fd >= 0);
+	close(fd);
+	assert_int_equal(stat(at("e.prof"), &st), 0);
+	assert_true(S_ISDIR(st.st_mode));
+}
+
 /* Sessions started at the same moment: every one gets its own prefix. */
 static void test_claim_race(void **state)
 {
@@ -234,6 +277,7 @@ int main(void)
 		cmocka_unit_test(test_temp_names),
 		cmocka_unit_test(test_place_never_replaces_unless_asked),
 		cmocka_unit_test(test_claim),
+		cmocka_unit_test(test_claim_parts),
 		cmocka_unit_test(test_claim_race),
 	};
 	return cmocka_run_group_tests(tests, setup, teardown);

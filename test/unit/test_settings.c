@@ -21,6 +21,7 @@
 #include "formats/model/outputs.h"
 #include "preload/common/config.h"
 #include "preload/common/schedule.h"
+#include "preload/common/span.h"
 
 static char warned[4][1024];
 static int nwarn;
@@ -150,7 +151,9 @@ static const char *sample(const struct prof_setting *s, char *buf, size_t len)
 		return buf;
 	case PROF_SETTING_STRING:
 		/* a string with its own form (a check): a well-formed one */
-		return s->check == prof_schedule_check ? "wait=1,active=2" : "sample-%p.json";
+		return s->check == prof_schedule_check ? "wait=1,active=2"
+		       : s->check == prof_span_check   ? "90s"
+						       : "sample-%p.json";
 	case PROF_SETTING_LIST:
 		snprintf(buf, len, "%.*s%s", (int)strcspn(s->values, ","), s->values,
 			 strrchr(s->values, ','));
@@ -241,11 +244,17 @@ static int bad_samples(const struct prof_setting *s, char out[][PROF_TRACE_MAX +
 	case PROF_SETTING_STRING:
 		if ((s->flags | f->flags) & PROF_SETTING_NONEMPTY)
 			strcpy(out[n++], "");
-		if (s->check) { /* ill-formed */
+		if (s->check == prof_schedule_check) { /* ill-formed */
 			strcpy(out[n++], "active=0");
 			strcpy(out[n++], "wait=1");
 			strcpy(out[n++], "active=2,");
 			strcpy(out[n++], "active=1,nope=2");
+		} else if (s->check == prof_span_check) { /* no unit, too small, unknown */
+			strcpy(out[n++], "60");
+			strcpy(out[n++], "0.5s");
+			strcpy(out[n++], "512K");
+			strcpy(out[n++], "5x");
+			strcpy(out[n++], "1.2345s");
 		}
 		break;
 	}

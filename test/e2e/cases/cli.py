@@ -173,6 +173,8 @@ def cli_every_option_in_help_is_accepted(c):
         ("record", "--delay"): ["0", "0.5"],
         ("record", "--duration"): ["0", "10"],
         ("record", "--schedule"): ["active=1", "wait=1,active=2,repeat=1"],
+        ("record", "--rotate"): ["60s", "500M"],
+        ("record", "--flight"): ["30s", "200M"],
     }
 
     def run(cmd, opt):
@@ -260,14 +262,20 @@ def cli_record_leaves_program_arguments(c):
 
 @case
 def cli_one_capture(c):
-    # prof report and prof export read exactly one capture: none, or two, is one line
+    # prof report and prof export read one capture, or the parts of one listed in order
+    # (a capture in parts): none, a missing part or a directory among them is one line
     # naming the problem and exit status 2
+    os.mkdir(c.path("d.prof"))
     for cmd in ("report", "export"):
         r = c.prof(cmd)
         eq(r.rc, 2, "prof %s without a capture: exit status (%r)" % (cmd, r))
         eq(r.err, "prof %s: no capture file given (see prof %s --help)\n" % (cmd, cmd),
            "prof %s without a capture" % cmd)
         r = c.prof(cmd, "a.prof", "b.prof")
-        eq(r.rc, 2, "prof %s with two captures: exit status (%r)" % (cmd, r))
-        eq(r.err, "prof %s: more than one capture given ('a.prof', 'b.prof')\n" % cmd,
-           "prof %s with two captures" % cmd)
+        eq(r.rc, 2, "prof %s with two missing parts: exit status (%r)" % (cmd, r))
+        eq(r.err, "prof %s: a.prof: No such file or directory\n" % cmd,
+           "prof %s with two missing parts" % cmd)
+        r = c.prof(cmd, "d.prof", "d.prof")
+        eq(r.rc, 2, "prof %s with directories listed: exit status (%r)" % (cmd, r))
+        eq(r.err, "prof %s: d.prof: not a capture file (a list names the parts of one "
+           "capture, in order)\n" % cmd, "prof %s with directories listed" % cmd)
