@@ -285,7 +285,7 @@ static uint64_t drain_slot(struct collector *c, struct proc_entry *p, unsigned i
 		seen->gen = gen;
 		seen->name_id = 0;
 		seen->tid = s->tid;
-		snprintf(seen->name, sizeof seen->name, "%s", name);
+		snprintf(seen->name, sizeof seen->name, "%.19s", name); /* comm: 15 at most */
 	}
 	uint32_t name_id = atomic_load_explicit(&s->name_id, memory_order_acquire);
 	if (name_id != seen->name_id) {

@@ -85,7 +85,8 @@ int cap_parts(const char *dir, char ***names, size_t *n)
 	size_t dl = strlen(dir) + 1;
 	for (size_t i = 0; i < cnt; i++)
 		memmove(v[i], v[i] + dl, strlen(v[i] + dl) + 1);
-	qsort(v, cnt, sizeof *v, by_name);
+	if (cnt)
+		qsort(v, cnt, sizeof *v, by_name);
 	for (size_t i = 0; i < cnt; i++) {
 		char *full;
 		if (asprintf(&full, "%s/%s", dir, v[i]) < 0) {

@@ -79,7 +79,7 @@ def rotate_by_size(c):
     for s in sizes[:-1]:
         # closed when its estimated size (frames still compressing counted at the ratio
         # so far) reaches 1 MiB: a little under, or up to a drain pass over
-        check((1 << 20) * 9 // 10 <= s <= 2 << 20, "a part of %d bytes (rotate 1M): %r"
+        check((1 << 20) * 3 // 4 <= s <= 2 << 20, "a part of %d bytes (rotate 1M): %r"
               % (s, sizes))
     rep = c.report_json(c.path("big.prof"))
     malloc = report_row(rep, "memory", "malloc")
