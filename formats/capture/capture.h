@@ -169,6 +169,9 @@ enum cap_read_result {
  * read as a capture in parts: its parts in order, as one capture (a damaged part is
  * reported and the next ones still read; a part gone meanwhile is skipped). */
 int cap_read(const char *path, cap_visit_fn visit, void *ctx, char *err, size_t errlen);
+/* Files of at least this size are decompressed a frame ahead by a second thread (tests
+ * set it to read small files both ways). */
+extern uint64_t cap_read_ahead_min_bytes;
 /* The same for one file only. */
 int cap_read_file(const char *path, cap_visit_fn visit, void *ctx, char *err, size_t errlen);
 

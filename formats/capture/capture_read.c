@@ -5,6 +5,7 @@
 
 #include <errno.h>
 #include <fcntl.h>
+#include <pthread.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -121,7 +122,8 @@ static int check_records(struct reader *r, size_t rawlen)
 	return 0;
 }
 
-static int visit_records(struct reader *r, size_t rawlen, cap_visit_fn visit, void *ctx)
+static int visit_records(const unsigned char *raw, size_t rawlen, cap_visit_fn visit,
+			 void *ctx)
 {
 	size_t off = 0;
 
@@ -129,9 +131,9 @@ static int visit_records(struct reader *r, size_t rawlen, cap_visit_fn visit, vo
 		struct cap_rec_hdr h;
 		int rc;
 
-		memcpy(&h, r->raw + off, sizeof(h));
+		memcpy(&h, raw + off, sizeof(h));
 		/* Records are 8-aligned in a malloc'd buffer: payloads can be used in place. */
-		rc = visit(ctx, h.type, r->raw + off + sizeof(h), h.len);
+		rc = visit(ctx, h.type, raw + off + sizeof(h), h.len);
 		if (rc)
 			return rc;
 		off += sizeof(h) + CAP_PAD8((size_t)h.len);
@@ -220,6 +222,105 @@ static int open_capture(struct reader *r)
 	return 0;
 }
 
+/* Frames decompressed by a second thread while the visitor takes the previous one:
+ * decompressing is a third to a half of reading a capture, and the machines this runs
+ * on have a core to spare for it. Two buffers go back and forth, in frame order. */
+struct ahead {
+	struct reader *r;
+	pthread_mutex_t mu;
+	pthread_cond_t cv;
+	unsigned char *buf[2];
+	size_t cap[2], len[2];
+	int full[2];
+	int done, stop, result; /* result: the load's, once done */
+};
+
+static void *read_ahead(void *arg)
+{
+	struct ahead *a = arg;
+	struct reader *r = a->r;
+	int rc = 0;
+	for (unsigned k = 0; r->pos < r->size; k ^= 1) {
+		size_t rawlen = 0;
+		uint64_t next = 0;
+		rc = load_frame(r, &rawlen, &next);
+		if (rc)
+			break;
+		pthread_mutex_lock(&a->mu);
+		while (a->full[k] && !a->stop)
+			pthread_cond_wait(&a->cv, &a->mu);
+		int stop = a->stop;
+		if (!stop) { /* the frame's buffer changes hands; the visitor's comes back */
+			unsigned char *b = a->buf[k];
+			size_t c = a->cap[k];
+			a->buf[k] = r->raw;
+			a->cap[k] = r->rawcap;
+			r->raw = b;
+			r->rawcap = c;
+			a->len[k] = rawlen;
+			a->full[k] = 1;
+			pthread_cond_broadcast(&a->cv);
+		}
+		pthread_mutex_unlock(&a->mu);
+		if (stop)
+			break;
+		r->pos = next;
+		r->frame++;
+	}
+	pthread_mutex_lock(&a->mu);
+	a->done = 1;
+	a->result = rc;
+	pthread_cond_broadcast(&a->cv);
+	pthread_mutex_unlock(&a->mu);
+	return NULL;
+}
+
+/* The frames of an open capture through read_ahead: 0 with the read's result in *out, or
+ * -1 when the thread cannot start (the caller reads them itself). */
+static int read_pipelined(struct reader *r, cap_visit_fn visit, void *ctx, int *out)
+{
+	struct ahead a = {.r = r};
+	pthread_t t;
+	pthread_mutex_init(&a.mu, NULL);
+	pthread_cond_init(&a.cv, NULL);
+	if (pthread_create(&t, NULL, read_ahead, &a)) {
+		pthread_mutex_destroy(&a.mu);
+		pthread_cond_destroy(&a.cv);
+		return -1;
+	}
+	int rc = 0;
+	for (unsigned k = 0;; k ^= 1) {
+		pthread_mutex_lock(&a.mu);
+		while (!a.full[k] && !a.done)
+			pthread_cond_wait(&a.cv, &a.mu);
+		int full = a.full[k];
+		if (!full)
+			rc = a.result;
+		pthread_mutex_unlock(&a.mu);
+		if (!full)
+			break;
+		rc = visit_records(a.buf[k], a.len[k], visit, ctx);
+		pthread_mutex_lock(&a.mu);
+		a.full[k] = 0;
+		if (rc)
+			a.stop = 1;
+		pthread_cond_broadcast(&a.cv);
+		pthread_mutex_unlock(&a.mu);
+		if (rc)
+			break;
+	}
+	pthread_join(t, NULL);
+	pthread_mutex_destroy(&a.mu);
+	pthread_cond_destroy(&a.cv);
+	free(a.buf[0]);
+	free(a.buf[1]);
+	*out = rc;
+	return 0;
+}
+
+/* A capture of a few frames is read without a second thread. */
+uint64_t cap_read_ahead_min_bytes = 4u << 20;
+
 int cap_read_file(const char *path, cap_visit_fn visit, void *ctx, char *err, size_t errlen)
 {
 	struct reader r = { .path = path, .fd = -1, .frame = 1, .err = err, .errlen = errlen };
@@ -228,13 +329,17 @@ int cap_read_file(const char *path, cap_visit_fn visit, void *ctx, char *err, si
 	if (errlen)
 		err[0] = '\0';
 	rc = open_capture(&r);
+	if (!rc && r.size >= cap_read_ahead_min_bytes && sysconf(_SC_NPROCESSORS_ONLN) > 1) {
+		if (!read_pipelined(&r, visit, ctx, &rc))
+			r.pos = r.size; /* done */
+	}
 	while (!rc && r.pos < r.size) {
 		size_t rawlen = 0;
 		uint64_t next = 0;
 
 		rc = load_frame(&r, &rawlen, &next);
 		if (!rc)
-			rc = visit_records(&r, rawlen, visit, ctx);
+			rc = visit_records(r.raw, rawlen, visit, ctx);
 		r.pos = next;
 		r.frame++;
 	}

@@ -13,15 +13,14 @@ void u64map_init(struct u64map *m)
 
 void u64map_free(struct u64map *m)
 {
-	free(m->keys);
-	free(m->vals);
+	free(m->slots);
 	u64map_init(m);
 }
 
 void u64map_clear(struct u64map *m)
 {
-	if (m->keys)
-		memset(m->keys, 0xff, m->cap * sizeof(*m->keys));
+	for (size_t i = 0; i < m->cap; i++)
+		m->slots[i].key = EMPTY;
 	m->len = 0;
 	m->has_spare = 0;
 }
@@ -31,7 +30,7 @@ static size_t slot_of(const struct u64map *m, uint64_t key)
 	size_t mask = m->cap - 1;
 	size_t i = (size_t)u64_hash(key) & mask;
 
-	while (m->keys[i] != key && m->keys[i] != EMPTY)
+	while (m->slots[i].key != key && m->slots[i].key != EMPTY)
 		i = (i + 1) & mask;
 	return i;
 }
@@ -45,34 +44,27 @@ uint64_t *u64map_find(const struct u64map *m, uint64_t key)
 	if (!m->cap)
 		return NULL;
 	i = slot_of(m, key);
-	return m->keys[i] == key ? &m->vals[i] : NULL;
+	return m->slots[i].key == key ? &m->slots[i].val : NULL;
 }
 
 static int rehash(struct u64map *m, size_t cap)
 {
-	uint64_t *ok = m->keys, *ov = m->vals;
+	struct u64map_slot *old = m->slots;
 	size_t ocap = m->cap, i;
 
-	m->keys = malloc(cap * sizeof(*m->keys));
-	m->vals = malloc(cap * sizeof(*m->vals));
-	if (!m->keys || !m->vals) {
-		free(m->keys);
-		free(m->vals);
-		m->keys = ok;
-		m->vals = ov;
+	m->slots = malloc(cap * sizeof(*m->slots));
+	if (!m->slots) {
+		m->slots = old;
 		return -1;
 	}
-	memset(m->keys, 0xff, cap * sizeof(*m->keys));
+	for (i = 0; i < cap; i++)
+		m->slots[i].key = EMPTY;
 	m->cap = cap;
 	for (i = 0; i < ocap; i++) {
-		if (ok[i] != EMPTY) {
-			size_t j = slot_of(m, ok[i]);
-			m->keys[j] = ok[i];
-			m->vals[j] = ov[i];
-		}
+		if (old[i].key != EMPTY)
+			m->slots[slot_of(m, old[i].key)] = old[i];
 	}
-	free(ok);
-	free(ov);
+	free(old);
 	return 0;
 }
 
@@ -94,13 +86,13 @@ uint64_t *u64map_upsert(struct u64map *m, uint64_t key, int *created)
 	if ((m->len + 1) * 2 > m->cap && rehash(m, m->cap ? m->cap * 2 : 64))
 		return NULL;
 	i = slot_of(m, key);
-	if (m->keys[i] == EMPTY) {
-		m->keys[i] = key;
-		m->vals[i] = 0;
+	if (m->slots[i].key == EMPTY) {
+		m->slots[i].key = key;
+		m->slots[i].val = 0;
 		m->len++;
 		*created = 1;
 	}
-	return &m->vals[i];
+	return &m->slots[i].val;
 }
 
 int u64map_remove(struct u64map *m, uint64_t key, uint64_t *val)
@@ -119,22 +111,21 @@ int u64map_remove(struct u64map *m, uint64_t key, uint64_t *val)
 	if (!m->cap)
 		return 0;
 	i = slot_of(m, key);
-	if (m->keys[i] != key)
+	if (m->slots[i].key != key)
 		return 0;
 	if (val)
-		*val = m->vals[i];
+		*val = m->slots[i].val;
 	mask = m->cap - 1;
 	/* Backward shift: move later members of the probe chain into the hole, so that
 	 * look-ups need no tombstones and stay fast after many frees. */
-	for (j = (i + 1) & mask; m->keys[j] != EMPTY; j = (j + 1) & mask) {
-		size_t home = (size_t)u64_hash(m->keys[j]) & mask;
+	for (j = (i + 1) & mask; m->slots[j].key != EMPTY; j = (j + 1) & mask) {
+		size_t home = (size_t)u64_hash(m->slots[j].key) & mask;
 		if (((j - home) & mask) >= ((j - i) & mask)) {
-			m->keys[i] = m->keys[j];
-			m->vals[i] = m->vals[j];
+			m->slots[i] = m->slots[j];
 			i = j;
 		}
 	}
-	m->keys[i] = EMPTY;
+	m->slots[i].key = EMPTY;
 	m->len--;
 	return 1;
 }
@@ -143,8 +134,8 @@ void u64map_each(struct u64map *m, void (*fn)(void *ctx, uint64_t key, uint64_t 
 		 void *ctx)
 {
 	for (size_t i = 0; i < m->cap; i++)
-		if (m->keys[i] != UINT64_MAX)
-			fn(ctx, m->keys[i], &m->vals[i]);
+		if (m->slots[i].key != UINT64_MAX)
+			fn(ctx, m->slots[i].key, &m->slots[i].val);
 	if (m->has_spare)
 		fn(ctx, UINT64_MAX, &m->spare_val);
 }

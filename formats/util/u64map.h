@@ -7,9 +7,13 @@
 #include <stddef.h>
 #include <stdint.h>
 
+/* a key beside its value: a look-up that hits touches one cache line, not two */
+struct u64map_slot {
+	uint64_t key, val;
+};
+
 struct u64map {
-	uint64_t *keys;
-	uint64_t *vals;
+	struct u64map_slot *slots;
 	size_t cap;  /* slots, a power of two, or 0 */
 	size_t len;  /* keys held, including the spare one */
 	/* UINT64_MAX marks a free slot, so that key lives here instead. */
