@@ -469,6 +469,7 @@ void free_collector(struct collector *c)
 	}
 	free(c->session_text);
 	free(c->kept);
+	fold_live_free(c->fold);
 	free(c);
 }
 

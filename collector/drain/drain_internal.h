@@ -11,6 +11,7 @@
 #include <sys/types.h>
 
 #include "formats/capture/capture.h"
+#include "formats/model/model.h"
 #include "preload/common/clock.h"
 #include "preload/common/ring.h"
 #include "collector/drain/collector.h"
@@ -71,6 +72,9 @@ struct collector {
 	struct part_kept { uint32_t n; uint64_t start_ns, bytes; } *kept; /* parts on disk */
 	size_t nkept, kept_cap;
 	char *session_text; /* CAP_SESSION's, repeated in each part */
+	/* the launchers' fold decided over the records written, put at the capture's end
+	 * (CAP_FOLD) so readers need no pass for it; NULL in parts or out of memory */
+	struct fold_live *fold;
 	uint64_t last_scan, last_live, last_clock, last_dump, all_gone_since, last_touch;
 	int root_released;
 	int liveness_pass; /* this pass also checks orphan slots' threads */
@@ -94,6 +98,8 @@ static inline void put(struct collector *c, uint32_t type, const void *head, siz
 {
 	if (c->write_failed)
 		return;
+	if (c->fold)
+		fold_live_record(c->fold, type, head, hlen, tail);
 	if (cap_write2(c->w, type, head, hlen, tail, tlen))
 		write_failed(c);
 }

@@ -165,6 +165,8 @@ int collector_run(struct collector_options *o)
 			       : 0;
 	c->window_hi = c->s->duration_ms ? c->window_lo + (uint64_t)c->s->duration_ms * 1000000
 					 : UINT64_MAX;
+	if (!parts)
+		c->fold = fold_live_new();
 	write_session_header(c);
 	struct sigaction sa = {.sa_handler = on_dump_signal, .sa_flags = SA_RESTART};
 	sigemptyset(&sa.sa_mask);

@@ -3,6 +3,7 @@
  * capture closed, and the outputs made from it. */
 #define _GNU_SOURCE
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
 
@@ -54,12 +55,25 @@ static void write_session_end(struct collector *c)
 	put(c, CAP_SESSION_END, text, strlen(text), 0, 0);
 }
 
+/* The fold of the launchers, alone in the last frame (readers look there first). */
+static void write_fold(struct collector *c)
+{
+	void *payload;
+	size_t len;
+	if (!c->fold || c->write_failed || cap_flush(c->w) ||
+	    fold_live_payload(c->fold, &payload, &len))
+		return;
+	put(c, CAP_FOLD, payload, len, 0, 0);
+	free(payload);
+}
+
 int end_session(struct collector *c)
 {
 	char err[PROF_PATH_MAX + 512];
 	sweep_segments(c);
 	name_frames(c);
 	write_session_end(c);
+	write_fold(c);
 	int rc = 0;
 	if (!c->write_failed && cap_flush(c->w))
 		write_failed(c);

@@ -31,6 +31,16 @@ enum cap_type {
 	CAP_MODULE = 10,     /* struct cap_module + path bytes (as /proc/<pid>/maps names it) */
 	CAP_FRAME_NAME = 11, /* struct cap_frame_name + the frame's name, given at the end */
 	CAP_PART = 12,       /* text "part=N\nstart_ns=T\n": a part of a capture in parts */
+	CAP_FOLD = 13,       /* struct cap_fold + n bytes: the collector's fold, alone in the
+				last frame (formats/model/fold.c) */
+};
+
+/* Which images the outputs fold away (formats/model/fold.c's rule), decided by the
+ * collector over the records it wrote: folded[i] (1 or 0) for the i-th CAP_PROCESS
+ * record. Alone in the capture's last frame, so readers find it without a pass. */
+struct cap_fold {
+	uint32_t n, images, helpers, reserved;
+	/* followed by n bytes */
 };
 
 /* A capture in parts (PROFILER_ROTATE, PROFILER_FLIGHT) is a directory of files

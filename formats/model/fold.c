@@ -16,10 +16,15 @@
  *
  * Folded images stay in the capture; their own events are left out of the tables and
  * the trace and counted in the tables' header; --all-processes shows them. */
+#include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+#include <zstd.h>
 
+#include "formats/capture/capture_internal.h"
 #include "formats/model/model.h"
 #include "formats/util/vec.h"
 
@@ -47,9 +52,11 @@ static struct fimg *current(struct fold_read *r, uint32_t pid)
 	return v ? &r->img[*v - 1] : NULL;
 }
 
-static int visit(void *ctx, uint32_t type, const void *p, uint32_t len)
+/* One record, its payload in two pieces (the collector's writes: a struct then bytes;
+ * a reader's: all in head). */
+static int fold_record(struct fold_read *r, uint32_t type, const void *p, size_t hlen,
+		       const void *tail)
 {
-	struct fold_read *r = ctx;
 	int created;
 
 	if (type == CAP_PROCESS) {
@@ -94,9 +101,9 @@ static int visit(void *ctx, uint32_t type, const void *p, uint32_t len)
 		struct cap_events ce;
 		memcpy(&ce, p, sizeof(ce));
 		struct fimg *f = current(r, ce.pid);
-		const struct prof_event *ev = (const struct prof_event *)((const char *)p +
-									  sizeof(ce));
-		(void)len; /* checked by the reader */
+		const struct prof_event *ev = hlen > sizeof(ce)
+			? (const struct prof_event *)((const char *)p + sizeof(ce))
+			: tail; /* the length was checked by the reader, or made by the writer */
 		for (uint32_t i = 0; f && i < ce.count; i++) {
 			uint64_t t = ev[i].t1 > ev[i].t0 ? ev[i].t1 : ev[i].t0;
 			if (t > f->last_t)
@@ -104,6 +111,11 @@ static int visit(void *ctx, uint32_t type, const void *p, uint32_t len)
 		}
 	}
 	return 0;
+}
+
+static int visit(void *ctx, uint32_t type, const void *p, uint32_t len)
+{
+	return fold_record(ctx, type, p, len, NULL);
 }
 
 static int execd(const struct fold_read *r, size_t i)
@@ -150,48 +162,170 @@ static int is_helper(const struct fold_read *r, const uint8_t *folded, size_t p0
 	return r->img[i].ended && r->img[i].end_ns <= bound + FOLD_END_SLACK_NS;
 }
 
+/* The fold of the records seen: 0, or -1 when out of memory. */
+static int decide(struct fold_read *r, struct model_fold *f)
+{
+	memset(f, 0, sizeof(*f));
+	f->folded = calloc(r->n ? r->n : 1, 1);
+	if (!f->folded)
+		return -1;
+	f->n = r->n;
+	for (size_t i = 0; i < r->n; i++)
+		f->folded[i] = (uint8_t)execd(r, i);
+	/* helpers of helpers: until nothing changes (each round folds at least one more) */
+	for (int changed = 1; changed;) {
+		changed = 0;
+		for (size_t i = 0; i < r->n; i++) {
+			if ((size_t)r->img[i].first != i || r->img[i].helper ||
+			    !is_helper(r, f->folded, i))
+				continue;
+			r->img[i].helper = changed = 1;
+			f->helpers++;
+			for (int64_t j = (int64_t)i; j >= 0;
+			     j = execd(r, (size_t)j) ? r->img[j].next : -1)
+				f->folded[j] = 1;
+		}
+	}
+	for (size_t i = 0; i < r->n; i++)
+		f->images += f->folded[i] && !r->img[r->img[i].first].helper;
+	for (size_t i = 0; i < r->n; i++)
+		r->img[i].helper = 0; /* decided again later from the same state, alike */
+	return 0;
+}
+
+static void fold_read_free(struct fold_read *r)
+{
+	free(r->img);
+	u64map_free(&r->cur);
+	u64map_free(&r->first);
+}
+
 int model_fold_read(struct model_fold *f, const char *path, char *err, size_t errlen)
 {
 	struct fold_read r;
 	int rc;
 
 	memset(f, 0, sizeof(*f));
+	/* the collector's own decision, at the capture's end: no pass over the events */
+	if (!cap_is_parts(path) && !model_fold_from_end(f, path))
+		return CAP_READ_OK;
 	memset(&r, 0, sizeof(r));
 	u64map_init(&r.cur);
 	u64map_init(&r.first);
 	rc = cap_read(path, visit, &r, err, errlen);
 	/* a damaged capture's complete frames say enough: fold by them */
-	if (rc == CAP_READ_OK || rc == CAP_READ_DAMAGED) {
-		f->folded = calloc(r.n ? r.n : 1, 1);
-		rc = f->folded ? CAP_READ_OK : FOLD_OOM;
-	}
+	if (rc == CAP_READ_OK || rc == CAP_READ_DAMAGED)
+		rc = decide(&r, f) ? FOLD_OOM : CAP_READ_OK;
 	if (rc == FOLD_OOM)
 		snprintf(err, errlen, "%s: out of memory while reading the capture", path);
-	if (rc != CAP_READ_OK)
-		goto out;
-	f->n = r.n;
-	for (size_t i = 0; i < r.n; i++)
-		f->folded[i] = (uint8_t)execd(&r, i);
-	/* helpers of helpers: until nothing changes (each round folds at least one more) */
-	for (int changed = 1; changed;) {
-		changed = 0;
-		for (size_t i = 0; i < r.n; i++) {
-			if ((size_t)r.img[i].first != i || r.img[i].helper ||
-			    !is_helper(&r, f->folded, i))
-				continue;
-			r.img[i].helper = changed = 1;
-			f->helpers++;
-			for (int64_t j = (int64_t)i; j >= 0; j = execd(&r, (size_t)j) ? r.img[j].next : -1)
-				f->folded[j] = 1;
-		}
-	}
-	for (size_t i = 0; i < r.n; i++)
-		f->images += f->folded[i] && !r.img[r.img[i].first].helper;
-out:
-	free(r.img);
-	u64map_free(&r.cur);
-	u64map_free(&r.first);
+	fold_read_free(&r);
 	return rc == CAP_READ_OK ? rc : CAP_READ_UNUSABLE;
+}
+
+/* ---- the collector's side: the fold decided as the records are written ---- */
+
+struct fold_live {
+	struct fold_read r;
+	int failed; /* out of memory once: no decision (readers make their own) */
+};
+
+struct fold_live *fold_live_new(void)
+{
+	struct fold_live *l = calloc(1, sizeof *l);
+	if (l) {
+		u64map_init(&l->r.cur);
+		u64map_init(&l->r.first);
+	}
+	return l;
+}
+
+void fold_live_record(struct fold_live *l, uint32_t type, const void *head, size_t hlen,
+		      const void *tail)
+{
+	if (!l->failed && (type == CAP_PROCESS || type == CAP_PROCESS_END || type == CAP_EVENTS))
+		l->failed = fold_record(&l->r, type, head, hlen, tail) != 0;
+}
+
+int fold_live_payload(struct fold_live *l, void **payload, size_t *len)
+{
+	struct model_fold f;
+	if (l->failed || decide(&l->r, &f))
+		return -1;
+	struct cap_fold h = {.n = (uint32_t)f.n, .images = (uint32_t)f.images,
+			     .helpers = (uint32_t)f.helpers};
+	unsigned char *p = malloc(sizeof h + f.n);
+	if (p) {
+		memcpy(p, &h, sizeof h);
+		memcpy(p + sizeof h, f.folded, f.n);
+	}
+	model_fold_free(&f);
+	*payload = p;
+	*len = sizeof h + h.n;
+	return p ? 0 : -1;
+}
+
+void fold_live_free(struct fold_live *l)
+{
+	if (l) {
+		fold_read_free(&l->r);
+		free(l);
+	}
+}
+
+/* ---- the reader's side: that decision found in the capture's last frame ---- */
+
+#define TAIL_MAX (64u << 10)
+
+int model_fold_from_end(struct model_fold *f, const char *path)
+{
+	int fd = open(path, O_RDONLY | O_CLOEXEC);
+	struct stat st;
+	if (fd < 0)
+		return -1;
+	int rc = -1;
+	unsigned char *tail = NULL, *raw = NULL;
+	if (fstat(fd, &st) || !S_ISREG(st.st_mode) || st.st_size < 32)
+		goto out;
+	size_t n = st.st_size < (off_t)TAIL_MAX ? (size_t)st.st_size : TAIL_MAX;
+	tail = malloc(n);
+	if (!tail || pread(fd, tail, n, st.st_size - (off_t)n) != (ssize_t)n)
+		goto out;
+	/* the last frame: a header whose compressed bytes end exactly at the file's end */
+	for (size_t at = n - 16; at-- > 0;) {
+		uint32_t h[4];
+		memcpy(h, tail + at, sizeof h);
+		if (h[0] != CAP_FRAME_MAGIC || (uint64_t)at + 16 + h[1] != n || h[2] > TAIL_MAX)
+			continue;
+		raw = malloc(h[2] + 1);
+		if (!raw)
+			goto out;
+		size_t got = ZSTD_decompress(raw, h[2] + 1, tail + at + 16, h[1]);
+		struct cap_rec_hdr rh;
+		struct cap_fold cf;
+		if (ZSTD_isError(got) || got != h[2] || got < sizeof rh + sizeof cf)
+			goto out;
+		memcpy(&rh, raw, sizeof rh);
+		memcpy(&cf, raw + sizeof rh, sizeof cf);
+		/* the frame holds that record alone, of the length it says */
+		if (rh.type != CAP_FOLD || rh.len != sizeof cf + (uint64_t)cf.n ||
+		    sizeof rh + CAP_PAD8((size_t)rh.len) != got)
+			goto out;
+		memset(f, 0, sizeof *f);
+		f->folded = malloc(cf.n ? cf.n : 1);
+		if (!f->folded)
+			goto out;
+		memcpy(f->folded, raw + sizeof rh + sizeof cf, cf.n);
+		f->n = cf.n;
+		f->images = cf.images;
+		f->helpers = cf.helpers;
+		rc = 0;
+		goto out;
+	}
+out:
+	free(tail);
+	free(raw);
+	close(fd);
+	return rc;
 }
 
 void model_fold_free(struct model_fold *f)

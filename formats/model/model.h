@@ -169,6 +169,17 @@ struct model_fold {
  * result: a damaged capture folds by its complete frames (CAP_READ_OK). */
 int model_fold_read(struct model_fold *f, const char *path, char *err, size_t errlen);
 void model_fold_free(struct model_fold *f);
+/* The fold the collector recorded in a capture's last frame (CAP_FOLD): 0, or -1 when it
+ * has none (an older capture, a damaged or unfinished one, a dump's snapshot). */
+int model_fold_from_end(struct model_fold *f, const char *path);
+/* The collector's side: every record it writes, then the CAP_FOLD payload (malloc'd) of
+ * the fold a reader of those records would decide; -1 when out of memory. */
+struct fold_live;
+struct fold_live *fold_live_new(void);
+void fold_live_record(struct fold_live *l, uint32_t type, const void *head, size_t hlen,
+		      const void *tail);
+int fold_live_payload(struct fold_live *l, void **payload, size_t *len);
+void fold_live_free(struct fold_live *l);
 /* model_fold_read into f, then model_read of m folding by it (f outlives m's use). */
 int model_read_folded(struct model *m, struct model_fold *f, const char *path, char *err,
 		      size_t errlen);

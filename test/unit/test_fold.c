@@ -8,6 +8,7 @@
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 
 #include <cmocka.h>
 
@@ -16,12 +17,17 @@
 
 #define MS 1000000ull
 
+/* when set, every record written is also given to the collector's fold (fold_live) */
+static struct fold_live *live;
+
 static void proc(struct fx *f, uint32_t pid, uint32_t ppid, uint32_t seq, uint64_t start,
 		 const char *cmd)
 {
 	struct cap_process p = { .pid = pid, .ppid = ppid, .start_ns = start, .exec_seq = seq };
 
 	cap_write2(f->w, CAP_PROCESS, &p, sizeof(p), cmd, strlen(cmd));
+	if (live)
+		fold_live_record(live, CAP_PROCESS, &p, sizeof(p), cmd);
 }
 
 static void proc_end(struct fx *f, uint32_t pid, uint64_t end)
@@ -29,6 +35,8 @@ static void proc_end(struct fx *f, uint32_t pid, uint64_t end)
 	struct cap_process_end e = { .pid = pid, .status = INT32_MIN, .end_ns = end };
 
 	cap_write(f->w, CAP_PROCESS_END, &e, sizeof(e));
+	if (live)
+		fold_live_record(live, CAP_PROCESS_END, &e, sizeof(e), NULL);
 }
 
 /* One malloc of pid's main thread over [t0, t1]. */
@@ -37,6 +45,10 @@ static void work(struct fx *f, uint32_t pid, uint64_t t0, uint64_t t1)
 	struct prof_event e = fx_range(t0, t1, 1, PROF_CAT_MEMORY, 0);
 
 	fx_events(f, pid, pid, &e, 1);
+	if (live) {
+		struct cap_events h = { pid, pid, 1, 0 };
+		fold_live_record(live, CAP_EVENTS, &h, sizeof(h), &e);
+	}
 }
 
 /* The CAP_PROCESS records in order:
@@ -48,14 +60,24 @@ static void work(struct fx *f, uint32_t pid, uint64_t t0, uint64_t t1)
  *  6 job 16 of 0          quiet, ends 5 s after the exec -> shown
  *  7 python (pid 10, exec_seq 1): the program           -> shown
  *  8 worker 17 of 7       forked by the program          -> shown */
+static void write_rule(struct fx *f);
+static void check_rule(const struct fx *f);
+
 static void test_rule(void **state)
 {
-	struct model_fold fold;
 	struct fx f;
-	char err[256];
 
 	(void)state;
 	fx_open(&f, "fold");
+	write_rule(&f);
+	fx_close(&f);
+	check_rule(&f);
+	unlink(f.path);
+}
+
+static void write_rule(struct fx *fx)
+{
+	struct fx f = *fx;
 	proc(&f, 10, 1, 0, 0, "sh\0shim");
 	work(&f, 10, 1 * MS, 2 * MS);
 	proc(&f, 11, 10, 0, 3 * MS, "sh\0shim");
@@ -82,7 +104,13 @@ static void test_rule(void **state)
 	proc_end(&f, 17, 55 * MS);
 	proc_end(&f, 10, 60 * MS);
 	proc_end(&f, 16, 5030 * MS);
-	fx_close(&f);
+}
+
+static void check_rule(const struct fx *fx)
+{
+	struct model_fold fold;
+	struct fx f = *fx;
+	char err[256];
 
 	assert_int_equal(model_fold_read(&fold, f.path, err, sizeof(err)), CAP_READ_OK);
 	assert_int_equal(fold.n, 9);
@@ -107,6 +135,53 @@ static void test_rule(void **state)
 		assert_false(m.img[m.thr[i].image].folded);
 	model_free(&m);
 	model_fold_free(&fold);
+}
+
+/* The collector decides the fold as it writes and puts it alone in the last frame:
+ * readers take it from there (no pass), the same fold as the pass's. A last frame that
+ * is not a whole CAP_FOLD frame (cut, or none) sends them back to the pass. */
+static void test_fold_at_the_end(void **state)
+{
+	struct model_fold fold;
+	struct fx f;
+	void *payload;
+	size_t len;
+	(void)state;
+	live = fold_live_new();
+	fx_open(&f, "foldend");
+	write_rule(&f);
+	assert_int_equal(fold_live_payload(live, &payload, &len), 0);
+	fold_live_free(live);
+	live = NULL;
+	assert_int_equal(cap_flush(f.w), 0);
+	cap_write(f.w, CAP_FOLD, payload, len);
+	fx_close(&f);
+	assert_int_equal(model_fold_from_end(&fold, f.path), 0);
+	assert_int_equal(fold.n, 9);
+	model_fold_free(&fold);
+	check_rule(&f); /* the same fold, the same model */
+	/* the record is what readers take: one saying nothing is folded is believed */
+	memset((char *)payload + sizeof(struct cap_fold), 0, 9);
+	fx_open(&f, "foldend");
+	write_rule(&f);
+	assert_int_equal(cap_flush(f.w), 0);
+	cap_write(f.w, CAP_FOLD, payload, len);
+	fx_close(&f);
+	char err[256];
+	assert_int_equal(model_fold_read(&fold, f.path, err, sizeof(err)), CAP_READ_OK);
+	for (size_t i = 0; i < 9; i++)
+		assert_int_equal(fold.folded[i], 0);
+	model_fold_free(&fold);
+	/* cut inside that frame: the pass decides */
+	struct stat st;
+	assert_int_equal(stat(f.path, &st), 0);
+	assert_int_equal(truncate(f.path, st.st_size - 3), 0);
+	assert_int_equal(model_fold_from_end(&fold, f.path), -1);
+	assert_int_equal(model_fold_read(&fold, f.path, err, sizeof(err)), CAP_READ_OK);
+	static const uint8_t want[9] = { 1, 1, 1, 1, 1, 0, 0, 0, 0 };
+	assert_memory_equal(fold.folded, want, 9);
+	model_fold_free(&fold);
+	free(payload);
 	unlink(f.path);
 }
 
@@ -140,6 +215,7 @@ int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_rule),
+		cmocka_unit_test(test_fold_at_the_end),
 		cmocka_unit_test(test_no_exec_no_fold),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
