@@ -66,6 +66,7 @@ int cmd_collect(int argc, char **argv)
 	signal(SIGCHLD, SIG_DFL); /* the program may ignore it; dump workers are reaped */
 	if (chdir("/")) { /* outputs are absolute paths; don't pin the program's directory */
 	}
+	collector_catch_dump_signal();
 	atomic_store(&s->collector_start_ticks, prof_proc_start_ticks(getpid()));
 	atomic_store(&s->collector_pid, (uint32_t)getpid());
 	reclaim_dead_sessions(0, RECLAIM_MIN_AGE_S, NULL, 0, NULL, NULL); /* what killed sessions of this user left */

@@ -39,8 +39,9 @@ static int ask(const char *sid)
 	if (s->magic == PROF_SHM_MAGIC && s->version == PROF_SHM_VERSION && collector > 0 &&
 	    ticks && prof_proc_alive(collector, ticks) && !kill(collector, SIGUSR2)) {
 		char prefix[PROF_PATH_MAX], command[120];
-		snprintf(prefix, sizeof prefix, "%s", s->output_prefix);
-		snprintf(command, sizeof command, "%.100s", s->command);
+		snprintf(prefix, sizeof prefix, "%.*s", (int)sizeof s->output_prefix - 1,
+			 s->output_prefix);
+		snprintf(command, sizeof command, "%.100s", s->command); /* %.N: bounded read */
 		printf("session %s (%s): its collector (pid %d) writes %s.json and %s.txt\n", sid,
 		       command, (int)collector, prefix, prefix);
 		asked = 1;

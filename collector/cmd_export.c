@@ -113,6 +113,8 @@ static int parse(int argc, char **argv, struct export_args *a)
 
 	if ((rc = opt_parse(&c, argc, argv, &pos, &npos)))
 		return rc;
+	if (npos > 1 && !a->out) /* parts listed: no one name to put the output beside */
+		return bad("a list of parts needs -o OUT");
 	if ((rc = opt_capture_parts(&c, pos, npos, &a->capture)))
 		return rc;
 	a->format = (enum export_format)format;

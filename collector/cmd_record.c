@@ -163,6 +163,7 @@ int cmd_record(int argc, char **argv)
 			strerror(errno));
 		return 2;
 	}
+	collector_catch_dump_signal();
 	/* set before the command starts: it joins only a session whose collector lives */
 	atomic_store(&s->collector_start_ticks, prof_proc_start_ticks(getpid()));
 	atomic_store(&s->collector_pid, (uint32_t)getpid());

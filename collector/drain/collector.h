@@ -20,12 +20,17 @@ struct collector_options {
 /* Runs until every process of the session is gone, then writes the outputs. Returns 0,
  * or 1 when the outputs could not be written (the reason is on stderr). */
 int collector_run(struct collector_options *o);
+/* SIGUSR2 (prof dump) asks for a dump from now on: called before the collector's pid is
+ * published, so the signal never finds it with the default action (termination). A
+ * caught signal's handler is reset by exec: a command forked after keeps its own. */
+void collector_catch_dump_signal(void);
 
 struct output_request {
 	uint64_t max_json_events;
 	int tables;    /* write <prefix>.txt too */
 	int quiet;     /* no summary line */
 	int write_failed; /* the capture lost its end: compare with drained */
+	int flight;       /* a flight recorder's: what was drained is not all kept */
 	uint64_t drained; /* events the collector handed to the capture */
 	uint32_t frameworks; /* PROF_FW_* found loaded: named on the summary line */
 	uint32_t delay_ms, duration_ms; /* the window kept (0, 0: all), said on a line */

@@ -69,6 +69,9 @@ struct collector {
 	int parts;
 	uint32_t part;
 	uint64_t part_start_ns, rotate_ns, rotate_bytes, flight_ns, flight_bytes;
+	uint64_t part_base; /* bytes of the part's repeated records: not counted in its size */
+	uint64_t done_bytes, done_raw; /* the finished parts': their compression ratio */
+	int said_base;      /* the warning that they alone reach the size, given */
 	struct part_kept { uint32_t n; uint64_t start_ns, bytes; } *kept; /* parts on disk */
 	size_t nkept, kept_cap;
 	char *session_text; /* CAP_SESSION's, repeated in each part */

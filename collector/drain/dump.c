@@ -144,8 +144,9 @@ int dump_poll(struct dump_job *job, int wait, int *status)
 	if (got == 0)
 		return 0;
 	*status = got == job->pid && WIFEXITED(st) && WEXITSTATUS(st) == 0 ? 0 : -1;
-	if (got < 0)
-		snapshot_remove(job->snapshot);
+	/* the child removes it, unless it died first (its links would keep the disk space
+	 * a flight recorder frees) */
+	snapshot_remove(job->snapshot);
 	job->pid = 0;
 	return 1;
 }

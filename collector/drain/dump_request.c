@@ -42,6 +42,10 @@ void answer_dump(struct collector *c)
 	if (asked) {
 		scan_segments(c); /* the requester may be younger than the last scan */
 		drain_all(c);
+		if (c->write_failed) { /* a part could not be begun (drain_all rotates) */
+			answer(s, req, -1);
+			return;
+		}
 	}
 	struct dump_request r = {
 		.request = asked ? req : 0,

@@ -104,6 +104,18 @@ static void on_dump_signal(int sig)
 	collector_dump_signalled = 1;
 }
 
+void collector_catch_dump_signal(void)
+{
+	struct sigaction sa = {.sa_handler = on_dump_signal, .sa_flags = SA_RESTART};
+	sigemptyset(&sa.sa_mask);
+	sigaction(SIGUSR2, &sa, NULL);
+	/* an autostarted collector has the program's signal mask */
+	sigset_t set;
+	sigemptyset(&set);
+	sigaddset(&set, SIGUSR2);
+	sigprocmask(SIG_UNBLOCK, &set, NULL);
+}
+
 static void sleep_ms(long ms)
 {
 	struct timespec ts = {0, ms * 1000000};
@@ -168,9 +180,7 @@ int collector_run(struct collector_options *o)
 	if (!parts)
 		c->fold = fold_live_new();
 	write_session_header(c);
-	struct sigaction sa = {.sa_handler = on_dump_signal, .sa_flags = SA_RESTART};
-	sigemptyset(&sa.sa_mask);
-	sigaction(SIGUSR2, &sa, NULL);
+	collector_catch_dump_signal();
 	atomic_store(&c->s->collector_ready, 1);
 	prof_futex_wake(&c->s->collector_ready);
 

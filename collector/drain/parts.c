@@ -75,14 +75,12 @@ int parts_open_first(struct collector *c, char *err, size_t errlen)
 	/* the flight recorder rotates every quarter of what it keeps */
 	c->rotate_ns = s->flight_ms ? c->flight_ns / 4 : s->rotate_ms * 1000000ull;
 	c->rotate_bytes = s->flight_bytes ? s->flight_bytes / 4 : s->rotate_bytes;
-	c->w = open_part(c, 1, err, errlen);
-	if (!c->w)
-		return -1;
 	if (remember(c)) {
 		snprintf(err, errlen, "out of memory");
 		return -1;
 	}
-	return 0;
+	c->w = open_part(c, 1, err, errlen);
+	return c->w ? 0 : -1;
 }
 
 /* Parts wholly older than the flight recorder's span (by time: the next part started
@@ -113,19 +111,37 @@ static void drop_old_parts(struct collector *c, uint64_t now)
 	c->nkept -= drop;
 }
 
+/* What the part will hold once the records handed over are written: those still
+ * compressing counted at the ratio of the session so far (this part's alone would be
+ * its repeated names', which compress worse than events). */
+static uint64_t size_estimate(const struct collector *c)
+{
+	uint64_t written, raw, pending;
+	cap_writer_sizes(c->w, &written, &raw, &pending);
+	double bytes = (double)(c->done_bytes + written), of = (double)(c->done_raw + raw);
+	return written + (uint64_t)(of > 0 ? (double)pending * bytes / of : (double)pending / 7);
+}
+
 void parts_rotate_if_due(struct collector *c, uint64_t now)
 {
 	if (!c->parts || c->write_failed)
 		return;
-	uint64_t bytes = c->rotate_bytes ? cap_writer_size_estimate(c->w) : 0;
-	if (!(c->rotate_ns && now - c->part_start_ns >= c->rotate_ns) &&
-	    !(c->rotate_bytes && bytes >= c->rotate_bytes))
+	/* a part's size counts what came after its repeated records: when those alone
+	 * reach the size, a new part on every pass would fill the disk with them */
+	uint64_t bytes = c->rotate_bytes ? size_estimate(c) : 0;
+	if (!c->session_text ||
+	    (!(c->rotate_ns && now - c->part_start_ns >= c->rotate_ns) &&
+	     !(c->rotate_bytes && bytes - c->part_base >= c->rotate_bytes)))
 		return;
 	char err[PROF_PATH_MAX + 512];
 	/* the part is complete before the next one exists: a reader of the directory never
 	 * sees a later part beside an unfinished earlier one */
 	int bad = cap_flush(c->w);
-	c->kept[c->nkept - 1].bytes = cap_writer_bytes(c->w);
+	uint64_t written, raw, pending;
+	cap_writer_sizes(c->w, &written, &raw, &pending);
+	c->kept[c->nkept - 1].bytes = written;
+	c->done_bytes += written;
+	c->done_raw += raw;
 	bad |= cap_writer_close(c->w);
 	c->w = NULL;
 	if (bad) {
@@ -147,6 +163,19 @@ void parts_rotate_if_due(struct collector *c, uint64_t now)
 	for (struct proc_entry *p = c->procs; p; p = p->next)
 		if (!p->finished)
 			replay_process(c, p);
+	/* written out, so the base is what they take (an estimate before any frame of the
+	 * part was written would guess a usual ratio, and names compress less) */
+	if (cap_flush(c->w)) {
+		write_failed(c);
+		return;
+	}
+	c->part_base = cap_writer_bytes(c->w);
+	if (c->rotate_bytes && c->part_base >= c->rotate_bytes && !c->said_base) {
+		fprintf(stderr, "libprof: the names and stacks each part repeats take %.1f MiB, more "
+				"than a part's size (%.1f MiB): parts are larger\n",
+			c->part_base / 1048576.0, c->rotate_bytes / 1048576.0);
+		c->said_base = 1;
+	}
 	drop_old_parts(c, now);
 }
 

@@ -112,6 +112,7 @@ int end_session(struct collector *c)
 					   .tables = (int)c->s->aggregate_stats,
 					   .quiet = (int)c->s->quiet,
 					   .write_failed = c->write_failed,
+					   .flight = c->flight_ns || c->flight_bytes,
 					   .drained = c->events,
 					   .frameworks = c->frameworks,
 					   .delay_ms = c->s->delay_ms,

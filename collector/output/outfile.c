@@ -6,7 +6,6 @@
 #define _GNU_SOURCE
 #include "collector/output/outfile.h"
 
-#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <stdio.h>
@@ -156,33 +155,15 @@ static int replace_capture(const char *path, int *fd)
 }
 
 /* A directory of capture parts (PROFILER_ROTATE / PROFILER_FLIGHT) made at path; with
- * replace, a directory of parts or a regular file there is removed first (anything else,
- * or a directory holding other files, is left and the name counts as taken). Returns 0
- * with its descriptor in fd, 1 when taken, -1 with errno. */
+ * replace, a regular file there is removed first. A directory there is never emptied
+ * (another session may be writing its parts in it, or a user keeping files): the name
+ * counts as taken. Returns 0 with its descriptor in fd, 1 when taken, -1 with errno. */
 static int make_parts_dir(const char *path, int replace, int *fd)
 {
 	*fd = -1;
-	if (replace) {
-		struct stat st;
-		if (!lstat(path, &st) && S_ISREG(st.st_mode) && unlink(path) && errno != ENOENT)
-			return -1;
-		if (!lstat(path, &st) && S_ISDIR(st.st_mode)) {
-			int dfd = open(path, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
-			DIR *d = dfd < 0 ? NULL : fdopendir(dfd);
-			if (!d) {
-				if (dfd >= 0)
-					close(dfd);
-				return 1;
-			}
-			for (struct dirent *e; (e = readdir(d));)
-				if (!strncmp(e->d_name, "part-", 5) &&
-				    strstr(e->d_name, ".prof") && e->d_type == DT_REG)
-					unlinkat(dirfd(d), e->d_name, 0);
-			closedir(d);
-			if (rmdir(path))
-				return 1;
-		}
-	}
+	struct stat st;
+	if (replace && !lstat(path, &st) && S_ISREG(st.st_mode) && unlink(path) && errno != ENOENT)
+		return -1;
 	if (mkdir(path, 0777))
 		return errno == EEXIST ? 1 : -1;
 	*fd = open(path, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
@@ -208,7 +189,7 @@ static int claim(char *prefix, size_t len, int overwrite, int parts, char *err, 
 			int p = outfile_probe(name[k], why, sizeof why);
 			struct stat st;
 			if (p < 0 && k == 2 && parts && !lstat(name[k], &st) && S_ISDIR(st.st_mode))
-				p = 1; /* a directory of parts: taken, or replaced */
+				p = 1; /* a directory of parts: taken (never replaced) */
 			if (p < 0 && !odd) {
 				fprintf(stderr, "libprof: %s; not writing there\n", why);
 				odd = 1;

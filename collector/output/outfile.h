@@ -33,8 +33,9 @@ int outfile_save(const char *path, const char *buf, size_t len, int replace);
  * one. Returns the capture's descriptor, or -1 with a reason in err. */
 int outfile_claim(char *prefix, size_t len, int overwrite, char *err, size_t errlen);
 /* The same for a capture in parts (PROFILER_ROTATE, PROFILER_FLIGHT): PREFIX.prof is made
- * a new directory (mkdir is exclusive); with overwrite a directory of parts or a regular
- * file there is replaced. Returns the directory's descriptor, or -1 with a reason. */
+ * a new directory (mkdir is exclusive); with overwrite a regular file there is replaced,
+ * a directory never (the next suffix is taken). Returns the directory's descriptor, or
+ * -1 with a reason. */
 int outfile_claim_parts(char *prefix, size_t len, int overwrite, char *err, size_t errlen);
 
 /* "PREFIX-N" (N >= 2) or PREFIX itself (N == 1), then ext; -1 when it does not fit. */

@@ -264,7 +264,7 @@ int collector_make_outputs(const char *capture, const char *prefix,
 		}
 	}
 	/* said even when quiet: events lost without a word are what must never happen */
-	uint64_t gone = q->write_failed ? unwritten(capture, q->drained) : 0;
+	uint64_t gone = q->write_failed && !q->flight ? unwritten(capture, q->drained) : 0;
 	if (gone)
 		fprintf(stderr,
 			"libprof: %llu events drained after writing %s failed are not in it "

@@ -158,9 +158,10 @@ int cap_flush(struct cap_writer *w);
 int cap_writer_close(struct cap_writer *w);
 const char *cap_writer_error(const struct cap_writer *w);
 uint64_t cap_writer_bytes(const struct cap_writer *w); /* compressed bytes written */
-/* What the file will hold once everything handed over is written (the frames in flight
- * counted at the compression ratio so far). */
-uint64_t cap_writer_size_estimate(const struct cap_writer *w);
+/* Bytes of the file so far, the raw bytes of the frames in it, and the raw bytes handed
+ * over and not written yet (to estimate what the file will hold). */
+void cap_writer_sizes(const struct cap_writer *w, uint64_t *written, uint64_t *raw_written,
+		      uint64_t *raw_pending);
 
 /* ---- reader ---- */
 

@@ -578,15 +578,13 @@ uint64_t cap_writer_bytes(const struct cap_writer *w)
 	return b;
 }
 
-uint64_t cap_writer_size_estimate(const struct cap_writer *w)
+void cap_writer_sizes(const struct cap_writer *w, uint64_t *written, uint64_t *raw_written,
+		      uint64_t *raw_pending)
 {
 	struct cap_writer *m = (struct cap_writer *)w;
 	pthread_mutex_lock(&m->lock);
-	uint64_t raw = m->staged + (m->cur ? m->cur->raw_len : 0);
-	/* the ratio so far; before any frame, a seventh (what events usually compress to) */
-	uint64_t b = m->bytes + (m->raw_written ? (uint64_t)((double)raw * (double)m->bytes /
-							      (double)m->raw_written)
-						 : raw / 7);
+	*written = m->bytes;
+	*raw_written = m->raw_written;
+	*raw_pending = m->staged + (m->cur ? m->cur->raw_len : 0);
 	pthread_mutex_unlock(&m->lock);
-	return b;
 }

@@ -510,6 +510,11 @@ static int flight_visit(void *ctx, uint32_t type, const void *p, uint32_t len)
 			return 1; /* not a flight recorder's: done */
 	} else if (type == CAP_SESSION_END) {
 		f->end_ns = text_number(p, len, "end_ns");
+	} else if (type == CAP_PART) {
+		/* an idle program: the part's start is later than its last event */
+		uint64_t start = text_number(p, len, "start_ns");
+		if (start > f->last_t)
+			f->last_t = start;
 	} else if (type == CAP_EVENTS) {
 		struct cap_events ce;
 		memcpy(&ce, p, sizeof ce);
@@ -531,7 +536,7 @@ static void flight_window(struct model *m, const char *path)
 	/* the last part still there (a flight recorder drops old ones meanwhile) */
 	for (size_t i = n; i-- > 0;) {
 		int rc = cap_read_file(parts[i], flight_visit, &f, err, sizeof err);
-		/* not a flight recorder's, or its end found (a part just begun has none) */
+		/* not a flight recorder's, or its end found */
 		if (rc != CAP_READ_UNUSABLE && (!f.flight_ns || f.end_ns || f.last_t))
 			break;
 	}

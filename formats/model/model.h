@@ -269,7 +269,8 @@ const struct model_module *model_module_of(const struct model *m, uint32_t image
 uint64_t model_origin(const struct model *m);
 /* The end of the timeline: the session end, else the last event. */
 uint64_t model_end(const struct model *m);
-/* Events lost: the larger of the LOST records' sum and what the session end says. */
+/* Events lost: the larger of the LOST records' sum and what the session end says (in
+ * parts: the LOST records of the parts read). */
 uint64_t model_lost(const struct model *m);
 /* Distinct pids. */
 static inline size_t model_npids(const struct model *m) { return m->pid_image.len; }

@@ -61,6 +61,10 @@ uint64_t model_lost(const struct model *m)
 	uint64_t lost = m->lost, procs = 0;
 	size_t i;
 
+	/* parts: the session's and processes' totals cover parts that may not be read (or
+	 * were dropped by a flight recorder); the LOST records read are the parts' own */
+	if (m->parts)
+		return m->lost;
 	for (i = 0; i < m->nimg; i++)
 		procs += m->img[i].lost_reported;
 	if (m->end_lost > lost)

@@ -192,7 +192,7 @@ static void test_claim(void **state)
 }
 
 /* A capture in parts: PREFIX.prof a new directory; taken ones skipped; with overwrite a
- * directory of parts (or a file) replaced, one holding anything else left alone. */
+ * regular file replaced, a directory never. */
 static void test_claim_parts(void **state)
 {
 	char prefix[256], err[512];
@@ -210,19 +210,15 @@ static void test_claim_parts(void **state)
 	fd = outfile_claim_parts(prefix, sizeof prefix, 0, err, sizeof err);
 	close(fd);
 	assert_string_equal(prefix, at("d-2"));
-	/* overwrite: the parts go, the directory is made again */
+	/* overwrite: a directory is never emptied (another session's parts, a user's
+	 * files): the next free name */
+	put("d.prof/notes.txt", "mine");
 	snprintf(prefix, sizeof prefix, "%s", at("d"));
 	fd = outfile_claim_parts(prefix, sizeof prefix, 1, err, sizeof err);
 	assert_true(fd >= 0);
 	close(fd);
-	assert_string_equal(prefix, at("d"));
-	assert_int_equal(stat(at("d.prof/part-000001.prof"), &st), -1);
-	/* a directory with a file of someone else's: not ours to empty */
-	put("d.prof/notes.txt", "mine");
-	snprintf(prefix, sizeof prefix, "%s", at("d"));
-	fd = outfile_claim_parts(prefix, sizeof prefix, 1, err, sizeof err);
-	close(fd);
-	assert_string_equal(prefix, at("d-2")); /* the next, an empty directory of parts */
+	assert_string_equal(prefix, at("d-3"));
+	assert_string_equal(slurp("d.prof/part-000001.prof"), "part");
 	assert_string_equal(slurp("d.prof/notes.txt"), "mine");
 	/* a regular capture at the name, overwritten: a directory now */
 	put("e.prof", "old capture");

@@ -47,7 +47,7 @@ static void part_open(struct fx *f, const struct dir *d, unsigned n, const char 
 	assert_non_null(f->w);
 	char part[64];
 	fx_text(f, CAP_SESSION, session);
-	snprintf(part, sizeof part, "part=%u\nstart_ns=%u\n", n, n * 100);
+	snprintf(part, sizeof part, "part=%u\nstart_ns=%u\n", n, n * 10);
 	fx_text(f, CAP_PART, part);
 }
 
@@ -276,6 +276,22 @@ static void test_flight_window(void **state)
 	read_ok(&m, d.path);
 	assert_int_equal(m.keep_from, 220);
 	assert_int_equal(m.events, 3);
+	model_free(&m);
+	dir_remove(&d);
+	/* an idle program (a dump): the last part began after its last event, and the
+	 * parts before were dropped by the collector's time: the span ends at that start */
+	dir_make(&d);
+	part_open(&f, &d, 40, session); /* starts at 400 */
+	process(&f, 7, 0, CAP_PROCESS_CONTINUED);
+	fx_name(&f, 7, 4, "work");
+	ranges(&f, 7, 250, 6, 4); /* 250 .. 300 */
+	fx_close(&f);
+	part_open(&f, &d, 41, session); /* starts at 410, nothing since */
+	process(&f, 7, 0, CAP_PROCESS_CONTINUED);
+	fx_close(&f);
+	read_ok(&m, d.path);
+	assert_int_equal(m.keep_from, 310);
+	assert_int_equal(m.events, 0);
 	model_free(&m);
 	dir_remove(&d);
 }

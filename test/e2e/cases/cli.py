@@ -271,11 +271,14 @@ def cli_one_capture(c):
         eq(r.rc, 2, "prof %s without a capture: exit status (%r)" % (cmd, r))
         eq(r.err, "prof %s: no capture file given (see prof %s --help)\n" % (cmd, cmd),
            "prof %s without a capture" % cmd)
-        r = c.prof(cmd, "a.prof", "b.prof")
+        r = c.prof(cmd, "a.prof", "b.prof", "-o", c.path("out"))
         eq(r.rc, 2, "prof %s with two missing parts: exit status (%r)" % (cmd, r))
         eq(r.err, "prof %s: a.prof: No such file or directory\n" % cmd,
            "prof %s with two missing parts" % cmd)
-        r = c.prof(cmd, "d.prof", "d.prof")
+        if cmd == "export":
+            r = c.prof(cmd, "a.prof", "b.prof")
+            eq(r.err, "prof export: a list of parts needs -o OUT\n", "prof export of a list, no -o")
+        r = c.prof(cmd, "d.prof", "d.prof", "-o", c.path("out"))
         eq(r.rc, 2, "prof %s with directories listed: exit status (%r)" % (cmd, r))
         eq(r.err, "prof %s: d.prof: not a capture file (a list names the parts of one "
            "capture, in order)\n" % cmd, "prof %s with directories listed" % cmd)

@@ -89,6 +89,14 @@ def rotate_by_size(c):
     c.note("part sizes (KiB): %s" % [s >> 10 for s in sizes])
 
 
+def children_of(pid):
+    try:
+        with open("/proc/%d/task/%d/children" % (pid, pid)) as f:
+            return f.read().split()
+    except OSError:
+        return []
+
+
 def ticks_of(t):
     return sorted(e["ts"] for e in t.select("X", "tick", "user"))
 
@@ -183,3 +191,92 @@ def parts_settings_rejected(c):
               env={"PROFILER_ROTATE": "1s", "PROFILER_FLIGHT": "2s"})
     eq(r.rc, 0, "the program runs")
     check(re.search(r"PROFILER_ROTATE and PROFILER_FLIGHT both set", r.err), "both: %r" % r.err)
+
+
+@case
+def rotate_parts_repeat_stacks(c):
+    # PROFILER_STACK=alloc, rotated every second: a middle part read alone names its
+    # allocations' stacks (the stacks and code mappings written before it are repeated
+    # at its start), as the whole capture does.
+    r = c.prof("record", "-q", "--rotate", "1s", "-o", "st", "--", c.prog("parts_mix"), 400, 5,
+               env={"PROFILER_STACK": "alloc"})
+    eq(r.rc, 0, "prof record (%r)" % r)
+    parts = parts_of(c, "st")
+    check(len(parts) >= 3, "%d parts" % len(parts))
+    out = c.path("middle.folded")
+    e = c.prof("export", parts[1], "--format", "folded", "-o", out)
+    eq(e.rc, 0, "prof export --format folded of part 2 alone (%r)" % e)
+    with open(out) as f:
+        lines = f.read().splitlines()
+    check(any("work (parts_mix.c:" in l and l.rsplit(";", 1)[-1].startswith("malloc ")
+              for l in lines), "part 2's stacks: %r" % lines[:5])
+
+
+@case
+def rotate_repeated_records_bounded(c):
+    # Every range a name of its own (3 threads and a child; the 2 MiB string area fills):
+    # what each part repeats grows past 1 MiB, and a part's size counts only what came
+    # after, so parts stay few (they were made on every pass, hundreds of them), a line
+    # says why they are larger, and every event is kept.
+    n = 20000
+    r = c.prof("record", "--rotate", "1M", "--block", "-o", "nm", "--", c.prog("parts_mix"),
+               n, 0, "names")
+    eq(r.rc, 0, "prof record (%r)" % r)
+    parts = parts_of(c, "nm")
+    sizes = [os.path.getsize(p) >> 10 for p in parts]
+    check(3 <= len(parts) <= 20, "%d parts (KiB): %r" % (len(parts), sizes))
+    check(re.search(r"^libprof: the names and stacks each part repeats take [\d.]+ MiB, more "
+                    r"than a part's size \(1\.0 MiB\)", r.err, re.M), "stderr: %r" % r.err)
+    rep = c.report_json(c.path("nm.prof"))
+    ranges = sum(w["count"] for w in rep["rows"] if w["category"] == "user")
+    eq(ranges, 3 * n + n // 2, "ranges kept")
+    sizes = [os.path.getsize(p) >> 10 for p in parts]
+    c.note("%d parts, %s" % (len(parts), [os.path.getsize(p) >> 10 for p in parts]))
+
+
+@case
+def flight_by_size(c):
+    # --flight 2M on 8 M allocator events: parts of 512 KiB; on disk at the end about the
+    # span (the parts after the oldest hold 2 MiB, or the oldest is dropped), and the
+    # outputs hold the newest events only.
+    r = c.prof("record", "--flight", "2M", "--block", "-o", "fs", "--", c.prog("alloc_storm"),
+               2000000, 1)
+    eq(r.rc, 0, "prof record (%r)" % r)
+    parts = parts_of(c, "fs")
+    sizes = [os.path.getsize(p) for p in parts]
+    check(len(parts) >= 4, "parts kept: %r" % sizes)
+    check(sum(sizes[1:]) <= (2 << 20) + (1 << 20) and sum(sizes) >= (3 << 20) // 2,
+          "the kept parts' sizes %r for a 2 MiB span" % sizes)
+    rep = c.report_json(c.path("fs.prof"))
+    check(0 < rep["events"] < 2000000, "events kept: %d of 8 M" % rep["events"])
+    p = rep["parts"]
+    check(p["flight_bytes"] == 2 << 20 and p["first"] > 1 and p["last"] == int(
+        os.path.basename(parts[-1])[5:-5]), "parts: %r" % p)
+    check(re.search(r"^Flight recorder: the last 2\.00 MiB of capture kept", c.text("fs"), re.M),
+          "tables: %r" % c.text("fs")[:400])
+    c.note("parts kept (KiB): %s, %d events" % ([s >> 10 for s in sizes], rep["events"]))
+
+
+@case
+def dump_signal_at_start(c):
+    # SIGUSR2 (prof dump) sent to prof record from the moment its command starts: never
+    # the signal's default action (termination), the command's own status, outputs
+    # written.
+    for i in range(5):
+        p, out, err, t0 = c.start([Setup.prof, "record", "-q", "-o", "s%d" % i, "--",
+                                   c.prog("ticks"), "5", "10"],
+                                  env=Setup.prof_env(), preload=False, autostart=False)
+        # from the moment the command is started (the session is published by then;
+        # the collector's loop, which handled the signal before, starts after)
+        deadline = time.monotonic() + 10
+        while not children_of(p.pid) and p.poll() is None and time.monotonic() < deadline:
+            time.sleep(0.0002)
+        while p.poll() is None:
+            try:
+                p.send_signal(signal.SIGUSR2)
+            except ProcessLookupError:
+                break
+            time.sleep(0.0005)
+        r = c.finish(["prof", "record"], p, out, err, t0, 30)
+        eq(r.rc, 0, "prof record under SIGUSR2s (%r)" % r)
+        c.outputs("s%d" % i)
