@@ -4,8 +4,8 @@ do-nothing interposer and heaptrack, measured side by side in one run (variants
 interleaved, medians of several rounds); then the collector's drain rate, raw bytes per
 event and the Chrome export rate; then the cost of a call stack per allocation against
 heaptrack at the same depth, and whether both tools find the same peak and sites; then
-what a long run costs after it ends (bench/long_run.py) and what a new thread costs
-(bench/thread_cost.py)."""
+what a long run costs after it ends (bench/long_run.py), what continuous dumps cost a
+busy run (bench/continuous_dump.py) and what a new thread costs (bench/thread_cost.py)."""
 import json
 import os
 import re
@@ -17,6 +17,7 @@ import tempfile
 import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import continuous_dump  # noqa: E402
 import long_run  # noqa: E402
 import thread_cost  # noqa: E402
 
@@ -344,6 +345,7 @@ if __name__ == "__main__":
              "throughput": throughput, "stacks": stacks_overhead,
              "peak_sites": same_peak_and_sites,
              "long_run": lambda: long_run.long_run(B, WORK, clean_env),
+             "continuous_dump": lambda: continuous_dump.continuous_dump(B, WORK, clean_env),
              "thread_start": lambda: thread_cost.thread_start(B, clean_env, min(ROUNDS, 3),
                                                               WORK)}
     only = [p for p in os.environ.get("BENCH_ONLY", "").split(",") if p]

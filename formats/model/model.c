@@ -337,6 +337,11 @@ static int string(struct model *m, const unsigned char *p, uint32_t len, int cat
 
 	memcpy(&cs, p, sizeof(cs));
 	im = model_image_of(m, cs.pid);
+	/* an id names one string for good (an offset in an append-only area): a later
+	 * part's repeat is not read again, nor believed if the program has since written
+	 * over its strings */
+	if (!category && im >= 0 && u64map_find(&m->names, (uint64_t)im << 32 | cs.id))
+		return 0;
 	char *readable = category ? 0 : demangle_name((const char *)p + sizeof(cs),
 							len - sizeof(cs));
 	char *op = readable ? aten_display_name(readable) : 0;

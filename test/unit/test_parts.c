@@ -154,6 +154,31 @@ static void test_parts_read_as_one(void **state)
 	dir_remove(&d);
 }
 
+/* A repeat that differs (the program wrote over its strings since) does not rename what
+ * the earlier part's events were called. */
+static void test_repeat_not_believed(void **state)
+{
+	(void)state;
+	struct dir d;
+	struct fx f;
+	struct model m;
+	dir_make(&d);
+	part_open(&f, &d, 1, SESSION);
+	process(&f, 7, 0, 0);
+	fx_name(&f, 7, 4, "work");
+	ranges(&f, 7, 100, 1, 4);
+	fx_close(&f);
+	part_open(&f, &d, 2, SESSION);
+	process(&f, 7, 0, CAP_PROCESS_CONTINUED);
+	fx_name(&f, 7, 4, "scribbled");
+	ranges(&f, 7, 200, 1, 4);
+	fx_close(&f);
+	read_ok(&m, d.path);
+	assert_string_equal(model_str(&m, model_name(&m, 0, 4), NULL), "work");
+	model_free(&m);
+	dir_remove(&d);
+}
+
 static void test_exec_between_parts(void **state)
 {
 	(void)state;
@@ -182,7 +207,6 @@ static void test_exec_between_parts(void **state)
 	assert_string_equal(model_str(&m, model_name(&m, 1, 4), NULL), "after");
 	assert_string_equal(model_str(&m, model_name(&m, 0, 4), NULL), "before");
 	model_free(&m);
-	/* a pid ended and used again (not the same process): a new image */
 	dir_remove(&d);
 }
 
@@ -300,6 +324,7 @@ int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_parts_read_as_one),
+		cmocka_unit_test(test_repeat_not_believed),
 		cmocka_unit_test(test_exec_between_parts),
 		cmocka_unit_test(test_damaged_part_then_more),
 		cmocka_unit_test(test_parts_order_and_empty),
