@@ -1,23 +1,26 @@
-/* Outputs made while the session runs (prof_dump, prof_dumps, continuous_dump). Making a
- * trace can take seconds; the drain loop must not stop meanwhile, or busy programs
- * overflow their rings. So the capture is flushed, its complete frames are copied to a
- * snapshot (copy_file_range: in the kernel), and a forked child of the collector makes
- * the outputs from the snapshot while the parent goes on draining. */
+/* Outputs made while the session runs (prof_dump, prof_dumps, continuous_dump, SIGUSR2).
+ * Making a trace can take seconds; the drain loop must not stop meanwhile, or busy
+ * programs overflow their rings. So the capture is flushed and a forked child of the
+ * collector, at a lower priority, makes the outputs from what it held then: the frames
+ * of a capture in one file up to its size then (they never change), or a snapshot of a
+ * capture in parts (its finished parts linked, the current one copied). */
 #define _GNU_SOURCE
 #include <errno.h>
 #include <fcntl.h>
 #include <stdlib.h>
 #include <stdio.h>
 #include <string.h>
+#include <sys/resource.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
 #include "collector/drain/collector.h"
 #include "collector/drain/dump.h"
-#include "collector/output/outfile.h"
 #include "formats/capture/capture.h"
 #include "formats/model/outputs.h"
+
+#define DUMP_NICE 10
 
 /* in's bytes as they are now (a writer may go on appending) into out. */
 static int copy_to(int in, int out)
@@ -34,27 +37,13 @@ static int copy_to(int in, int out)
 	return 0;
 }
 
-/* The snapshot is made under a new unpredictable name beside the capture (outfile.h). */
-static int copy_prefix(const char *from, char *to, size_t tolen)
-{
-	to[0] = 0;
-	int in = open(from, O_RDONLY | O_CLOEXEC);
-	if (in < 0)
-		return -1;
-	int out = outfile_temp(from, to, tolen);
-	int rc = out < 0 ? -1 : copy_to(in, out);
-	close(in);
-	if (out >= 0 && close(out))
-		rc = -1;
-	return rc;
-}
-
-
-/* Removes a snapshot: a file, or a directory of parts. */
+/* Removes a snapshot: a directory of parts (a capture in one file needs none). */
 static void snapshot_remove(const char *path)
 {
 	char **parts;
 	size_t n;
+	if (!path[0])
+		return;
 	if (!cap_is_parts(path)) {
 		unlink(path);
 		return;
@@ -105,15 +94,20 @@ int dump_start(struct dump_job *job, const char *capture, const struct dump_requ
 {
 	if (job->pid)
 		return -1;
+	/* One file: its frames up to its size now are complete (flushed by the caller) and
+	 * never change, so the child reads that much of it, in place. Parts: a snapshot of
+	 * them, as the flight recorder drops old ones. */
+	struct stat st;
+	job->snapshot[0] = 0;
 	int parts = cap_is_parts(capture);
 	if (parts ? snapshot_parts(capture, job->snapshot, sizeof job->snapshot)
-		  : copy_prefix(capture, job->snapshot, sizeof job->snapshot)) {
+		  : stat(capture, &st)) {
 		fprintf(stderr, "libprof: cannot snapshot %s for a dump: %s\n", capture,
 			strerror(errno));
-		if (job->snapshot[0])
-			snapshot_remove(job->snapshot);
+		snapshot_remove(job->snapshot);
 		return -1;
 	}
+	const char *source = parts ? job->snapshot : capture;
 	pid_t pid = fork();
 	if (pid < 0) {
 		snapshot_remove(job->snapshot);
@@ -123,8 +117,14 @@ int dump_start(struct dump_job *job, const char *capture, const struct dump_requ
 		struct output_request q = {.max_json_events = r->max_json_events,
 					   .tables = r->tables, .quiet = !r->say,
 					   .shown_capture = capture};
-		int rc = r->tables_path ? collector_write_tables(job->snapshot, r->tables_path)
-					: collector_make_outputs(job->snapshot, r->prefix, &q);
+		if (!parts)
+			cap_read_size_limit = (uint64_t)st.st_size;
+		/* the drain comes first: a dump that waits loses nothing, a drain that waits
+		 * makes the program's rings overflow */
+		if (setpriority(PRIO_PROCESS, 0, DUMP_NICE)) {
+		}
+		int rc = r->tables_path ? collector_write_tables(source, r->tables_path)
+					: collector_make_outputs(source, r->prefix, &q);
 		snapshot_remove(job->snapshot);
 		_exit(rc ? 1 : 0);
 	}

@@ -183,6 +183,9 @@ int cap_read(const char *path, cap_visit_fn visit, void *ctx, char *err, size_t 
 /* Files of at least this size are decompressed a frame ahead by a second thread (tests
  * set it to read small files both ways). */
 extern uint64_t cap_read_ahead_min_bytes;
+/* When set, a file is read as if it ended there: a dump reads the capture being written
+ * up to the size its complete frames had (0: to its end). */
+extern uint64_t cap_read_size_limit;
 /* The same for one file only. */
 int cap_read_file(const char *path, cap_visit_fn visit, void *ctx, char *err, size_t errlen);
 

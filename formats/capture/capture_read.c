@@ -203,6 +203,8 @@ static int open_capture(struct reader *r)
 		return CAP_READ_UNUSABLE;
 	}
 	r->size = (uint64_t)st.st_size;
+	if (cap_read_size_limit && cap_read_size_limit < r->size)
+		r->size = cap_read_size_limit;
 	if (r->size < sizeof(h) || read_exact(r->fd, &h, sizeof(h)) ||
 	    memcmp(h.magic, CAP_FILE_MAGIC, sizeof(h.magic))) {
 		snprintf(r->err, r->errlen, "%s: not a libprof capture", r->path);
@@ -320,6 +322,7 @@ static int read_pipelined(struct reader *r, cap_visit_fn visit, void *ctx, int *
 
 /* A capture of a few frames is read without a second thread. */
 uint64_t cap_read_ahead_min_bytes = 4u << 20;
+uint64_t cap_read_size_limit;
 
 int cap_read_file(const char *path, cap_visit_fn visit, void *ctx, char *err, size_t errlen)
 {

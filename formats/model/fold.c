@@ -284,7 +284,8 @@ int model_fold_from_end(struct model_fold *f, const char *path)
 		return -1;
 	int rc = -1;
 	unsigned char *tail = NULL, *raw = NULL;
-	if (fstat(fd, &st) || !S_ISREG(st.st_mode) || st.st_size < 32)
+	/* read as cut short (a dump): its end is not the capture's */
+	if (fstat(fd, &st) || !S_ISREG(st.st_mode) || st.st_size < 32 || cap_read_size_limit)
 		goto out;
 	size_t n = st.st_size < (off_t)TAIL_MAX ? (size_t)st.st_size : TAIL_MAX;
 	tail = malloc(n);
