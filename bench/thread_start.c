@@ -1,16 +1,20 @@
 /* Thread start cost: N threads, one after the other, each making one malloc/free pair
  * (its first event, so a profiler's per-thread set-up is paid) and exiting; prints
  * microseconds per thread, created to joined. With a second argument W, W threads at a
- * time (each wave joined before the next). */
+ * time (each wave joined before the next); with a third P, P pairs per thread. */
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <time.h>
 
+static long pairs = 1;
+
 static void *one(void *arg)
 {
-	void *volatile p = malloc(64);
-	free(p);
+	for (long i = 0; i < pairs; i++) {
+		void *volatile p = malloc(32 + (size_t)(i % 64));
+		free(p);
+	}
 	return arg;
 }
 
@@ -24,6 +28,7 @@ static double now_us(void)
 int main(int argc, char **argv)
 {
 	long n = argc > 1 ? atol(argv[1]) : 1000, wave = argc > 2 ? atol(argv[2]) : 1;
+	pairs = argc > 3 ? atol(argv[3]) : 1;
 	pthread_t t[256];
 	if (wave < 1 || wave > 256)
 		return 2;

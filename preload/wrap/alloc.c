@@ -218,6 +218,11 @@ EXPORT void free(void *p)
 			real_free(p);
 		return;
 	}
+	/* free(NULL) in a thread's teardown, after its exit hook gave its ring back (glibc's
+	 * own clean-up makes a few per thread): a no-op, not recorded, rather than a second
+	 * ring for the thread held until the collector sees it gone */
+	if (unlikely(!p && t->exiting && !t->w.slot))
+		return;
 	t->busy = BUSY_REAL;
 	uint64_t t0 = prof_now();
 	real_free(p);
