@@ -101,8 +101,9 @@ const struct prof_setting prof_settings[] = {
 	 .record_help = "record only the active steps (torch.profiler.schedule's\n"
 			"wait, warmup, active, repeat, skip_first) of prof_step()",
 	 .help = "`wait=N,warmup=N,active=N,repeat=N,skip_first=N`: torch.profiler.schedule "
-		 "over the steps of `prof_step()` / `libprof.step()`; only the active steps "
-		 "are recorded (warmup ones are not: nothing to warm up)"},
+		 "over the steps of `prof_step()` / `libprof.step()` (else PyTorch's "
+		 "`optimizer.step()` calls); only the active steps are recorded (warmup ones "
+		 "are not: nothing to warm up)"},
 	{.name = "rotate", .env = "PROFILER_ROTATE", .type = PROF_SETTING_STRING,
 	 .when = PROF_WHEN_START, FIELD(rotate), .def = "", .check = prof_span_check,
 	 .range_why = "longer than 63 bytes",

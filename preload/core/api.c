@@ -148,7 +148,11 @@ static void schedule_step(uint64_t step, int before_marker)
 	}
 }
 
-EXPORT long prof_step(void)
+/* The program marks its own steps (prof_step, libprof.step): the framework's are not
+ * counted from then on. */
+static _Atomic int steps_marked;
+
+static long count_step(void)
 {
 	long n = atomic_fetch_add(&step_count, 1) + 1;
 	schedule_step((uint64_t)n, 1);
@@ -161,6 +165,18 @@ EXPORT long prof_step(void)
 	}
 	schedule_step((uint64_t)n, 0);
 	return n;
+}
+
+EXPORT long prof_step(void)
+{
+	atomic_store_explicit(&steps_marked, 1, memory_order_relaxed);
+	return count_step();
+}
+
+void prof_framework_step(void)
+{
+	if (!atomic_load_explicit(&steps_marked, memory_order_relaxed))
+		count_step();
 }
 
 void prof_schedule_start(void)

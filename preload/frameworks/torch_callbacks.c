@@ -80,6 +80,7 @@ static uint32_t operator_cat_once;
 static __thread struct {
 	const void *fn;
 	uint32_t level;
+	uint32_t step; /* an optimizer.step(): its end is a step boundary */
 } open_rf[OPEN_MAX] __attribute__((tls_model("initial-exec")));
 static __thread uint32_t nopen __attribute__((tls_model("initial-exec")));
 
@@ -88,13 +89,15 @@ static void open_range(const void *fn, uint8_t cat, const char *name)
 	if (nopen == OPEN_MAX) {
 		prof_range_end_at(open_rf[0].level, 0);
 		for (uint32_t i = 1; i < OPEN_MAX; i++) {
-			open_rf[i - 1].fn = open_rf[i].fn;
+			open_rf[i - 1] = open_rf[i];
 			open_rf[i - 1].level = open_rf[i].level - (open_rf[i].level > 0);
 		}
 		nopen--;
 	}
 	open_rf[nopen].fn = fn;
 	open_rf[nopen].level = prof_thr.nranges;
+	/* torch.optim's Optimizer.step wraps each step in "Optimizer.step#SGD.step" */
+	open_rf[nopen].step = cat == PROF_CAT_USER && !strncmp(name, "Optimizer.step#", 15);
 	nopen++;
 	prof_range_open(cat, name);
 }
@@ -107,13 +110,15 @@ static void range_end(const void *fn, void *ctx)
 		k--;
 	if (!k)
 		return; /* not opened on this thread */
-	uint32_t level = open_rf[--k].level;
+	uint32_t level = open_rf[--k].level, step = open_rf[k].step;
 	for (uint32_t i = k + 1; i < nopen; i++) {
-		open_rf[i - 1].fn = open_rf[i].fn;
+		open_rf[i - 1] = open_rf[i];
 		open_rf[i - 1].level = open_rf[i].level - 1; /* one level went */
 	}
 	nopen--;
 	prof_range_end_at(level, 1);
+	if (step)
+		prof_framework_step(); /* PROFILER_SCHEDULE over unmodified training loops */
 }
 
 static uint8_t op_category(void)

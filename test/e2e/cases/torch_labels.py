@@ -180,3 +180,19 @@ def torch_labels_unnested(c):
     want = {"crossed_a": 100, "crossed_b": 100, "worker_label": 1, "after": 3, "inner": 3,
             "handed_over": None}
     eq({k: ours.get(k) for k in want}, want, "user rows")
+
+
+def schedule_over_optimizer_steps(c, python):
+    """PROFILER_SCHEDULE=wait=1,active=2,repeat=1 on a training loop that never calls
+    libprof: the end of each optimizer.step() is a step, so only the second and third
+    iterations are recorded, with their step markers."""
+    script = os.path.join(ROOT, "test", "e2e", "frameworks", "torch_schedule_steps.py")
+    r, t = profile(c, [python, script], env={"PROFILER_SCHEDULE": "wait=1,active=2,repeat=1"})
+    labels = sorted(e["name"] for e in t.select("X", cat="user") if e["name"].startswith("iter"))
+    eq(labels, ["iter1", "iter2"], "the labels recorded")
+    steps = [e for e in t.select("X", cat="user") if e["name"].startswith("Optimizer.step#")]
+    eq(len(steps), 2, "optimizer steps recorded")
+    eq(sorted(e["args"]["step"] for e in t.select("i", cat="step")), [1, 2, 3], "step markers")
+
+
+on_both_torches(schedule_over_optimizer_steps, "torch_schedule_over_optimizer_steps")
