@@ -188,6 +188,10 @@ extern uint64_t cap_read_ahead_min_bytes;
 extern uint64_t cap_read_size_limit;
 /* The same for one file only. */
 int cap_read_file(const char *path, cap_visit_fn visit, void *ctx, char *err, size_t errlen);
+/* The same, decompressing ahead whatever the file's size when ahead is set (the parts
+ * of a large capture in parts). */
+int cap_read_file_ahead(const char *path, cap_visit_fn visit, void *ctx, char *err,
+			size_t errlen, int ahead);
 
 /* The parts of a capture directory, sorted: *names holds n malloc'd "DIR/part-..." paths
  * (free with cap_parts_free). 0, or -1 with errno (ENOTDIR: not a directory). */

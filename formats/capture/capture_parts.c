@@ -121,8 +121,15 @@ int cap_read(const char *path, cap_visit_fn visit, void *ctx, char *err, size_t 
 	}
 	int result = CAP_READ_OK, read_any = 0;
 	char why[1024];
+	/* parts are small, the capture may not be: decompressed ahead as one big file is */
+	uint64_t total = 0;
+	struct stat st;
+	for (size_t i = 0; i < n; i++)
+		if (!stat(parts[i], &st))
+			total += (uint64_t)st.st_size;
+	int ahead = total >= cap_read_ahead_min_bytes;
 	for (size_t i = 0; i < n; i++) {
-		int rc = cap_read_file(parts[i], visit, ctx, why, sizeof why);
+		int rc = cap_read_file_ahead(parts[i], visit, ctx, why, sizeof why, ahead);
 		if (rc == CAP_READ_UNUSABLE && access(parts[i], F_OK) && errno == ENOENT)
 			continue; /* dropped by a flight recorder since the listing */
 		if (rc != CAP_READ_OK && rc != CAP_READ_DAMAGED && rc != CAP_READ_UNUSABLE) {

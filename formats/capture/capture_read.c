@@ -326,13 +326,20 @@ uint64_t cap_read_size_limit;
 
 int cap_read_file(const char *path, cap_visit_fn visit, void *ctx, char *err, size_t errlen)
 {
+	return cap_read_file_ahead(path, visit, ctx, err, errlen, 0);
+}
+
+int cap_read_file_ahead(const char *path, cap_visit_fn visit, void *ctx, char *err,
+			size_t errlen, int ahead)
+{
 	struct reader r = { .path = path, .fd = -1, .frame = 1, .err = err, .errlen = errlen };
 	int rc;
 
 	if (errlen)
 		err[0] = '\0';
 	rc = open_capture(&r);
-	if (!rc && r.size >= cap_read_ahead_min_bytes && sysconf(_SC_NPROCESSORS_ONLN) > 1) {
+	if (!rc && (ahead || r.size >= cap_read_ahead_min_bytes) &&
+	    sysconf(_SC_NPROCESSORS_ONLN) > 1) {
 		if (!read_pipelined(&r, visit, ctx, &rc))
 			r.pos = r.size; /* done */
 	}
