@@ -90,7 +90,7 @@ static int snapshot_parts(const char *dir, char *to, size_t tolen)
 	return rc;
 }
 
-int dump_start(struct dump_job *job, const char *capture, const struct dump_request *r)
+int dump_start(struct dump_job *job, const char *capture, int fd, const struct dump_request *r)
 {
 	if (job->pid)
 		return -1;
@@ -98,16 +98,20 @@ int dump_start(struct dump_job *job, const char *capture, const struct dump_requ
 	 * never change, so the child reads that much of it, in place. Parts: a snapshot of
 	 * them, as the flight recorder drops old ones. */
 	struct stat st;
+	char by_fd[64];
 	job->snapshot[0] = 0;
-	int parts = cap_is_parts(capture);
+	int parts = fd < 0;
 	if (parts ? snapshot_parts(capture, job->snapshot, sizeof job->snapshot)
-		  : stat(capture, &st)) {
+		  : fstat(fd, &st)) {
 		fprintf(stderr, "libprof: cannot snapshot %s for a dump: %s\n", capture,
 			strerror(errno));
 		snapshot_remove(job->snapshot);
 		return -1;
 	}
-	const char *source = parts ? job->snapshot : capture;
+	/* the child has the descriptor: another session renaming its capture over the name
+	 * meanwhile does not give it that one to read */
+	snprintf(by_fd, sizeof by_fd, "/proc/self/fd/%d", fd);
+	const char *source = parts ? job->snapshot : by_fd;
 	pid_t pid = fork();
 	if (pid < 0) {
 		snapshot_remove(job->snapshot);

@@ -21,9 +21,11 @@ struct dump_request {
 	int say;                 /* the summary line naming the files (a signalled dump) */
 };
 
-/* Starts a job from the complete frames of capture (flushed by the caller). Returns 0,
- * or -1 when one is already running or it could not start. */
-int dump_start(struct dump_job *job, const char *capture, const struct dump_request *r);
+/* Starts a job from the complete frames of capture (flushed by the caller): a capture
+ * in one file is read through fd (the file itself, whatever its name is now; -1 for a
+ * capture in parts). Returns 0, or -1 when one is already running or it could not
+ * start. */
+int dump_start(struct dump_job *job, const char *capture, int fd, const struct dump_request *r);
 /* 1 when the job ended (its result in *status: 0 or -1), 0 while it runs or when there
  * is none. wait: block until it ends. */
 int dump_poll(struct dump_job *job, int wait, int *status);

@@ -60,7 +60,7 @@ void answer_dump(struct collector *c)
 	char src[64];
 	if (cap_flush(c->w) ||
 	    dump_start(&c->dump, capture_source(c->capture_fd, c->capture_path, src, sizeof src),
-		       &r)) {
+		       c->parts ? -1 : c->capture_fd, &r)) {
 		if (asked)
 			answer(s, req, -1);
 		return;

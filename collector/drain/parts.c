@@ -152,10 +152,16 @@ void parts_rotate_if_due(struct collector *c, uint64_t now)
 	}
 	c->part++;
 	c->part_start_ns = now;
+	if (remember(c)) {
+		fprintf(stderr, "libprof: out of memory; the capture keeps the parts written "
+				"before\n");
+		c->write_failed = 1;
+		return;
+	}
 	c->w = open_part(c, c->part, err, sizeof err);
-	if (!c->w || remember(c)) {
-		fprintf(stderr, "libprof: %s; the capture keeps the parts written before\n",
-			c->w ? "out of memory" : err);
+	if (!c->w) {
+		fprintf(stderr, "libprof: %s; the capture keeps the parts written before\n", err);
+		c->nkept--; /* no such part */
 		c->write_failed = 1;
 		return;
 	}

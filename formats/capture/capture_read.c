@@ -235,6 +235,7 @@ struct ahead {
 	size_t cap[2], len[2];
 	int full[2];
 	int done, stop, result; /* result: the load's, once done */
+	int done_read;          /* the visitor's result came from the load (damage, or 0) */
 };
 
 static void *read_ahead(void *arg)
@@ -296,8 +297,10 @@ static int read_pipelined(struct reader *r, cap_visit_fn visit, void *ctx, int *
 		while (!a.full[k] && !a.done)
 			pthread_cond_wait(&a.cv, &a.mu);
 		int full = a.full[k];
-		if (!full)
+		if (!full) {
 			rc = a.result;
+			a.done_read = 1;
+		}
 		pthread_mutex_unlock(&a.mu);
 		if (!full)
 			break;
@@ -316,6 +319,8 @@ static int read_pipelined(struct reader *r, cap_visit_fn visit, void *ctx, int *
 	pthread_cond_destroy(&a.cv);
 	free(a.buf[0]);
 	free(a.buf[1]);
+	if (rc && !a.done_read && r->errlen) /* the visitor stopped: no damage to name */
+		r->err[0] = 0;
 	*out = rc;
 	return 0;
 }

@@ -276,6 +276,24 @@ void fold_live_free(struct fold_live *l)
 
 #define TAIL_MAX (64u << 10)
 
+/* The frame headers from the file's header to last_at: each where the one before ends,
+ * numbered 1, 2, ... up to the last's seq (headers only: a read of 16 bytes each). */
+static int frames_whole(int fd, uint64_t last_at, uint32_t last_seq)
+{
+	uint64_t at = sizeof(struct cap_file_header);
+	for (uint32_t seq = 1;; seq++) {
+		struct cap_frame_header h;
+		if (pread(fd, &h, sizeof h, (off_t)at) != (ssize_t)sizeof h ||
+		    h.magic != CAP_FRAME_MAGIC || h.seq != seq)
+			return 0;
+		if (at == last_at)
+			return seq == last_seq;
+		at += sizeof h + h.clen;
+		if (at > last_at)
+			return 0;
+	}
+}
+
 int model_fold_from_end(struct model_fold *f, const char *path)
 {
 	int fd = open(path, O_RDONLY | O_CLOEXEC);
@@ -293,6 +311,8 @@ int model_fold_from_end(struct model_fold *f, const char *path)
 		goto out;
 	/* the last frame: a header whose compressed bytes end exactly at the file's end */
 	for (size_t at = n - 16; at-- > 0;) {
+		if (at + 16 > n)
+			break;
 		uint32_t h[4];
 		memcpy(h, tail + at, sizeof h);
 		if (h[0] != CAP_FRAME_MAGIC || (uint64_t)at + 16 + h[1] != n || h[2] > TAIL_MAX)
@@ -310,6 +330,11 @@ int model_fold_from_end(struct model_fold *f, const char *path)
 		/* the frame holds that record alone, of the length it says */
 		if (rh.type != CAP_FOLD || rh.len != sizeof cf + (uint64_t)cf.n ||
 		    sizeof rh + CAP_PAD8((size_t)rh.len) != got)
+			goto out;
+		/* and every frame before it in place, numbered in order: a capture cut and
+		 * written on, two files joined, or frames moved, is folded by the pass (whose
+		 * CAP_PROCESS records the indexes would not match) */
+		if (!frames_whole(fd, (uint64_t)st.st_size - n + at, h[3]))
 			goto out;
 		memset(f, 0, sizeof *f);
 		f->folded = malloc(cf.n ? cf.n : 1);

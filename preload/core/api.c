@@ -149,8 +149,19 @@ static void schedule_step(uint64_t step, int before_marker)
 }
 
 /* The program marks its own steps (prof_step, libprof.step): the framework's are not
- * counted from then on. */
+ * counted from then on, and those counted before are forgotten (the program's first
+ * step is step 1, as without them). */
 static _Atomic int steps_marked;
+static _Atomic long framework_steps;
+
+static void restart_steps(void)
+{
+	atomic_store(&step_count, 0);
+	if (prof_sched.set) {
+		prof_sched_on = prof_schedule_records(&prof_sched, 0);
+		prof_set_recording(prof_user_on);
+	}
+}
 
 static long count_step(void)
 {
@@ -169,14 +180,18 @@ static long count_step(void)
 
 EXPORT long prof_step(void)
 {
-	atomic_store_explicit(&steps_marked, 1, memory_order_relaxed);
+	if (!atomic_exchange(&steps_marked, 1) && atomic_load(&framework_steps))
+		restart_steps();
 	return count_step();
 }
 
 void prof_framework_step(void)
 {
-	if (!atomic_load_explicit(&steps_marked, memory_order_relaxed))
+	/* for PROFILER_SCHEDULE only: without one, the outputs show the program's steps */
+	if (prof_sched.set && !atomic_load_explicit(&steps_marked, memory_order_relaxed)) {
+		atomic_fetch_add(&framework_steps, 1);
 		count_step();
+	}
 }
 
 void prof_schedule_start(void)
@@ -199,11 +214,7 @@ void prof_schedule_start(void)
 
 void prof_schedule_after_fork(void)
 {
-	atomic_store(&step_count, 0);
-	if (prof_sched.set) {
-		prof_sched_on = prof_schedule_records(&prof_sched, 0);
-		prof_set_recording(prof_user_on);
-	}
+	restart_steps();
 }
 
 EXPORT void prof_counter(const char *name, double value)

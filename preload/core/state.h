@@ -88,8 +88,9 @@ void prof_warn(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 extern struct prof_schedule prof_sched;
 void prof_schedule_start(void);
 void prof_schedule_after_fork(void);
-/* A step boundary the framework marks (the end of PyTorch's optimizer.step()): a step
- * as prof_step() makes, unless the program marks its own. */
+/* A step boundary the framework marks (the end of PyTorch's optimizer.step()): under
+ * PROFILER_SCHEDULE, a step as prof_step() makes, until the program marks its own (its
+ * first prof_step() restarts the count). */
 void prof_framework_step(void);
 
 /* init.c: recording is prof_on = prof_user_on (the program's pause/resume, follow) &&

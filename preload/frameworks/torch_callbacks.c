@@ -84,6 +84,27 @@ static __thread struct {
 } open_rf[OPEN_MAX] __attribute__((tls_model("initial-exec")));
 static __thread uint32_t nopen __attribute__((tls_model("initial-exec")));
 
+/* An optimizer.step() whose end is a step boundary: the outermost on the thread (a
+ * wrapping optimizer's step calls its inner one's), and of the first optimizer seen (a
+ * loop stepping two optimizers, or one per parameter, is still one step an iteration). */
+static int step_boundary(const char *name)
+{
+	static char first[96];
+	static _Atomic int have; /* 0 none yet, 1 being set, 2 set */
+	if (strncmp(name, "Optimizer.step#", 15))
+		return 0;
+	for (uint32_t i = 0; i < nopen; i++)
+		if (open_rf[i].step)
+			return 0;
+	int expect = 0;
+	if (atomic_compare_exchange_strong(&have, &expect, 1)) {
+		snprintf(first, sizeof first, "%s", name);
+		atomic_store(&have, 2);
+		return 1;
+	}
+	return expect == 2 && !strncmp(first, name, sizeof first - 1);
+}
+
 static void open_range(const void *fn, uint8_t cat, const char *name)
 {
 	if (nopen == OPEN_MAX) {
@@ -97,7 +118,7 @@ static void open_range(const void *fn, uint8_t cat, const char *name)
 	open_rf[nopen].fn = fn;
 	open_rf[nopen].level = prof_thr.nranges;
 	/* torch.optim's Optimizer.step wraps each step in "Optimizer.step#SGD.step" */
-	open_rf[nopen].step = cat == PROF_CAT_USER && !strncmp(name, "Optimizer.step#", 15);
+	open_rf[nopen].step = cat == PROF_CAT_USER && step_boundary(name);
 	nopen++;
 	prof_range_open(cat, name);
 }

@@ -160,6 +160,22 @@ static void test_fold_at_the_end(void **state)
 	assert_int_equal(fold.n, 9);
 	model_fold_free(&fold);
 	check_rule(&f); /* the same fold, the same model */
+	/* two captures joined (cat a.prof a.prof): the last frame is a whole CAP_FOLD, but
+	 * not of the records before it: not taken */
+	{
+		size_t n;
+		char *buf = fx_slurp(f.path, &n), joined[96];
+		snprintf(joined, sizeof joined, "%s.joined", f.path);
+		FILE *out = fopen(joined, "wb");
+		assert_non_null(buf);
+		assert_non_null(out);
+		assert_int_equal(fwrite(buf, 1, n, out), n);
+		assert_int_equal(fwrite(buf, 1, n, out), n);
+		assert_int_equal(fclose(out), 0);
+		assert_int_equal(model_fold_from_end(&fold, joined), -1);
+		free(buf);
+		unlink(joined);
+	}
 	/* the record is what readers take: one saying nothing is folded is believed */
 	memset((char *)payload + sizeof(struct cap_fold), 0, 9);
 	fx_open(&f, "foldend");

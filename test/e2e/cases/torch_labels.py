@@ -185,14 +185,28 @@ def torch_labels_unnested(c):
 def schedule_over_optimizer_steps(c, python):
     """PROFILER_SCHEDULE=wait=1,active=2,repeat=1 on a training loop that never calls
     libprof: the end of each optimizer.step() is a step, so only the second and third
-    iterations are recorded, with their step markers."""
+    iterations are recorded, with their step markers; the same with two optimizers an
+    iteration (one wrapping another's step), and with the program's own prof_step()
+    after optimizer.step() (its steps only). Without a schedule, no step of the
+    framework's is counted (the outputs show the program's own)."""
     script = os.path.join(ROOT, "test", "e2e", "frameworks", "torch_schedule_steps.py")
-    r, t = profile(c, [python, script], env={"PROFILER_SCHEDULE": "wait=1,active=2,repeat=1"})
-    labels = sorted(e["name"] for e in t.select("X", cat="user") if e["name"].startswith("iter"))
-    eq(labels, ["iter1", "iter2"], "the labels recorded")
-    steps = [e for e in t.select("X", cat="user") if e["name"].startswith("Optimizer.step#")]
-    eq(len(steps), 2, "optimizer steps recorded")
-    eq(sorted(e["args"]["step"] for e in t.select("i", cat="step")), [1, 2, 3], "step markers")
+    for mode in ("plain", "two", "marked"):
+        r, t = run_out(c, [python, script, mode], "sched_" + mode,
+                       {"PROFILER_SCHEDULE": "wait=1,active=2,repeat=1"})
+        labels = sorted(e["name"] for e in t.select("X", cat="user")
+                        if e["name"].startswith("iter"))
+        eq(labels, ["iter1", "iter2"], mode + ": the labels recorded")
+        # marked: the framework's first step (its marker) came just before the program's
+        # first prof_step(), which took over and counted from 1 again
+        eq(sorted(e["args"]["step"] for e in t.select("i", cat="step")),
+           [1, 1, 2, 3] if mode == "marked" else [1, 2, 3], mode + ": step markers")
+        if mode == "plain":
+            steps = [e for e in t.select("X", cat="user")
+                     if e["name"].startswith("Optimizer.step#")]
+            eq(len(steps), 2, "optimizer steps recorded")
+    if python == "/usr/bin/python3":  # the rule is libprof's: one torch shows it
+        r, t = run_out(c, [python, script, "plain"], "nosched", {})
+        eq(t.select("i", cat="step"), [], "step markers without a schedule")
 
 
 on_both_torches(schedule_over_optimizer_steps, "torch_schedule_over_optimizer_steps")
