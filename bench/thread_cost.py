@@ -34,7 +34,18 @@ def thread_start(build, clean_env, rounds, work):
                 # heaptrack prints lines of its own around the program's number
                 nums = [w for w in p.stdout.split() if w.replace(".", "", 1).isdigit()]
                 res[name][k].append(float(nums[0]) * (800 / 1e3 if k == 800 else 1))
+    first = os.path.join(build, "bench", "first_call")
+    firsts = {v[0]: [] for v in variants}
+    for _ in range(rounds * 3):
+        for name, env, wrap in variants:
+            p = subprocess.run(wrap + [first], env=clean_env(env), cwd=work,
+                               capture_output=True, text=True, check=True)
+            nums = [w for w in p.stdout.split() if w.replace(".", "", 1).isdigit()]
+            firsts[name].append(float(nums[0]))
     for name, _, _ in variants:
         print("  %-14s %12.1f %14.1f %16.1f" % (name, statistics.median(res[name][200]),
                                                 statistics.median(res[name][20000]),
                                                 statistics.median(res[name][800])))
+    print("  the first malloc of a program, us (its thread's set-up inside it):")
+    for name, _, _ in variants:
+        print("  %-14s %12.1f" % (name, statistics.median(firsts[name])))
