@@ -6,6 +6,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <sys/mman.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -74,6 +75,15 @@ static void segments_round_trip(void **state)
 	assert_non_null(p);
 	assert_int_equal(p->pid, getpid());
 	assert_int_equal(p->ring_cap, 1024); /* 64 KiB / 48 rounded down to a power of two */
+	/* the first ring is allocated with the segment (the first event commits nothing):
+	 * the only slot prepared, its pages counted in the file's blocks */
+	assert_int_equal(atomic_load(&prof_proc_slot(p, 0)->prepared), 1);
+	assert_int_equal(atomic_load(&prof_proc_slot(p, 1)->prepared), 0);
+	struct stat st;
+	char path[256];
+	snprintf(path, sizeof path, "/dev/shm%s", name);
+	assert_int_equal(stat(path, &st), 0);
+	assert_true((uint64_t)st.st_blocks * 512 >= p->ring_cap * sizeof(struct prof_event));
 	struct prof_proc_shm *q = prof_proc_open(name + 1);
 	assert_non_null(q);
 	assert_int_equal(q->nslots, 4);
