@@ -48,10 +48,8 @@ int cmd_clean(int argc, char **argv)
 
 	if ((rc = opt_parse(&c, argc, argv, &only, &nonly)))
 		return rc < 0 ? 0 : rc;
-	for (int i = 0; i < nonly; i++)
-		if (strlen(only[i]) != PROF_SID_LEN ||
-		    strspn(only[i], "0123456789abcdef") != PROF_SID_LEN)
-			return opt_error("clean", "unexpected argument '%s' (see --help)", only[i]);
+	if ((rc = opt_session_ids(&c, only, nonly)))
+		return rc;
 	int n = reclaim_dead_sessions(dry, (unsigned)min_age, only, nonly, said, &dry);
 	if (n < 0) {
 		fprintf(stderr, "prof clean: cannot read /dev/shm\n");

@@ -65,10 +65,8 @@ int cmd_dump(int argc, char **argv)
 	};
 	if ((rc = opt_parse(&c, argc, argv, &only, &nonly)))
 		return rc < 0 ? 0 : rc;
-	for (int i = 0; i < nonly; i++)
-		if (strlen(only[i]) != PROF_SID_LEN ||
-		    strspn(only[i], "0123456789abcdef") != PROF_SID_LEN)
-			return opt_error("dump", "unexpected argument '%s' (see --help)", only[i]);
+	if ((rc = opt_session_ids(&c, only, nonly)))
+		return rc;
 	int asked = 0;
 	for (int i = 0; i < nonly; i++)
 		asked += ask(only[i]);

@@ -1,6 +1,7 @@
 /* The option parser every prof command shares; see options.h. */
 #include "collector/options.h"
 #include "preload/common/config.h"
+#include "preload/common/session.h"
 
 #include <errno.h>
 #include <limits.h>
@@ -297,6 +298,15 @@ int opt_one_capture(const struct opt_command *c, char **pos, int npos, const cha
 	if (npos == 0)
 		return opt_error(c->name, "no capture file given (see prof %s --help)", c->name);
 	*capture = pos[0];
+	return 0;
+}
+
+int opt_session_ids(const struct opt_command *c, char **ids, int n)
+{
+	for (int i = 0; i < n; i++)
+		if (strlen(ids[i]) != PROF_SID_LEN ||
+		    strspn(ids[i], "0123456789abcdef") != PROF_SID_LEN)
+			return opt_error(c->name, "unexpected argument '%s' (see --help)", ids[i]);
 	return 0;
 }
 

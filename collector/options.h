@@ -87,6 +87,9 @@ int opt_error(const char *cmd, const char *fmt, ...) __attribute__((format(print
 /* The one capture file a command reads (prof report, prof export) among its positional
  * arguments: 0 with *capture set, or 2 after one line (none, or more than one). */
 int opt_one_capture(const struct opt_command *c, char **pos, int npos, const char **capture);
+/* Positional arguments that must be session ids (prof clean, prof dump): 0, or 2 after
+ * one line naming the first that is not. */
+int opt_session_ids(const struct opt_command *c, char **ids, int n);
 /* The same where several files may be given: the parts of one capture in parts
  * (PROFILER_ROTATE), in their order. They are read as one, through a temporary
  * directory of links to them (removed at exit). */
