@@ -34,7 +34,7 @@ static int by_name(const void *a, const void *b)
 {
 	const char *x = *(char *const *)a, *y = *(char *const *)b;
 	size_t lx = strlen(x), ly = strlen(y);
-	/* numbered parts: a longer number is a later part */
+	/* numbered parts of one directory: a longer number is a later part */
 	return lx != ly ? (lx < ly ? -1 : 1) : strcmp(x, y);
 }
 
@@ -81,22 +81,9 @@ int cap_parts(const char *dir, char ***names, size_t *n)
 		errno = e ? e : ENOMEM;
 		return -1;
 	}
-	/* the number alone decides the order: strip the directory for the comparison */
-	size_t dl = strlen(dir) + 1;
-	for (size_t i = 0; i < cnt; i++)
-		memmove(v[i], v[i] + dl, strlen(v[i] + dl) + 1);
+	/* one directory: the number alone decides the order */
 	if (cnt)
 		qsort(v, cnt, sizeof *v, by_name);
-	for (size_t i = 0; i < cnt; i++) {
-		char *full;
-		if (asprintf(&full, "%s/%s", dir, v[i]) < 0) {
-			cap_parts_free(v, cnt);
-			errno = ENOMEM;
-			return -1;
-		}
-		free(v[i]);
-		v[i] = full;
-	}
 	*names = v;
 	*n = cnt;
 	return 0;
