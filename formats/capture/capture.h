@@ -186,6 +186,11 @@ extern uint64_t cap_read_ahead_min_bytes;
 /* When set, a file is read as if it ended there: a dump reads the capture being written
  * up to the size its complete frames had (0: to its end). */
 extern uint64_t cap_read_size_limit;
+/* When set, a file is read as it is being written (the collector's live tables,
+ * collector/drain/live.c): at the end of the bytes known to be complete frames, the
+ * reader calls it with that size; it waits until more are, and returns the new size, or
+ * returns the same size once the capture is finished. */
+extern uint64_t (*cap_read_follow)(uint64_t known);
 /* The same for one file only. */
 int cap_read_file(const char *path, cap_visit_fn visit, void *ctx, char *err, size_t errlen);
 /* The same, decompressing ahead whatever the file's size when ahead is set (the parts

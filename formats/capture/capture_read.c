@@ -141,6 +141,17 @@ static int visit_records(const unsigned char *raw, size_t rawlen, cap_visit_fn v
 	return 0;
 }
 
+/* Whether there is a frame at r->pos: within the size known, or, following a capture
+ * being written, once the writer says so. */
+static int more(struct reader *r)
+{
+	if (r->pos < r->size)
+		return 1;
+	if (cap_read_follow)
+		r->size = cap_read_follow(r->size);
+	return r->pos < r->size;
+}
+
 /* Reads, checks and decompresses the frame at r->pos into r->raw; gives its raw length
  * and the offset of the next frame, or returns a damage result. */
 static int load_frame(struct reader *r, size_t *rawlen, uint64_t *next)
@@ -205,6 +216,12 @@ static int open_capture(struct reader *r)
 	r->size = (uint64_t)st.st_size;
 	if (cap_read_size_limit && cap_read_size_limit < r->size)
 		r->size = cap_read_size_limit;
+	if (cap_read_follow) /* the file's size may end in a frame still being written */
+		for (r->size = 0; r->size < sizeof(h);) {
+			uint64_t was = r->size;
+			if ((r->size = cap_read_follow(was)) == was)
+				break;
+		}
 	if (r->size < sizeof(h) || read_exact(r->fd, &h, sizeof(h)) ||
 	    memcmp(h.magic, CAP_FILE_MAGIC, sizeof(h.magic))) {
 		snprintf(r->err, r->errlen, "%s: not a libprof capture", r->path);
@@ -243,7 +260,7 @@ static void *read_ahead(void *arg)
 	struct ahead *a = arg;
 	struct reader *r = a->r;
 	int rc = 0;
-	for (unsigned k = 0; r->pos < r->size; k ^= 1) {
+	for (unsigned k = 0; more(r); k ^= 1) {
 		size_t rawlen = 0;
 		uint64_t next = 0;
 		rc = load_frame(r, &rawlen, &next);
@@ -328,6 +345,7 @@ static int read_pipelined(struct reader *r, cap_visit_fn visit, void *ctx, int *
 /* A capture of a few frames is read without a second thread. */
 uint64_t cap_read_ahead_min_bytes = 4u << 20;
 uint64_t cap_read_size_limit;
+uint64_t (*cap_read_follow)(uint64_t known);
 
 int cap_read_file(const char *path, cap_visit_fn visit, void *ctx, char *err, size_t errlen)
 {
@@ -343,12 +361,11 @@ int cap_read_file_ahead(const char *path, cap_visit_fn visit, void *ctx, char *e
 	if (errlen)
 		err[0] = '\0';
 	rc = open_capture(&r);
-	if (!rc && (ahead || r.size >= cap_read_ahead_min_bytes) &&
-	    sysconf(_SC_NPROCESSORS_ONLN) > 1) {
-		if (!read_pipelined(&r, visit, ctx, &rc))
-			r.pos = r.size; /* done */
-	}
-	while (!rc && r.pos < r.size) {
+	int piped = 0; /* read by read_pipelined, to the end */
+	if (!rc && (ahead || r.size >= cap_read_ahead_min_bytes || cap_read_follow) &&
+	    sysconf(_SC_NPROCESSORS_ONLN) > 1)
+		piped = !read_pipelined(&r, visit, ctx, &rc);
+	while (!piped && !rc && more(&r)) {
 		size_t rawlen = 0;
 		uint64_t next = 0;
 

@@ -157,6 +157,55 @@ static void test_round_trip(void **state)
 	unlink(f.path);
 }
 
+/* A capture read as it is written (cap_read_follow): the hook makes one more frame known
+ * at each call, as the collector publishes them; every record is visited once, in
+ * order, and the read ends when the hook says the capture is finished. */
+static struct frame_info follow_frames[64];
+static size_t follow_nframes, follow_calls;
+
+static uint64_t follow_one_more(uint64_t known)
+{
+	follow_calls++;
+	if (known < 16)
+		return 16; /* the file's header alone, first */
+	for (size_t i = 0; i < follow_nframes; i++)
+		if (follow_frames[i].end > known)
+			return follow_frames[i].end;
+	return known; /* finished */
+}
+
+static void test_follow_growing(void **state)
+{
+	struct fx f;
+	struct seen s = { 0 };
+	char err[256], *buf;
+	size_t len = 0;
+
+	(void)state;
+	write_sample(&f);
+	buf = fx_slurp(f.path, &len);
+	follow_nframes = frames_of(buf, len, follow_frames, 64);
+	follow_calls = 0;
+	cap_read_follow = follow_one_more;
+	int rc = cap_read(f.path, visit, &s, err, sizeof(err));
+	cap_read_follow = NULL;
+	assert_int_equal(rc, CAP_READ_OK);
+	assert_int_equal(s.bad, 0);
+	assert_int_equal(s.records, NREC + NREC / 10);
+	assert_int_equal(s.next_seq, (uint64_t)NREC * PER_REC);
+	/* the header, each frame, then "finished" (once more, or a few more ahead) */
+	assert_true(follow_calls >= follow_nframes + 2);
+	/* a visitor that stops halfway: the read ends (the hook is not waited on for good) */
+	struct seen half = { .stop_after = (NREC + NREC / 10) / 2 + 1 }; /* an events record */
+	cap_read_follow = follow_one_more;
+	rc = cap_read(f.path, visit, &half, err, sizeof(err));
+	cap_read_follow = NULL;
+	assert_int_equal(rc, 42);
+	assert_int_equal(half.records, (uint64_t)half.stop_after);
+	free(buf);
+	unlink(f.path);
+}
+
 static void test_visitor_stops(void **state)
 {
 	struct fx f;
@@ -589,6 +638,7 @@ int main(void)
 		cmocka_unit_test(test_writer_full_disk),
 		cmocka_unit_test(test_writer_open_error),
 		cmocka_unit_test(test_empty_capture_and_flush),
+		cmocka_unit_test(test_follow_growing),
 	};
 	/* once as small files are read, once with every frame decompressed ahead by the
 	 * reader's second thread (what files of 4 MiB and more get) */
