@@ -75,6 +75,7 @@ static struct row *row_for(struct stats *s, uint32_t cat, uint32_t name)
 		s->rows[i].cat = cat;
 		s->rows[i].name = name;
 		s->rows[i].min = UINT64_MAX;
+		s->rows[i].first_t = UINT64_MAX;
 	}
 	return &s->rows[i];
 }
@@ -199,6 +200,8 @@ static int complete(struct row *r, struct thread *t, const struct prof_event *e)
 		t->child[e->depth] += dur;
 	r->count++;
 	r->total += dur;
+	if (e->t0 < r->first_t)
+		r->first_t = e->t0;
 	if (dur < r->min)
 		r->min = dur;
 	if (dur > r->max)
@@ -292,7 +295,7 @@ static void note_child(struct stats *s, struct row *r, struct only_child *here,
 					    .n = 1};
 }
 
-static int mark(struct stats *s, uint32_t name)
+static int mark(struct stats *s, uint32_t name, uint64_t t)
 {
 	int created;
 	int64_t i = slot_for(&s->mark_ix, &s->marks, &s->nmarks, &s->marks_cap,
@@ -301,7 +304,8 @@ static int mark(struct stats *s, uint32_t name)
 	if (i < 0)
 		return -1;
 	s->marks[i].name = name;
-	s->marks[i].count++;
+	if (!s->marks[i].count++ || t < s->marks[i].first_t)
+		s->marks[i].first_t = t;
 	return 0;
 }
 
@@ -327,7 +331,10 @@ static int counter(struct stats *s, uint32_t name, const struct prof_event *e)
 		c->min = v;
 	if (c->count == 1 || v > c->max)
 		c->max = v;
-	if (c->count == 1 || e->t0 >= c->last_t) {
+	if (c->count == 1 || e->t0 < c->first_t)
+		c->first_t = e->t0;
+	/* at one instant the larger value is the last: not whichever was read last */
+	if (c->count == 1 || e->t0 > c->last_t || (e->t0 == c->last_t && v >= c->last)) {
 		c->last = v;
 		c->last_t = e->t0;
 	}
@@ -409,6 +416,7 @@ static int mxnet_counters(struct stats *s)
 			return -1;
 		struct counter *k = &s->ctrs[at];
 		k->name = s->mxnet_counter[i];
+		k->first_t = UINT64_MAX; /* after the program's own, as MXNet lists them */
 		k->count = i ? 2 * c->calls : c->calls; /* MXNet's updates of each */
 		k->min = i ? 0 : 1;
 		k->max = i ? (double)c->most : (double)c->calls;
@@ -463,7 +471,7 @@ static int one_event(struct stats *s, struct model *m, uint32_t image, struct th
 	case PROF_EV_INSTANT:
 		if (e->cat == PROF_CAT_STEP)
 			return step(s, m->img[image].pid, e->t0);
-		return mark(s, name);
+		return mark(s, name, e->t0);
 	case PROF_EV_COUNTER:
 		return counter(s, name, e);
 	default:

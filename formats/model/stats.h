@@ -29,16 +29,19 @@ struct row {
 	/* time of its calls' callees of the same category: total - within is its share of
 	 * the category's time, in which a nested call is counted once */
 	uint64_t within;
+	uint64_t first_t; /* its earliest call's start: orders categories (tables.c) */
 };
 
+/* Marks and counters carry their first time: the tables list them in time order, which
+ * does not depend on the order the capture's threads and processes are read in. */
 struct mark {
 	uint32_t name;
-	uint64_t count;
+	uint64_t count, first_t;
 };
 
 struct counter {
 	uint32_t name;
-	uint64_t count, last_t;
+	uint64_t count, last_t, first_t;
 	double min, max, last;
 	int is_double;
 };

@@ -15,7 +15,7 @@ struct report_cat {
 	size_t nrows, all_rows;
 	uint64_t total;    /* the category's time, for "% of cat": the sum of its rows'
 			      totals, a call nested in one of its category counted once */
-	unsigned order;    /* rank of its first row in the capture */
+	uint64_t first_t;  /* its rows' earliest call: the order of the categories */
 };
 
 struct report {

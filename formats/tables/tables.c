@@ -66,8 +66,9 @@ static int by_key(const void *a, const void *b, void *arg)
 	return c ? c : (lx > ly) - (lx < ly);
 }
 
-/* Fixed categories first in their enum order, then the others as they appeared. */
-static unsigned cat_rank(const struct model *m, uint32_t cat, unsigned first_seen)
+/* Fixed categories first in their enum order, then the others by their first call
+ * (then name): the order they appeared in, whatever order the capture was read in. */
+static unsigned cat_rank(const struct model *m, uint32_t cat)
 {
 	const char *name = model_str(m, cat, NULL), *f;
 	unsigned i;
@@ -75,7 +76,15 @@ static unsigned cat_rank(const struct model *m, uint32_t cat, unsigned first_see
 	for (i = 0; (f = prof_fixed_category_name(i)); i++)
 		if (!strcmp(f, name))
 			return i;
-	return 1000 + first_seen;
+	return 1000;
+}
+
+static int by_time_then_name(uint64_t tx, uint32_t nx, uint64_t ty, uint32_t ny,
+			     const struct model *m)
+{
+	if (tx != ty)
+		return tx < ty ? -1 : 1;
+	return strcmp(model_str(m, nx, NULL), model_str(m, ny, NULL));
 }
 
 static int find_cat(struct report *r, uint32_t cat)
@@ -98,10 +107,12 @@ static int find_cat(struct report *r, uint32_t cat)
 static int by_rank(const void *a, const void *b, void *arg)
 {
 	const struct report_cat *x = a, *y = b;
-	unsigned rx = cat_rank(arg, x->cat, x->order);
-	unsigned ry = cat_rank(arg, y->cat, y->order);
+	unsigned rx = cat_rank(arg, x->cat);
+	unsigned ry = cat_rank(arg, y->cat);
 
-	return (rx > ry) - (rx < ry);
+	if (rx != ry || rx < 1000)
+		return (rx > ry) - (rx < ry);
+	return by_time_then_name(x->first_t, x->cat, y->first_t, y->cat, arg);
 }
 
 static int group_rows(struct report *r)
@@ -112,8 +123,8 @@ static int group_rows(struct report *r)
 		int c = find_cat(r, r->s->rows[i].cat);
 		if (c < 0)
 			return -1;
-		if (!r->cats[c].all_rows)
-			r->cats[c].order = (unsigned)c;
+		if (!r->cats[c].all_rows || r->s->rows[i].first_t < r->cats[c].first_t)
+			r->cats[c].first_t = r->s->rows[i].first_t;
 		r->cats[c].all_rows++;
 		/* a call inside one of its category is in that one's time already */
 		const struct row *w = &r->s->rows[i];
@@ -189,6 +200,18 @@ static int by_copy_time(const void *a, const void *b, void *arg)
 	return strcmp(model_str(arg, x->name, NULL), model_str(arg, y->name, NULL));
 }
 
+static int by_mark_time(const void *a, const void *b, void *m)
+{
+	const struct mark *x = a, *y = b;
+	return by_time_then_name(x->first_t, x->name, y->first_t, y->name, m);
+}
+
+static int by_counter_time(const void *a, const void *b, void *m)
+{
+	const struct counter *x = a, *y = b;
+	return by_time_then_name(x->first_t, x->name, y->first_t, y->name, m);
+}
+
 static void sections(struct report *r)
 {
 	const char *c = r->opt->category;
@@ -201,6 +224,11 @@ static void sections(struct report *r)
 			if (r->m->img[i].gpu[d].allocs || r->m->img[i].gpu[d].frees)
 				r->show_memory = 1;
 	}
+	/* in time order: not the order they were read in (their index maps are done with) */
+	if (r->s->nmarks)
+		qsort_r(r->s->marks, r->s->nmarks, sizeof *r->s->marks, by_mark_time, r->m);
+	if (r->s->nctrs)
+		qsort_r(r->s->ctrs, r->s->nctrs, sizeof *r->s->ctrs, by_counter_time, r->m);
 	r->show_marks = r->s->nmarks > 0;
 	r->show_counters = r->s->nctrs > 0;
 	r->show_steps = r->s->nsteps > 0;
@@ -266,15 +294,43 @@ static int build_and_write(struct report *r, const char *path, FILE *out,
 	return 0;
 }
 
+int tables_write_model(struct model *m, struct stats *s, const struct model_fold *fold,
+		       int read_rc, const char *damage, const char *path, FILE *out,
+		       const struct table_options *opt, struct output_summary *sum, char *err,
+		       size_t errlen)
+{
+	struct report r;
+	int rc;
+
+	memset(&r, 0, sizeof(r));
+	r.fold = fold;
+	if (stats_finish(s)) {
+		snprintf(err, errlen, "%s: out of memory", path);
+		rc = 2;
+	} else {
+		r.m = m;
+		r.s = s;
+		r.opt = opt;
+		r.damage = read_rc == CAP_READ_DAMAGED ? damage : NULL;
+		rc = build_and_write(&r, path, out, sum, err, errlen);
+		if (!rc && r.damage) {
+			snprintf(err, errlen, "%s", damage);
+			rc = 1;
+		}
+	}
+	for (size_t i = 0; i < r.ncats; i++)
+		free(r.cats[i].rows);
+	free(r.cats);
+	return rc;
+}
+
 int tables_write(const char *capture_path, FILE *out, const struct table_options *opt,
 		 struct output_summary *sum, char *err, size_t errlen)
 {
 	struct model m;
 	struct stats s;
-	struct report r;
 	struct model_fold fold = {0};
 	char damage[512];
-	size_t i;
 	int rc;
 
 	if (errlen)
@@ -283,33 +339,18 @@ int tables_write(const char *capture_path, FILE *out, const struct table_options
 		memset(sum, 0, sizeof(*sum));
 	model_init(&m);
 	stats_init(&s);
-	memset(&r, 0, sizeof(r));
 	m.track_memory = 1;
 	m.on_events = stats_on_events;
 	m.ctx = &s;
-	r.fold = &fold;
 	rc = opt->all_processes ? model_read(&m, capture_path, damage, sizeof(damage))
 				: model_read_folded(&m, &fold, capture_path, damage, sizeof(damage));
-	if (rc == CAP_READ_UNUSABLE || (rc != CAP_READ_OK && rc != CAP_READ_DAMAGED)) {
+	if (rc != CAP_READ_OK && rc != CAP_READ_DAMAGED) {
 		snprintf(err, errlen, "%s", damage);
 		rc = 2;
-	} else if (stats_finish(&s)) {
-		snprintf(err, errlen, "%s: out of memory", capture_path);
-		rc = 2;
 	} else {
-		r.m = &m;
-		r.s = &s;
-		r.opt = opt;
-		r.damage = rc == CAP_READ_DAMAGED ? damage : NULL;
-		rc = build_and_write(&r, capture_path, out, sum, err, errlen);
-		if (!rc && r.damage) {
-			snprintf(err, errlen, "%s", damage);
-			rc = 1;
-		}
+		rc = tables_write_model(&m, &s, &fold, rc, damage, capture_path, out, opt, sum,
+					err, errlen);
 	}
-	for (i = 0; i < r.ncats; i++)
-		free(r.cats[i].rows);
-	free(r.cats);
 	stats_free(&s);
 	model_free(&m);
 	model_fold_free(&fold);
