@@ -1,7 +1,8 @@
 """BENCH_ONLY=long_run: what a long run costs after it ends (issue 15): for runs of 1 M,
 10 M and 40 M allocator events under `prof record --block`, the collector's peak RSS and
-the time from the program's last call to prof record's exit (the outputs written), then
-`prof report` and `prof export` on the capture (peak RSS, events per second). With
+the time from the program's last call to prof record's exit (the outputs written), the
+program's own time per call (what the collector and the live outputs beside it cost it),
+then `prof report` and `prof export` on the capture (peak RSS, events per second). With
 BENCH_BASE=<another build's folder>, the same runs with that build, side by side."""
 import os
 import re
@@ -40,7 +41,7 @@ def one_build(build, pairs, work, env):
     rep_wall, rep_rss, _ = measured([prof, "report", out + ".prof"], env, work)
     exp_wall, exp_rss, _ = measured([prof, "export", "--force-overwrite", out + ".prof", "-o",
                                      os.path.join(work, "again.json")], env, work)
-    return {"events": events, "record_rss": rss, "end": wall - program,
+    return {"events": events, "record_rss": rss, "end": wall - program, "ns": ns_per_call,
             "report_rss": rep_rss, "report_rate": events / rep_wall / 1e6,
             "export_rss": exp_rss, "export_rate": events / exp_wall / 1e6}
 
@@ -51,13 +52,44 @@ def long_run(build, work, clean_env):
         builds.append(("base " + os.environ["BENCH_BASE"], os.environ["BENCH_BASE"]))
     print("\nLong runs: prof record --block on alloc_loop, then prof report / prof export "
           "of its capture")
-    print("  %-28s %9s %12s %10s %11s %10s %11s %10s" % (
-        "build", "events", "record MiB", "end (s)", "report MiB", "M ev/s", "export MiB",
-        "M ev/s"))
+    print("  %-28s %9s %8s %12s %10s %11s %10s %11s %10s" % (
+        "build", "events", "ns/call", "record MiB", "end (s)", "report MiB", "M ev/s",
+        "export MiB", "M ev/s"))
     for pairs in SIZES:
         for label, b in builds:
             r = one_build(b, pairs, work, clean_env({}))
-            print("  %-28s %9s %12.0f %10.2f %11.0f %10.1f %11.0f %10.1f" % (
-                label[:28], "%dM" % (r["events"] // 1000000), r["record_rss"], r["end"],
+            print("  %-28s %9s %8.1f %12.0f %10.2f %11.0f %10.1f %11.0f %10.1f" % (
+                label[:28], "%dM" % (r["events"] // 1000000), r["ns"], r["record_rss"], r["end"],
                 r["report_rss"], r["report_rate"], r["export_rss"], r["export_rate"]))
             sys.stdout.flush()
+
+
+def paced_end(build, seconds, work, env):
+    """A steady 2 M events/s for `seconds` (bench/alloc_rate): the seconds from the
+    program's end to prof record's exit, and the events lost."""
+    prof = os.path.join(build, "prof")
+    rate = os.path.join(os.path.dirname(__file__), "..", "build", "bench", "alloc_rate")
+    out = os.path.join(work, "paced")
+    t0 = time.monotonic()
+    p = subprocess.run([prof, "record", "-o", out, "--force-overwrite", "--", rate, "1000000",
+                        str(seconds)], env=env, cwd=work, capture_output=True, text=True,
+                       check=True)
+    wall = time.monotonic() - t0
+    m = re.search(r"(\d+) events \((\d+) lost\)", p.stderr)
+    return wall - seconds, int(m.group(1)), int(m.group(2))
+
+
+def long_run_paced(build, work, clean_env):
+    builds = [("this build", build)]
+    if os.environ.get("BENCH_BASE"):
+        builds.append(("base " + os.environ["BENCH_BASE"], os.environ["BENCH_BASE"]))
+    secs = [int(x) for x in os.environ.get("BENCH_PACED_SECONDS", "5,20").split(",")]
+    print("\nPaced runs: prof record on bench/alloc_rate, 2 M events/s, the outputs' wait "
+          "after the program's end")
+    print("  %-28s %9s %12s %10s %10s" % ("build", "seconds", "events", "lost", "end (s)"))
+    for n in secs:
+        for label, b in builds:
+            end, events, lost = paced_end(b, n, work, clean_env({}))
+            print("  %-28s %9d %12d %10d %10.2f" % (label[:28], n, events, lost, end))
+            sys.stdout.flush()
+

@@ -345,6 +345,7 @@ if __name__ == "__main__":
              "throughput": throughput, "stacks": stacks_overhead,
              "peak_sites": same_peak_and_sites,
              "long_run": lambda: long_run.long_run(B, WORK, clean_env),
+             "long_run_paced": lambda: long_run.long_run_paced(B, WORK, clean_env),
              "continuous_dump": lambda: continuous_dump.continuous_dump(B, WORK, clean_env),
              "thread_start": lambda: thread_cost.thread_start(B, clean_env, min(ROUNDS, 3),
                                                               WORK)}

@@ -3,6 +3,7 @@
 #include <string.h>
 
 #include "collector/commands.h"
+#include "collector/drain/live.h"
 #include "preload/common/debug.h"
 #include "collector/options.h"
 
@@ -56,6 +57,7 @@ int main(int argc, char **argv)
 		usage(stderr);
 		return 2;
 	}
+	collector_argv = argv;
 	const char *cmd = argv[1];
 	if (!strcmp(cmd, "-h") || !strcmp(cmd, "--help") || (!strcmp(cmd, "help") && argc == 2)) {
 		usage(stdout);

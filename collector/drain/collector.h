@@ -7,6 +7,7 @@
 #include <stdint.h>
 #include <sys/types.h>
 
+#include "collector/drain/live.h"
 #include "preload/common/session.h"
 
 struct collector_options {
@@ -37,6 +38,8 @@ struct output_request {
 	uint64_t left_out;   /* events outside it */
 	const char *shown_capture; /* the capture's name on the summary line (a dump reads a
 				      snapshot of it); NULL: the capture read */
+	struct live_outputs *live; /* the outputs made as the capture was written (live.h):
+				      used where it made them, else made here */
 };
 
 /* Maps the record of the outputs this session made, shared with the dump children, and

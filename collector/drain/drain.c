@@ -470,6 +470,7 @@ void free_collector(struct collector *c)
 	free(c->session_text);
 	free(c->kept);
 	fold_live_free(c->fold);
+	live_outputs_stop(&c->live);
 	free(c);
 }
 

@@ -16,6 +16,7 @@
 #include "preload/common/ring.h"
 #include "collector/drain/collector.h"
 #include "collector/drain/dump.h"
+#include "collector/drain/live.h"
 #include "collector/drain/stacks.h"
 #include "collector/shm/shm_check.h"
 
@@ -78,6 +79,7 @@ struct collector {
 	/* the launchers' fold decided over the records written, put at the capture's end
 	 * (CAP_FOLD) so readers need no pass for it; NULL in parts or out of memory */
 	struct fold_live *fold;
+	struct live_outputs live; /* the outputs kept as the capture is written (live.h) */
 	uint64_t last_scan, last_live, last_clock, last_dump, all_gone_since, last_touch;
 	int root_released;
 	int liveness_pass; /* this pass also checks orphan slots' threads */

@@ -2,6 +2,7 @@
  * new process segments, new strings, each ring's new events, liveness, dump requests;
  * when every process is gone, the end of the session (session_end.c). */
 #define _GNU_SOURCE
+#include <errno.h>
 #include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -14,6 +15,7 @@
 #include "collector/drain/drain_internal.h"
 #include "collector/output/outfile.h"
 #include "collector/shm/shm_guard.h"
+#include "preload/common/debug.h"
 
 #define LIVENESS_EVERY_NS 10000000ull /* 10 ms */
 #define SCAN_EVERY_NS 2000000ull      /* 2 ms */
@@ -180,6 +182,12 @@ int collector_run(struct collector_options *o)
 	if (!parts)
 		c->fold = fold_live_new();
 	write_session_header(c);
+	/* before the program runs: the child then holds nothing of it */
+	if (!parts && c->capture_fd >= 0 &&
+	    live_outputs_start(&c->live, c->capture_fd, c->capture_path,
+					 c->s->output_prefix, c->s->max_json_events))
+		prof_debug(PROF_DEBUG_DRAIN, "no live outputs (%s): made at the end",
+			   strerror(errno));
 	collector_catch_dump_signal();
 	atomic_store(&c->s->collector_ready, 1);
 	prof_futex_wake(&c->s->collector_ready);
@@ -222,6 +230,8 @@ int collector_run(struct collector_options *o)
 		/* writers blocked on a full ring tell a stopped or dead collector by this */
 		atomic_fetch_add_explicit(&c->s->heartbeat, 1, memory_order_relaxed);
 		answer_dump(c);
+		if (c->live.pid && c->w)
+			live_outputs_publish(&c->live, cap_writer_bytes(c->w));
 		if (session_lost(c))
 			break;
 		if (!busy)

@@ -5,6 +5,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "collector/drain/drain_internal.h"
@@ -79,6 +80,11 @@ int end_session(struct collector *c)
 		write_failed(c);
 	if (c->w && cap_writer_close(c->w))
 		rc = 1;
+	struct stat st;
+	if (c->capture_fd >= 0 && !fstat(c->capture_fd, &st))
+		live_outputs_finish(&c->live, (uint64_t)st.st_size);
+	else
+		live_outputs_stop(&c->live);
 	parts_finish(c);
 	int ours = capture_is_ours(c->capture_fd, c->capture_path);
 	char prefix[PROF_PATH_MAX];
@@ -117,7 +123,8 @@ int end_session(struct collector *c)
 					   .frameworks = c->frameworks,
 					   .delay_ms = c->s->delay_ms,
 					   .duration_ms = c->s->duration_ms,
-					   .left_out = c->left_out};
+					   .left_out = c->left_out,
+					   .live = &c->live};
 		if (collector_make_outputs(c->capture_path, prefix, &q))
 			rc = 1;
 	}

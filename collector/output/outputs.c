@@ -221,20 +221,44 @@ int collector_make_outputs(const char *capture, const char *prefix,
 	struct owned *own = mine();
 	int rc = 0, r = 2;
 	pid_t tables = -1;
+	/* what the live outputs made (waiting for them); the rest is made here, the tables by
+	 * a child alongside the trace */
+	static struct live_made lm;
+	memset(&lm, 0, sizeof lm);
+	if (q->live)
+		live_outputs_take(q->live, q->max_json_events, &lm);
+	if (lm.txt[0] && !q->tables) /* turned off during the run */
+		unlink(lm.txt);
 	if (q->tables) {
 		snprintf(txt, sizeof txt, "%s.txt", prefix);
-		tables = tables_started(capture, txt, txt_tmp, sizeof txt_tmp);
+		if (lm.txt[0]) {
+			snprintf(txt_tmp, sizeof txt_tmp, "%s", lm.txt);
+			tables = 0;
+		} else {
+			tables = tables_started(capture, txt, txt_tmp, sizeof txt_tmp);
+		}
 	}
 	snprintf(json, sizeof json, "%s.json", prefix);
-	int fd = outfile_temp(json, tmp, sizeof tmp);
-	FILE *f = fd >= 0 ? fdopen(fd, "w") : NULL;
-	if (!f) {
-		snprintf(err, sizeof err, "cannot write the trace %s: %s", json, strerror(errno));
-		if (fd >= 0)
-			close(fd);
+	tmp[0] = 0;
+	if (lm.json[0]) {
+		snprintf(tmp, sizeof tmp, "%s", lm.json);
+		sum = lm.sum;
+		r = lm.json_rc;
 	} else {
-		struct chrome_options o = {.max_events = q->max_json_events};
-		r = chrome_export_opts(capture, json, f, &o, &sum, err, sizeof err);
+		int fd = outfile_temp(json, tmp, sizeof tmp);
+		FILE *f = fd >= 0 ? fdopen(fd, "w") : NULL;
+		if (!f) {
+			snprintf(err, sizeof err, "cannot write the trace %s: %s", json,
+				 strerror(errno));
+			if (fd >= 0) {
+				close(fd);
+				unlink(tmp);
+			}
+			tmp[0] = 0;
+		} else {
+			struct chrome_options o = {.max_events = q->max_json_events};
+			r = chrome_export_opts(capture, json, f, &o, &sum, err, sizeof err);
+		}
 	}
 	int json_ok = r != 2;
 	if (json_ok && put_in_place(tmp, prefix, ".json", overwrite_all, &own->json, json,
@@ -246,7 +270,7 @@ int collector_make_outputs(const char *capture, const char *prefix,
 	if (!json_ok) {
 		/* the tables are still made: a disk too full for the trace may hold them */
 		fprintf(stderr, "libprof: %s\n", err);
-		if (fd >= 0)
+		if (tmp[0])
 			unlink(tmp);
 		rc = -1;
 	}

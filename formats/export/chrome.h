@@ -23,6 +23,9 @@ struct chrome {
 	uint64_t origin;
 	struct model plan;  /* pass 1: the whole capture, for metadata and the plan */
 	struct model out;   /* pass 2: names as they were at each point of the capture */
+	/* the models the writers use: plan and out, or both the live model (chrome_live.c:
+	 * one read as the capture is written) */
+	struct model *pm, *om;
 	struct model_fold fold; /* the launchers left out (all zero: none, --all-processes) */
 	int all_processes;
 	/* pass 1 */
@@ -37,6 +40,10 @@ struct chrome {
 	struct jw w;
 	int first;
 	uint64_t written, dropped, tie_left;
+	/* chrome_live.c gives events out of capture order, each with its place in the
+	 * capture: the size rule's ties are kept before tie_place_end (NULL: in order) */
+	const uint64_t *ev_place;
+	uint64_t tie_place_end;
 	struct esc_cache esc;
 	const char *damage;
 	/* GPU work (chrome_gpu.c): image << 32 | correlation id -> FLOW_* bits */
@@ -45,6 +52,24 @@ struct chrome {
 	uint32_t kernel_cat; /* gid of "cuda_kernel" in the pass-2 model, or STR_NONE */
 };
 
+/* A trace's state for the options (calloc'd, models empty, pm and om at plan and out);
+ * NULL when out of memory. */
+struct chrome *chrome_new(const struct chrome_options *o);
+void chrome_free(struct chrome *c);
+/* Pass 1 for one event of the model m: -1 (out of memory), 0 (not in the trace: an
+ * allocator call left to the counter tracks, a record type not written), 1 (a complete
+ * event the size rule may leave out), 2 (an event the trace always has). */
+int chrome_plan_one(struct chrome *c, struct model *m, uint32_t image,
+		    const struct prof_event *e);
+/* Once pass 1 saw every event (c->pm read whole): the origin, the heap track and the
+ * size rule. 0, or -1 when out of memory. */
+int chrome_plan_done(struct chrome *c);
+/* The trace's head and metadata into f; then its events; then its tail (the counter
+ * tracks, otherData), flushed. 0, or -1 (out of memory, a write failed: c->w.err). */
+int chrome_write_begin(struct chrome *c, FILE *f);
+int chrome_write_end(struct chrome *c);
+/* What was written, for the summary line. */
+void chrome_summarize(const struct chrome *c, struct output_summary *sum);
 /* Pass 1 hook: counts and the duration histogram. */
 int chrome_plan_events(void *ctx, struct model *m, uint32_t image, uint32_t thread,
 		       const struct prof_event *ev, uint32_t n);

@@ -24,7 +24,7 @@ static int escape_once(struct chrome *c, uint32_t gid)
 		e->n = (size_t)gid + 1;
 	}
 	if (!e->off[gid]) {
-		s = model_str(&c->out, gid, &len);
+		s = model_str(c->om, gid, &len);
 		if (VEC_RESERVE(e->bytes, e->cap, e->used + json_escaped_max(len)))
 			return -1;
 		e->len[gid] = (uint32_t)json_escape(e->bytes + e->used, s, len);
@@ -57,6 +57,7 @@ struct rec {
 	char pidtid[64]; /* ,"pid":P,"tid":T */
 	size_t pidtid_len;
 	uint32_t image;
+	const struct prof_event *ev; /* the events given, for c->ev_place */
 };
 
 static void ts(struct chrome *c, uint64_t t)
@@ -93,7 +94,8 @@ static char *memory_args(char *p, const struct prof_event *e)
 }
 
 /* Whether the size rule keeps this complete event. */
-static int keep_complete(struct chrome *c, const struct prof_event *e, uint64_t dur)
+static int keep_complete(struct chrome *c, const struct rec *r, const struct prof_event *e,
+			 uint64_t dur)
 {
 	unsigned b;
 
@@ -102,7 +104,11 @@ static int keep_complete(struct chrome *c, const struct prof_event *e, uint64_t 
 	b = dur_bucket(dur);
 	if (b > c->rule.bucket)
 		return 1;
-	if (b == c->rule.bucket && c->tie_left > 0) {
+	/* given out of capture order (chrome_live.c): the first by place in the capture */
+	if (b == c->rule.bucket && c->ev_place) {
+		if (c->ev_place[e - r->ev] < c->tie_place_end)
+			return 1;
+	} else if (b == c->rule.bucket && c->tie_left > 0) {
 		c->tie_left--;
 		return 1;
 	}
@@ -122,21 +128,23 @@ static int complete(struct chrome *c, const struct rec *r, const struct prof_eve
 	size_t nlen, clen;
 	char *p;
 
-	if (e->cat == PROF_CAT_MEMORY) {
+	/* given from chrome_live.c's spool: only the calls pass 1 showed are there (and the
+	 * view would miss the large blocks the size rule left out of it) */
+	if (e->cat == PROF_CAT_MEMORY && !c->ev_place) {
 		int shown = alloc_view_shown(&c->alloc, 1, r->image, e, c->origin);
 		if (shown <= 0) {
 			c->alloc.hidden += !shown;
 			return shown;
 		}
 	}
-	if (!keep_complete(c, e, dur))
+	if (!keep_complete(c, r, e, dur))
 		return 0;
 	c->written++;
-	name_id = model_name(&c->out, r->image, e->name);
-	cat_id = model_category(&c->out, r->image, e->cat);
+	name_id = model_name(c->om, r->image, e->name);
+	cat_id = model_category(c->om, r->image, e->cat);
 	/* a PyTorch operator's input shapes (PROFILER_RECORD_SHAPES) */
 	int has_detail = (e->flags & PROF_EVF_DETAIL) && e->a && e->a <= UINT32_MAX;
-	uint32_t detail_id = has_detail ? model_name(&c->out, r->image, (uint32_t)(e->a - 1)) : 0;
+	uint32_t detail_id = has_detail ? model_name(c->om, r->image, (uint32_t)(e->a - 1)) : 0;
 	const char *detail = NULL;
 	size_t dlen = 0;
 	/* All cached before any pointer is taken: caching may move the cache. */
@@ -183,10 +191,10 @@ static int instant(struct chrome *c, const struct rec *r, const struct prof_even
 {
 	chrome_sep(c);
 	jw_lit(&c->w, "{\"ph\":\"i\",\"s\":\"t\",\"name\":");
-	if (put_str(c, model_name(&c->out, r->image, e->name)))
+	if (put_str(c, model_name(c->om, r->image, e->name)))
 		return -1;
 	jw_lit(&c->w, ",\"cat\":");
-	if (put_str(c, model_category(&c->out, r->image, e->cat)))
+	if (put_str(c, model_category(c->om, r->image, e->cat)))
 		return -1;
 	jw_raw(&c->w, r->pidtid, r->pidtid_len);
 	jw_lit(&c->w, ",\"ts\":");
@@ -202,7 +210,7 @@ static int instant(struct chrome *c, const struct rec *r, const struct prof_even
 
 static int counter(struct chrome *c, const struct rec *r, const struct prof_event *e)
 {
-	uint32_t name = model_name(&c->out, r->image, e->name);
+	uint32_t name = model_name(c->om, r->image, e->name);
 	double v;
 
 	chrome_sep(c);
@@ -265,7 +273,7 @@ int chrome_write_events(void *ctx, struct model *m, uint32_t image, uint32_t thr
 			const struct prof_event *ev, uint32_t n)
 {
 	struct chrome *c = ctx;
-	struct rec r = { .image = image };
+	struct rec r = { .image = image, .ev = ev };
 	uint32_t i;
 	size_t k;
 

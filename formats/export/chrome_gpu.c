@@ -42,7 +42,7 @@ int chrome_gpu_plan(struct chrome *c, uint32_t image, const struct prof_event *e
 
 static int is_kernel(struct chrome *c, uint32_t cat)
 {
-	if (c->kernel_cat == STR_NONE && strtab_intern_str(&c->out.str, PROF_CATNAME_CUDA_KERNEL,
+	if (c->kernel_cat == STR_NONE && strtab_intern_str(&c->om->str, PROF_CATNAME_CUDA_KERNEL,
 							  &c->kernel_cat))
 		c->kernel_cat = STR_NONE;
 	return cat == c->kernel_cat;

@@ -25,7 +25,7 @@ static void process_meta(struct chrome *c, const struct image *im)
 	jw_u64(&c->w, im->pid);
 	jw_lit(&c->w, ",\"args\":{\"name\":");
 	if (im->label != STR_NONE) {
-		str_gid(&c->w, &c->plan, im->label);
+		str_gid(&c->w, c->pm, im->label);
 	} else {
 		snprintf(label, sizeof(label), "pid %u", im->pid);
 		jw_cstr(&c->w, label);
@@ -45,12 +45,12 @@ static void thread_meta(struct chrome *c, const struct thread *t)
 
 	chrome_sep(c);
 	jw_lit(&c->w, "{\"ph\":\"M\",\"name\":\"thread_name\",\"pid\":");
-	jw_u64(&c->w, c->plan.img[t->image].pid);
+	jw_u64(&c->w, c->pm->img[t->image].pid);
 	jw_lit(&c->w, ",\"tid\":");
 	jw_u64(&c->w, t->tid);
 	jw_lit(&c->w, ",\"args\":{\"name\":");
 	if (t->name != STR_NONE) {
-		str_gid(&c->w, &c->plan, t->name);
+		str_gid(&c->w, c->pm, t->name);
 	} else {
 		/* Every row gets a name, so viewers never show a bare number. */
 		snprintf(name, sizeof(name), "thread %u", t->tid);
@@ -61,7 +61,7 @@ static void thread_meta(struct chrome *c, const struct thread *t)
 
 void chrome_write_meta(struct chrome *c)
 {
-	const struct model *m = &c->plan;
+	const struct model *m = c->pm;
 	struct u64map last;
 	uint64_t *slot;
 	size_t i;
@@ -141,8 +141,8 @@ void chrome_write_heap(struct chrome *c)
 		jw_lit(&c->w, "}}");
 	}
 	c->written += c->heap.n;
-	for (i = 0; i < c->plan.nimg; i++) {
-		const struct image *im = &c->plan.img[i];
+	for (i = 0; i < c->pm->nimg; i++) {
+		const struct image *im = &c->pm->img[i];
 		if (im->mem.peak)
 			peak_marker(c, im, &im->mem, "peak live heap");
 		for (int d = 0; d < MODEL_DEVICES; d++)
@@ -166,7 +166,7 @@ static void fact(struct jw *w, const struct model *m, const char *key)
 
 static void gaps(struct chrome *c)
 {
-	const struct model *m = &c->plan;
+	const struct model *m = c->pm;
 	size_t i;
 
 	jw_lit(&c->w, ",\n\"lost_gaps\":[");
@@ -233,7 +233,7 @@ static void heap_text(struct chrome *c)
 
 void chrome_write_other(struct chrome *c)
 {
-	const struct model *m = &c->plan;
+	const struct model *m = c->pm;
 
 	jw_lit(&c->w, "{\"command\":");
 	jw_cstr(&c->w, model_command(m));

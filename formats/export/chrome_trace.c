@@ -11,37 +11,41 @@
 
 #include "formats/export/chrome.h"
 
-int chrome_plan_events(void *ctx, struct model *m, uint32_t image, uint32_t thread,
-		       const struct prof_event *ev, uint32_t n)
+int chrome_plan_one(struct chrome *c, struct model *m, uint32_t image,
+		    const struct prof_event *e)
 {
-	struct chrome *c = ctx;
-	uint32_t i;
-
-	(void)thread;
 	if (c->alloc_as_captured) {
 		/* the session's choice, in the facts that lead the capture */
 		const char *f = model_fact(m, "trace_alloc");
 		c->alloc.all = f && !strcmp(f, "all");
 		c->alloc_as_captured = 0;
 	}
-	for (i = 0; i < n; i++) {
-		const struct prof_event *e = &ev[i];
-		if ((e->flags & (PROF_EVF_GPU | PROF_EVF_TID)) && chrome_gpu_plan(c, image, e))
-			return -1;
-		if (e->type == PROF_EV_COMPLETE && e->cat == PROF_CAT_MEMORY) {
-			int shown = alloc_view_shown(&c->alloc, 0, image, e, model_origin(m));
-			if (shown < 0)
-				return -1;
-			if (!shown)
-				continue;
-		}
-		if (e->type == PROF_EV_COMPLETE && e->cat != PROF_CAT_USER) {
-			c->droppable++;
-			c->hist[dur_bucket(e->t1 > e->t0 ? e->t1 - e->t0 : 0)]++;
-		} else if (e->type >= PROF_EV_COMPLETE && e->type <= PROF_EV_LOST) {
-			c->always++;
-		}
+	if ((e->flags & (PROF_EVF_GPU | PROF_EVF_TID)) && chrome_gpu_plan(c, image, e))
+		return -1;
+	if (e->type == PROF_EV_COMPLETE && e->cat == PROF_CAT_MEMORY) {
+		int shown = alloc_view_shown(&c->alloc, 0, image, e, model_origin(m));
+		if (shown <= 0)
+			return shown;
 	}
+	if (e->type == PROF_EV_COMPLETE && e->cat != PROF_CAT_USER) {
+		c->droppable++;
+		c->hist[dur_bucket(e->t1 > e->t0 ? e->t1 - e->t0 : 0)]++;
+		return 1;
+	}
+	if (e->type >= PROF_EV_COMPLETE && e->type <= PROF_EV_LOST) {
+		c->always++;
+		return 2;
+	}
+	return 0;
+}
+
+int chrome_plan_events(void *ctx, struct model *m, uint32_t image, uint32_t thread,
+		       const struct prof_event *ev, uint32_t n)
+{
+	(void)thread;
+	for (uint32_t i = 0; i < n; i++)
+		if (chrome_plan_one(ctx, m, image, &ev[i]) < 0)
+			return -1;
 	return 0;
 }
 
@@ -49,15 +53,25 @@ static void plan_rule(struct chrome *c)
 {
 	uint64_t fixed = c->always + c->heap.n + alloc_view_points(&c->alloc), i;
 
-	for (i = 0; i < c->plan.nimg; i++) { /* the peak markers */
-		fixed += c->plan.img[i].mem.peak != 0;
+	for (i = 0; i < c->pm->nimg; i++) { /* the peak markers */
+		fixed += c->pm->img[i].mem.peak != 0;
 		for (int d = 0; d < MODEL_DEVICES; d++)
-			fixed += c->plan.img[i].gpu[d].peak != 0;
+			fixed += c->pm->img[i].gpu[d].peak != 0;
 	}
 	uint64_t budget = c->max_events > fixed ? c->max_events - fixed : 0;
 
 	dur_rule_pick(&c->rule, c->hist, c->droppable, budget);
 	c->tie_left = c->rule.tie_keep;
+}
+
+int chrome_plan_done(struct chrome *c)
+{
+	c->origin = model_origin(c->pm);
+	/* The heap track gets at most a quarter of the budget, whatever the rest needs. */
+	if (heap_track_build(&c->heap, c->pm, c->max_events / 4))
+		return -1;
+	plan_rule(c);
+	return 0;
 }
 
 static int pass1(struct chrome *c, const char *path, char *damage, size_t len)
@@ -72,14 +86,31 @@ static int pass1(struct chrome *c, const char *path, char *damage, size_t len)
 			      : model_read_folded(&c->plan, &c->fold, path, damage, len);
 	if (rc != CAP_READ_OK && rc != CAP_READ_DAMAGED)
 		return rc;
-	c->origin = model_origin(&c->plan);
-	/* The heap track gets at most a quarter of the budget, whatever the rest needs. */
-	if (heap_track_build(&c->heap, &c->plan, c->max_events / 4)) {
+	if (chrome_plan_done(c)) {
 		snprintf(damage, len, "%s: out of memory", path);
 		return CAP_READ_UNUSABLE;
 	}
-	plan_rule(c);
 	return rc;
+}
+
+int chrome_write_begin(struct chrome *c, FILE *f)
+{
+	if (jw_init(&c->w, f, 4u << 20))
+		return -1;
+	c->first = 1;
+	jw_lit(&c->w, "{\"traceEvents\":[");
+	chrome_write_meta(c);
+	return 0;
+}
+
+int chrome_write_end(struct chrome *c)
+{
+	chrome_write_heap(c);
+	chrome_write_alloc_rate(c);
+	jw_lit(&c->w, "\n],\n\"displayTimeUnit\":\"ns\",\n\"otherData\":");
+	chrome_write_other(c);
+	jw_lit(&c->w, "}\n");
+	return jw_finish(&c->w) ? -1 : 0;
 }
 
 static int pass2(struct chrome *c, const char *path, FILE *f, char *err, size_t errlen)
@@ -87,15 +118,12 @@ static int pass2(struct chrome *c, const char *path, FILE *f, char *err, size_t 
 	char damage[512];
 	int rc;
 
-	if (jw_init(&c->w, f, 4u << 20)) {
+	if (chrome_write_begin(c, f)) {
 		snprintf(err, errlen, "%s: out of memory", path);
 		return CAP_READ_UNUSABLE;
 	}
-	c->first = 1;
 	c->out.on_events = chrome_write_events;
 	c->out.ctx = c;
-	jw_lit(&c->w, "{\"traceEvents\":[");
-	chrome_write_meta(c);
 	c->out.fold = c->all_processes ? NULL : &c->fold;
 	rc = model_read(&c->out, path, damage, sizeof(damage));
 	if (c->w.err) {
@@ -107,19 +135,14 @@ static int pass2(struct chrome *c, const char *path, FILE *f, char *err, size_t 
 		jw_finish(&c->w);
 		return rc;
 	}
-	chrome_write_heap(c);
-	chrome_write_alloc_rate(c);
-	jw_lit(&c->w, "\n],\n\"displayTimeUnit\":\"ns\",\n\"otherData\":");
-	chrome_write_other(c);
-	jw_lit(&c->w, "}\n");
-	return jw_finish(&c->w) ? -1 : rc;
+	return chrome_write_end(c) ? -1 : rc;
 }
 
-static void summarize(const struct chrome *c, struct output_summary *sum)
+void chrome_summarize(const struct chrome *c, struct output_summary *sum)
 {
-	sum->events = c->plan.events;
-	sum->lost = model_lost(&c->plan);
-	sum->processes = model_npids(&c->plan);
+	sum->events = c->pm->events;
+	sum->lost = model_lost(c->pm);
+	sum->processes = model_npids(c->pm);
 	sum->json_events = c->written;
 	sum->json_dropped = c->dropped;
 	sum->json_alloc_hidden = c->alloc.hidden;
@@ -129,8 +152,28 @@ static void summarize(const struct chrome *c, struct output_summary *sum)
 	}
 }
 
-static void chrome_free(struct chrome *c)
+struct chrome *chrome_new(const struct chrome_options *o)
 {
+	struct chrome *c = calloc(1, sizeof(*c));
+	if (!c)
+		return NULL;
+	c->max_events = o->max_events ? o->max_events : CHROME_DEFAULT_MAX_EVENTS;
+	c->all_processes = o->all_processes;
+	alloc_view_init(&c->alloc, o->alloc == CHROME_ALLOC_ALL);
+	c->alloc_as_captured = o->alloc == CHROME_ALLOC_AS_CAPTURED;
+	model_init(&c->plan);
+	model_init(&c->out);
+	c->pm = &c->plan;
+	c->om = &c->out;
+	u64map_init(&c->flows);
+	c->kernel_cat = STR_NONE;
+	return c;
+}
+
+void chrome_free(struct chrome *c)
+{
+	if (!c)
+		return;
 	model_free(&c->plan);
 	model_free(&c->out);
 	model_fold_free(&c->fold);
@@ -182,7 +225,7 @@ int chrome_export_opts(const char *capture_path, const char *json_path, FILE *ou
 		       const struct chrome_options *o, struct output_summary *sum, char *err,
 		       size_t errlen)
 {
-	struct chrome *c = calloc(1, sizeof(*c));
+	struct chrome *c = chrome_new(o);
 	char damage[512];
 	int rc;
 
@@ -196,14 +239,6 @@ int chrome_export_opts(const char *capture_path, const char *json_path, FILE *ou
 		snprintf(err, errlen, "%s: out of memory", capture_path);
 		return 2;
 	}
-	c->max_events = o->max_events ? o->max_events : CHROME_DEFAULT_MAX_EVENTS;
-	c->all_processes = o->all_processes;
-	alloc_view_init(&c->alloc, o->alloc == CHROME_ALLOC_ALL);
-	c->alloc_as_captured = o->alloc == CHROME_ALLOC_AS_CAPTURED;
-	model_init(&c->plan);
-	model_init(&c->out);
-	u64map_init(&c->flows);
-	c->kernel_cat = STR_NONE;
 	rc = pass1(c, capture_path, damage, sizeof(damage));
 	if (rc != CAP_READ_OK && rc != CAP_READ_DAMAGED) {
 		snprintf(err, errlen, "%s", damage);
@@ -219,7 +254,7 @@ int chrome_export_opts(const char *capture_path, const char *json_path, FILE *ou
 		rc = 1;
 	}
 	if (sum)
-		summarize(c, sum);
+		chrome_summarize(c, sum);
 	chrome_free(c);
 	return rc;
 }

@@ -264,6 +264,11 @@ int fold_live_payload(struct fold_live *l, void **payload, size_t *len)
 	return p ? 0 : -1;
 }
 
+int fold_live_decide(struct fold_live *l, struct model_fold *f)
+{
+	return l->failed || decide(&l->r, f) ? -1 : 0;
+}
+
 void fold_live_free(struct fold_live *l)
 {
 	if (l) {

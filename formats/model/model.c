@@ -313,18 +313,25 @@ static int process_end(struct model *m, const unsigned char *p)
 	return 0;
 }
 
-static int thread(struct model *m, const unsigned char *p, uint32_t len)
+int model_thread_record_of(struct model *m, int64_t im, const void *payload, uint32_t len)
 {
-	struct cap_thread ct;
-	int64_t im, t;
+	const unsigned char *p = payload;
+	int64_t t;
 
-	memcpy(&ct, p, sizeof(ct));
-	im = model_image_of(m, ct.pid);
 	if (im >= 0 && m->img[im].folded)
 		return 0; /* no thread row for a folded launcher */
+	struct cap_thread ct;
+	memcpy(&ct, p, sizeof(ct));
 	if (im < 0 || (t = model_thread_of(m, (uint32_t)im, ct.tid)) < 0)
 		return -1;
 	return strtab_intern(&m->str, p + sizeof(ct), len - sizeof(ct), &m->thr[t].name);
+}
+
+static int thread(struct model *m, const unsigned char *p, uint32_t len)
+{
+	struct cap_thread ct;
+	memcpy(&ct, p, sizeof(ct));
+	return model_thread_record_of(m, model_image_of(m, ct.pid), p, len);
 }
 
 static int string(struct model *m, const unsigned char *p, uint32_t len, int category)
@@ -385,7 +392,7 @@ static int part_record(struct model *m, const char *p, uint32_t len)
 	return 0;
 }
 
-static int record(struct model *m, uint32_t type, const void *p, uint32_t len)
+int model_record(struct model *m, uint32_t type, const void *p, uint32_t len)
 {
 	switch (type) {
 	case CAP_SESSION:
@@ -423,7 +430,7 @@ static int record(struct model *m, uint32_t type, const void *p, uint32_t len)
 
 static int visit(void *ctx, uint32_t type, const void *payload, uint32_t len)
 {
-	return record(ctx, type, payload, len) ? VISIT_OOM : 0;
+	return model_record(ctx, type, payload, len) ? VISIT_OOM : 0;
 }
 
 /* One source of device memory per process, never both (they see the same blocks): the
@@ -554,8 +561,28 @@ static void flight_window(struct model *m, const char *path)
 int model_read(struct model *m, const char *path, char *err, size_t errlen)
 {
 	flight_window(m, path);
-	int rc = cap_read(path, visit, m, err, errlen);
+	return model_read_finish(m, cap_read(path, visit, m, err, errlen), path, err, errlen);
+}
 
+/* Gaps in time order (then pid, tid): the tables name the first, and list them all. */
+static int by_gap_time(const void *a, const void *b)
+{
+	const struct lost_gap *x = a, *y = b;
+	if (x->t0 != y->t0)
+		return x->t0 < y->t0 ? -1 : 1;
+	if (x->pid != y->pid)
+		return x->pid < y->pid ? -1 : 1;
+	if (x->tid != y->tid)
+		return x->tid < y->tid ? -1 : 1;
+	if (x->t1 != y->t1)
+		return x->t1 < y->t1 ? -1 : 1;
+	return (x->count > y->count) - (x->count < y->count);
+}
+
+int model_read_finish(struct model *m, int rc, const char *path, char *err, size_t errlen)
+{
+	if (m->ngaps > 1)
+		qsort(m->gaps, m->ngaps, sizeof *m->gaps, by_gap_time);
 	if (rc != VISIT_OOM && finish_memory(m))
 		rc = VISIT_OOM;
 	if (rc == VISIT_OOM) {

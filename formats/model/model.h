@@ -179,6 +179,9 @@ struct fold_live *fold_live_new(void);
 void fold_live_record(struct fold_live *l, uint32_t type, const void *head, size_t hlen,
 		      const void *tail);
 int fold_live_payload(struct fold_live *l, void **payload, size_t *len);
+/* The fold of the records seen so far, into f (model_fold_free it). 0, or -1 when out of
+ * memory. */
+int fold_live_decide(struct fold_live *l, struct model_fold *f);
 void fold_live_free(struct fold_live *l);
 /* model_fold_read into f, then model_read of m folding by it (f outlives m's use). */
 int model_read_folded(struct model *m, struct model_fold *f, const char *path, char *err,
@@ -245,6 +248,12 @@ struct model {
 	 * the record has none. The events handed over never include PROF_EV_STACK
 	 * records themselves. */
 	const uint32_t *ev_stacks;
+	/* During on_events, set by model_live.c only: the events record's place among the
+	 * capture's CAP_EVENTS records (it gives some later than they come). */
+	uint64_t events_record;
+	/* During on_events: the index in its record of the first event given (a record
+	 * routed to several rows is given in runs), else 0. */
+	uint32_t ev_first;
 	uint32_t *ev_stacks_buf;
 	struct prof_event *ev_buf;
 	size_t ev_buf_cap;

@@ -195,8 +195,10 @@ static int by_row(struct model *m, uint32_t image, uint32_t ring_thread,
 			return -1;
 		if (m->on_events) {
 			m->ev_stacks = stacks ? stacks + i : NULL;
+			m->ev_first = i;
 			int rc = m->on_events(m->ctx, m, image, (uint32_t)th, ev + i, j - i);
 			m->ev_stacks = 0;
+			m->ev_first = 0;
 			if (rc)
 				return rc;
 		}
@@ -250,11 +252,8 @@ static int events_kept(struct model *m, const struct cap_events *ce,
 	struct cap_events h = *ce;
 	h.count = n;
 	memcpy(rec, &h, sizeof h);
-	uint64_t keep = m->keep_from;
-	m->keep_from = 0; /* filtered once */
-	int rc = model_events(m, rec, (uint32_t)(sizeof h + sizeof(struct prof_event) * n));
-	m->keep_from = keep;
-	return rc;
+	return model_events_of(m, model_image_of(m, ce->pid), rec,
+			       (uint32_t)(sizeof h + sizeof(struct prof_event) * n));
 }
 
 int model_events(struct model *m, const void *payload, uint32_t len)
@@ -262,18 +261,27 @@ int model_events(struct model *m, const void *payload, uint32_t len)
 	struct cap_events ce;
 	const struct prof_event *ev = (const struct prof_event *)((const char *)payload +
 								  sizeof(ce));
-	int64_t im, th;
-	uint32_t i, out = 0;
-
-	(void)len; /* checked by the reader: len == sizeof(ce) + count * sizeof(*ev) */
 	memcpy(&ce, payload, sizeof(ce));
 	if (m->keep_from) {
+		uint32_t i;
 		for (i = 0; i < ce.count && kept(m, &ev[i]); i++)
 			;
 		if (i < ce.count)
 			return events_kept(m, &ce, ev);
 	}
-	im = model_image_of(m, ce.pid);
+	return model_events_of(m, model_image_of(m, ce.pid), payload, len);
+}
+
+int model_events_of(struct model *m, int64_t im, const void *payload, uint32_t len)
+{
+	struct cap_events ce;
+	const struct prof_event *ev = (const struct prof_event *)((const char *)payload +
+								  sizeof(ce));
+	int64_t th;
+	uint32_t i, out = 0;
+
+	(void)len; /* checked by the reader: len == sizeof(ce) + count * sizeof(*ev) */
+	memcpy(&ce, payload, sizeof(ce));
 	if (im >= 0 && m->img[im].folded)
 		return folded_events(m, &ce, ev);
 	if (im < 0 || (th = model_thread_of(m, (uint32_t)im, ce.tid)) < 0)

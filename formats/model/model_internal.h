@@ -22,5 +22,15 @@ int model_modules_index(struct model *m);
 void model_free_gpu(struct mem_image *gpu);
 /* Bookkeeping for one CAP_EVENTS payload, then the on_events hook. */
 int model_events(struct model *m, const void *payload, uint32_t len);
+/* The same for image im, whatever image its pid has now (model_live.c gives an image's
+ * records later, when the pid may have exec'd or been reused). */
+int model_events_of(struct model *m, int64_t im, const void *payload, uint32_t len);
+/* A CAP_THREAD record of image im. */
+int model_thread_record_of(struct model *m, int64_t im, const void *payload, uint32_t len);
+/* One record of any type (model_read's visitor). 0 or -1 (out of memory). */
+int model_record(struct model *m, uint32_t type, const void *payload, uint32_t len);
+/* What model_read does once cap_read returned rc: the memory analysis finished, the
+ * GPU memory's source picked, the modules indexed. model_read's result. */
+int model_read_finish(struct model *m, int rc, const char *path, char *err, size_t errlen);
 
 #endif

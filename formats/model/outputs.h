@@ -38,6 +38,16 @@ struct output_summary {
 int tables_write(const char *capture_path, FILE *out, const struct table_options *opt,
 		 struct output_summary *sum, char *err, size_t errlen);
 
+struct model;
+struct model_fold;
+struct stats;
+/* The same from a model read whole (model_read, or model_live) with its stats and fold
+ * (fold.c; NULL: none); read_rc is the read's result, damage its line when damaged. */
+int tables_write_model(struct model *m, struct stats *s, const struct model_fold *fold,
+		       int read_rc, const char *damage, const char *path, FILE *out,
+		       const struct table_options *opt, struct output_summary *sum, char *err,
+		       size_t errlen);
+
 /* Writes the Chrome trace of capture_path to json_path, keeping at most max_events
  * events (0: CHROME_DEFAULT_MAX_EVENTS). Same return values as tables_write. */
 int chrome_export(const char *capture_path, const char *json_path, uint64_t max_events,

@@ -85,7 +85,10 @@ def capture_file_too_large(c):
     p, out, err, t0, collector = start_ready(c, [c.prog("basic"), N, size, "later"],
                                              env={"PROFILER_BLOCK": "1"})
     import resource
-    resource.prlimit(collector, resource.RLIMIT_FSIZE, (limit, limit))
+    # and on its live outputs child (`prof tables`), which writes the trace and tables:
+    # a full disk is full for both
+    for pid in [collector] + children_of(collector):
+        resource.prlimit(pid, resource.RLIMIT_FSIZE, (limit, limit))
     p.send_signal(signal.SIGUSR1)
     r = c.finish([c.prog("basic")], p, out, err, t0, 60)
     eq(r.rc, 0, "the program's exit status: %r" % r)

@@ -89,14 +89,6 @@ def rotate_by_size(c):
     c.note("part sizes (KiB): %s" % [s >> 10 for s in sizes])
 
 
-def children_of(pid):
-    try:
-        with open("/proc/%d/task/%d/children" % (pid, pid)) as f:
-            return f.read().split()
-    except OSError:
-        return []
-
-
 def ticks_of(t):
     return sorted(e["ts"] for e in t.select("X", "tick", "user"))
 

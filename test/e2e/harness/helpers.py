@@ -85,6 +85,19 @@ def collectors():
     return out
 
 
+def children_of(pid):
+    """pids whose parent is pid."""
+    out = []
+    for d in os.listdir("/proc"):
+        try:
+            with open("/proc/%s/stat" % d) as f:
+                if int(f.read().rsplit(")", 1)[1].split()[1]) == pid:
+                    out.append(int(d))
+        except (OSError, ValueError, IndexError):
+            continue
+    return out
+
+
 def start_ready(c, argv, env=None):
     """Starts argv (which prints "ready" once it has started), waits for that line and
     returns (popen, out, err, t0, the pid of the collector it started)."""

@@ -1,0 +1,417 @@
+/* The live outputs (live.h): the collector's side (the page it shares with the child, the
+ * child's start and end) and the child's own work. */
+#define _GNU_SOURCE
+#include "collector/drain/live.h"
+
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <stdlib.h>
+#include <signal.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/prctl.h>
+#include <sys/resource.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "collector/output/outfile.h"
+#include "formats/capture/capture.h"
+#include "formats/export/chrome_live.h"
+#include "formats/model/model_live.h"
+#include "formats/model/outputs.h"
+#include "formats/model/stats.h"
+#include "preload/common/debug.h"
+
+#define LIVE_NICE 10     /* the drain comes first, as for dumps */
+#define POLL_NS 5000000L /* 5 ms between looks at the page while nothing new is written */
+
+enum { RUNNING, DONE, FAILED };
+
+struct live_page {
+	_Atomic uint64_t size; /* bytes of complete frames in the capture */
+	atomic_int finished;   /* size is the capture's end */
+	atomic_int result;     /* the child's: RUNNING, DONE (made is set), FAILED (why) */
+	_Atomic uint64_t finished_ns, ready_ns; /* CLOCK_MONOTONIC: said on the debug channel */
+	uint64_t max_json_events; /* the cap the trace was made for */
+	struct live_made made;
+	char why[1024];          /* why the tables were not made */
+	char json_why[1024];     /* why the trace was not made (the tables were) */
+};
+
+/* ---- the child ---- */
+
+char **collector_argv;
+
+/* argv[1] ("collect", "record") becomes "tables", in place: /proc/PID/cmdline shows the
+ * argument area as it is now. */
+static void rename_self(void)
+{
+	static const char word[] = "tables";
+	prctl(PR_SET_NAME, "prof tables");
+	if (!collector_argv || !collector_argv[0] || !collector_argv[1])
+		return;
+	size_t room = strlen(collector_argv[1]);
+	if (room < sizeof word - 1)
+		return;
+	memset(collector_argv[1], 0, room);
+	memcpy(collector_argv[1], word, sizeof word - 1);
+}
+
+static uint64_t mono_ns(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+}
+
+/* Only the capture stays open: whoever reads the program's output through a pipe gets
+ * EOF when the program (and its collector) let go of it, not when this child ends, and
+ * nothing else the collector holds is held longer by it. */
+static void keep_only(int fd)
+{
+	int null = open("/dev/null", O_RDWR | O_CLOEXEC);
+	for (int i = 0; i < 3; i++)
+		if (null < 0 || dup2(null, i) < 0)
+			close(i);
+	DIR *d = opendir("/proc/self/fd");
+	if (!d)
+		return;
+	int mine = dirfd(d);
+	for (struct dirent *e; (e = readdir(d));) {
+		int n = atoi(e->d_name);
+		if (n > 2 && n != fd && n != mine)
+			close(n);
+	}
+	closedir(d);
+}
+
+static struct live_page *followed;
+static pid_t collector_pid;
+
+static volatile int stopping; /* the read stopped early: follow waits no more */
+
+static uint64_t follow(uint64_t known)
+{
+	for (;;) {
+		/* finished before size: both are stored size first, so a finished capture's
+		 * size read after its flag is its end */
+		int finished = atomic_load(&followed->finished);
+		uint64_t size = atomic_load(&followed->size);
+		if (size > known)
+			return size;
+		/* the collector gone (killed): nothing more will come, and no one waits */
+		if (finished || stopping || getppid() != collector_pid)
+			return known;
+		struct timespec ts = {0, POLL_NS};
+		nanosleep(&ts, NULL);
+	}
+}
+
+/* model_live_visit, telling follow when it stops the read (a launcher decided wrong, out
+ * of memory): the read-ahead thread may be waiting in it for frames. */
+static int visit(void *ctx, uint32_t type, const void *payload, uint32_t len)
+{
+	int rc = model_live_visit(ctx, type, payload, len);
+	if (rc)
+		stopping = 1;
+	return rc;
+}
+
+/* damage names the descriptor read: say the capture's name instead */
+static void name_capture(char *damage, size_t len, const char *source, const char *path)
+{
+	size_t n = strlen(source);
+	if (strncmp(damage, source, n))
+		return;
+	char rest[1024];
+	snprintf(rest, sizeof rest, "%s", damage + n);
+	snprintf(damage, len, "%s%s", path, rest);
+}
+
+static int failed(struct live_page *p, const char *why)
+{
+	snprintf(p->why, sizeof p->why, "%s", why);
+	atomic_store(&p->result, FAILED);
+	return 1;
+}
+
+/* The model's events to both: the tables' aggregates and the trace's plan. */
+struct both {
+	struct stats *s;
+	struct chrome_live *trace; /* NULL: no live trace */
+};
+
+static int to_both(void *ctx, struct model *m, uint32_t image, uint32_t thread,
+		   const struct prof_event *ev, uint32_t n)
+{
+	struct both *b = ctx;
+	if (stats_on_events(b->s, m, image, thread, ev, n))
+		return -1;
+	return b->trace ? chrome_live_events(b->trace, m, image, thread, ev, n) : 0;
+}
+
+/* A new file beside final, opened for writing; its name in tmp (the page: the collector
+ * removes what is named there and not handed over) once it is ours. NULL with why set. */
+static FILE *temp_beside(const char *final, char *tmp, size_t len, char *why, size_t whylen)
+{
+	char name[4352];
+	int fd = outfile_temp(final, name, sizeof name);
+	FILE *f = fd >= 0 ? fdopen(fd, "w") : NULL;
+	if (fd >= 0)
+		snprintf(tmp, len, "%s", name);
+	if (!f) {
+		snprintf(why, whylen, "cannot make a file beside %s: %s", final, strerror(errno));
+		if (fd >= 0) {
+			close(fd);
+			unlink(name);
+		}
+		tmp[0] = 0;
+	}
+	return f;
+}
+
+static void write_tables(struct live_page *p, struct model *m, struct stats *s,
+			 const struct model_fold *fold, int read_rc, const char *damage,
+			 const char *path, const char *txt)
+{
+	char err[1024];
+	FILE *f = temp_beside(txt, p->made.txt, sizeof p->made.txt, p->why, sizeof p->why);
+	if (!f)
+		return;
+	struct table_options opt = {.sort = SORT_TOTAL};
+	struct output_summary sum;
+	int rc = tables_write_model(m, s, fold, read_rc, damage, path, f, &opt, &sum, err,
+				    sizeof err);
+	if (fclose(f) && rc != 2) {
+		rc = 2;
+		snprintf(err, sizeof err, "writing the tables: %s", strerror(errno));
+	}
+	if (rc == 2) {
+		unlink(p->made.txt);
+		p->made.txt[0] = 0;
+		snprintf(p->why, sizeof p->why, "%s", err);
+	}
+}
+
+static void write_trace(struct live_page *p, struct chrome_live *trace,
+			const struct model_fold *fold, int read_rc, const char *damage,
+			const char *json)
+{
+	char err[1024];
+	if (!trace) {
+		snprintf(p->json_why, sizeof p->json_why, "no spool");
+		return;
+	}
+	FILE *f = temp_beside(json, p->made.json, sizeof p->made.json, p->json_why,
+			      sizeof p->json_why);
+	if (!f)
+		return;
+	int rc = chrome_live_write(trace, fold, read_rc == CAP_READ_DAMAGED ? damage : NULL,
+				   json, f, &p->made.sum, err, sizeof err);
+	if (rc == 2) {
+		unlink(p->made.json);
+		p->made.json[0] = 0;
+		snprintf(p->json_why, sizeof p->json_why, "%s", err);
+	}
+	p->made.json_rc = rc == 1;
+}
+
+/* The trace's spool: an unnamed file beside it (it holds about what the trace will). */
+static int spool_beside(const char *json)
+{
+	char tmp[4352];
+	int fd = outfile_temp(json, tmp, sizeof tmp);
+	if (fd < 0)
+		return -1;
+	/* read back at the end: opened again for that (made write-only) */
+	int rw = open(tmp, O_RDWR | O_NOFOLLOW | O_CLOEXEC);
+	unlink(tmp);
+	close(fd);
+	return rw;
+}
+
+static int child(struct live_page *p, int fd, const char *path, const char *prefix)
+{
+	char source[64], damage[1024] = "", txt[4352], json[4352];
+	struct model m;
+	struct stats s;
+	struct model_fold fold;
+	int read_rc = CAP_READ_OK;
+
+	snprintf(source, sizeof source, "/proc/self/fd/%d", fd);
+	snprintf(txt, sizeof txt, "%s.txt", prefix);
+	snprintf(json, sizeof json, "%s.json", prefix);
+	followed = p;
+	cap_read_follow = follow;
+	model_init(&m);
+	stats_init(&s);
+	m.track_memory = 1;
+	m.keep_curves = 1; /* the trace's live heap track */
+	struct chrome_options o = {.max_events = p->max_json_events};
+	int spool = spool_beside(json);
+	struct both b = {.s = &s,
+			 .trace = spool >= 0 ? chrome_live_new(&o, &m, spool) : NULL};
+	if (spool >= 0 && !b.trace)
+		close(spool);
+	m.on_events = to_both;
+	m.ctx = &b;
+	struct model_live *l = model_live_new(&m);
+	if (!l)
+		return failed(p, "out of memory");
+	int rc = cap_read(source, visit, l, damage, sizeof damage);
+	if (getppid() != collector_pid)
+		return 1;
+	rc = model_live_finish(l, rc, path, &fold, &read_rc, damage, sizeof damage);
+	name_capture(damage, sizeof damage, source, path);
+	model_live_free(l);
+	if (rc)
+		return failed(p, damage);
+	write_tables(p, &m, &s, &fold, read_rc, damage, path, txt);
+	write_trace(p, b.trace, &fold, read_rc, damage, json);
+	atomic_store(&p->ready_ns, mono_ns());
+	atomic_store(&p->result, DONE);
+	return 0;
+}
+
+/* ---- the collector's side ---- */
+
+int live_outputs_start(struct live_outputs *lo, int fd, const char *path, const char *prefix,
+		       uint64_t max_json_events)
+{
+	lo->pid = 0;
+	lo->page = mmap(NULL, sizeof *lo->page, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS,
+			-1, 0);
+	if (lo->page == MAP_FAILED) {
+		lo->page = NULL;
+		return -1;
+	}
+	lo->page->max_json_events = max_json_events;
+	collector_pid = getpid();
+	pid_t pid = fork();
+	if (pid == 0) {
+		/* never outlive the collector, whatever ends it */
+		prctl(PR_SET_PDEATHSIG, SIGKILL);
+		if (getppid() != collector_pid)
+			_exit(1);
+		/* what the collector outlives (a job's SIGTERM to everyone, ^C, a hangup: it
+		 * writes the outputs), this child does too; it ends with the collector */
+		signal(SIGTERM, SIG_IGN);
+		signal(SIGINT, SIG_IGN);
+		signal(SIGHUP, SIG_IGN);
+		signal(SIGUSR2, SIG_IGN); /* `prof dump` is the collector's */
+		rename_self();
+		keep_only(fd);
+		if (setpriority(PRIO_PROCESS, 0, LIVE_NICE)) {
+		}
+		_exit(child(lo->page, fd, path, prefix));
+	}
+	if (pid < 0) {
+		munmap(lo->page, sizeof *lo->page);
+		lo->page = NULL;
+		return -1;
+	}
+	lo->pid = pid;
+	return 0;
+}
+
+void live_outputs_publish(struct live_outputs *lo, uint64_t size)
+{
+	if (lo->pid && atomic_load_explicit(&lo->page->size, memory_order_relaxed) != size)
+		atomic_store(&lo->page->size, size);
+}
+
+void live_outputs_finish(struct live_outputs *lo, uint64_t size)
+{
+	if (!lo->pid)
+		return;
+	atomic_store(&lo->page->size, size);
+	atomic_store(&lo->page->finished_ns, mono_ns());
+	atomic_store(&lo->page->finished, 1);
+}
+
+/* The files the child made and nobody took (whatever became of it: it names them only
+ * once they are its own). */
+static void remove_made(struct live_page *p)
+{
+	if (p->made.txt[0])
+		unlink(p->made.txt);
+	if (p->made.json[0])
+		unlink(p->made.json);
+	p->made.txt[0] = p->made.json[0] = 0;
+}
+
+static int reap(struct live_outputs *lo, int wait)
+{
+	int st;
+	pid_t got;
+	while ((got = waitpid(lo->pid, &st, wait ? 0 : WNOHANG)) < 0 && errno == EINTR)
+		;
+	if (got == 0)
+		return 0;
+	int ok = got == lo->pid && WIFEXITED(st) && WEXITSTATUS(st) == 0;
+	if (got == lo->pid && WIFSIGNALED(st) && atomic_load(&lo->page->result) == RUNNING)
+		snprintf(lo->page->why, sizeof lo->page->why, "it died of signal %d", WTERMSIG(st));
+	if (!ok) {
+		remove_made(lo->page);
+		atomic_store(&lo->page->result, FAILED);
+	}
+	lo->pid = 0;
+	return 1;
+}
+
+int live_outputs_usable(struct live_outputs *lo)
+{
+	if (!lo->page)
+		return 0;
+	if (lo->pid)
+		reap(lo, 0);
+	return atomic_load(&lo->page->result) != FAILED;
+}
+
+void live_outputs_take(struct live_outputs *lo, uint64_t max_json_events, struct live_made *out)
+{
+	memset(out, 0, sizeof *out);
+	if (!lo->page)
+		return;
+	if (lo->pid)
+		reap(lo, 1);
+	struct live_page *p = lo->page;
+	if (atomic_load(&p->result) != DONE) {
+		prof_debug(PROF_DEBUG_DRAIN, "the live outputs were not used (%s); made from the "
+					     "capture", p->why[0] ? p->why : "?");
+	} else {
+		if (p->made.json[0] && p->max_json_events != max_json_events) {
+			unlink(p->made.json);
+			p->made.json[0] = 0;
+			snprintf(p->json_why, sizeof p->json_why, "the trace's cap changed during "
+				 "the run");
+		}
+		*out = p->made;
+		p->made.txt[0] = p->made.json[0] = 0; /* the caller's now */
+		uint64_t end = atomic_load(&p->finished_ns), ready = atomic_load(&p->ready_ns);
+		prof_debug(PROF_DEBUG_DRAIN, "the outputs were kept as the capture was written "
+					     "(tables%s%s%s): ready %.3f s after its end",
+			   out->txt[0] ? "" : " not made", out->json[0] ? ", trace" : "; trace not made: ",
+			   out->json[0] ? "" : p->json_why,
+			   ready > end ? (double)(ready - end) / 1e9 : 0.0);
+	}
+	munmap(p, sizeof *p);
+	lo->page = NULL;
+}
+
+void live_outputs_stop(struct live_outputs *lo)
+{
+	if (lo->pid) {
+		kill(lo->pid, SIGKILL);
+		reap(lo, 1);
+	}
+	if (lo->page) {
+		remove_made(lo->page);
+		munmap(lo->page, sizeof *lo->page);
+		lo->page = NULL;
+	}
+}

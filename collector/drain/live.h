@@ -1,0 +1,51 @@
+/* The live outputs: a child of the collector reads the capture as it is written
+ * (formats/model/model_live.h) and keeps the tables' aggregates and the trace's plan and
+ * spool current (formats/export/chrome_live.h), so <prefix>.txt and <prefix>.json are
+ * ready moments after the program ends instead of after reading the whole capture three
+ * times. The collector tells it how far the capture's complete frames go, and when it is
+ * finished; the child writes both into temporary files beside them, which the end puts
+ * in place. What it cannot make (a launcher decided before its fold was known, out of
+ * memory, killed, settings changed during the run), the end makes from the capture as
+ * before. */
+#ifndef PROF_COLLECTOR_DRAIN_LIVE_H
+#define PROF_COLLECTOR_DRAIN_LIVE_H
+
+#include <stdint.h>
+#include <sys/types.h>
+
+#include "formats/model/outputs.h"
+
+/* main's argv, so the child can say what it is: `prof tables` in ps and /proc, not a
+ * second `prof collect` (tools and people count those). NULL: left as it is. */
+extern char **collector_argv;
+
+struct live_page;
+struct live_outputs {
+	pid_t pid; /* the child; 0: none */
+	struct live_page *page;
+};
+
+/* What the child made: each file's temporary name, or "" (then made from the capture). */
+struct live_made {
+	char txt[4352], json[4352];
+	int json_rc;                /* chrome_export_opts' result for the trace: 0 or 1 */
+	struct output_summary sum;  /* the trace's summary */
+};
+
+/* Starts the child reading the capture open at fd; path names it in messages; prefix is
+ * where the outputs go, max_json_events the trace's cap. 0, or -1 (no live outputs). */
+int live_outputs_start(struct live_outputs *lo, int fd, const char *path, const char *prefix,
+		       uint64_t max_json_events);
+/* The capture's complete frames reach size bytes now. */
+void live_outputs_publish(struct live_outputs *lo, uint64_t size);
+/* The capture is finished at size bytes. */
+void live_outputs_finish(struct live_outputs *lo, uint64_t size);
+/* Whether the child is still on course (running, or done). */
+int live_outputs_usable(struct live_outputs *lo);
+/* Waits for the child and says what it made (its reasons for what not on the drain
+ * debug channel). A trace made for another cap than max_json_events is not used. */
+void live_outputs_take(struct live_outputs *lo, uint64_t max_json_events, struct live_made *out);
+/* Stops and reaps the child if it runs, removing what it made and nobody took. */
+void live_outputs_stop(struct live_outputs *lo);
+
+#endif

@@ -1,0 +1,126 @@
+# live_tables: the outputs kept as the capture is written (issue 15: "the tables and
+# summary are ready the moment the program ends, whatever its length"): the collector's
+# child reads the capture while the program runs; its tables are those `prof report` and
+# its trace the one `prof export` make of the finished capture, launchers folded; when a
+# launcher is decided before its fold is known, the end makes them from the capture, as
+# before.
+
+import difflib
+import json
+import signal
+
+LIVE_USED_RE = re.compile(r"libprof\[debug drain\]: the outputs were kept as the capture was "
+                          r"written \(tables, trace\): ready (\d+\.\d+) s after its end")
+
+
+def live_same_as_report(c, prefix):
+    r = c.prof("report", c.path(prefix + ".prof"))
+    eq(r.rc, 0, "prof report (%r)" % r)
+    text = c.text(prefix)
+    if text != r.out:
+        diff = "".join(difflib.unified_diff(r.out.splitlines(True), text.splitlines(True),
+                                            "prof report", prefix + ".txt", n=1))
+        raise Fail("the run's tables differ from prof report's:\n%s" % diff[:3000])
+    return text
+
+
+def live_trace_same_as_export(c, prefix, *args):
+    """The run's trace holds the events and otherData `prof export` gives (the metadata's
+    order aside: the live model meets threads in another order)."""
+    r = c.prof("export", c.path(prefix + ".prof"), "-o", c.path(prefix + "-again.json"), *args)
+    eq(r.rc, 0, "prof export (%r)" % r)
+    with open(c.path(prefix + ".json")) as f:
+        live = json.load(f)
+    with open(c.path(prefix + "-again.json")) as f:
+        again = json.load(f)
+    key = lambda e: json.dumps(e, sort_keys=True)
+    a, b = sorted(map(key, live["traceEvents"])), sorted(map(key, again["traceEvents"]))
+    if a != b:
+        only_live = sorted(set(a) - set(b))[:5]
+        only_again = sorted(set(b) - set(a))[:5]
+        raise Fail("the run's trace differs from prof export's: %d vs %d events; only in the "
+                   "run's: %r; only in prof export's: %r" % (len(a), len(b), only_live,
+                                                            only_again))
+    eq(live["otherData"], again["otherData"], "otherData")
+    return live
+
+
+@case
+def live_tables_equal_report(c):
+    # A launcher (sh -c 'exec ...') then a program that forks and runs two threads for
+    # ~2.5 s: its images are given to the tables after their first second, the launcher
+    # is folded; prof record and an autostarted collector both write tables equal to prof
+    # report's, made live.
+    argv = ["sh", "-c", 'exec "$0" 250 10', c.prog("parts_mix")]
+    env = {"PROFILER_DEBUG": "drain"}
+    r = c.prof("record", "-o", "rec", "--", *argv, env=env)
+    eq(r.rc, 0, "prof record (%r)" % r)
+    m = LIVE_USED_RE.search(r.err)
+    check(m, "no line saying the live tables were used: %r" % r.err)
+    text = live_same_as_report(c, "rec")
+    live_trace_same_as_export(c, "rec")
+    check(re.search(r"^Folded: 1 exec'd image", text, re.M), "no launcher folded: %r"
+          % text[:600])
+    check(re.search(r"^main_phase_0 ", text, re.M) and re.search(r"^child_phase_0 ", text, re.M),
+          "rows of both processes: %r" % text[:2000])
+    ready = float(m.group(1))
+    r2 = c.run(argv, env={"PROFILER_OUTPUT": "auto", "PROFILER_DEBUG": "drain"})
+    eq(r2.rc, 0, "the program autostarted (%r)" % r2)
+    check(LIVE_USED_RE.search(r2.err), "autostarted: no line saying the live tables were "
+          "used: %r" % r2.err)
+    live_same_as_report(c, "auto")
+    live_trace_same_as_export(c, "auto")
+    c.note("ready %.3f s after the capture ended" % ready)
+
+
+LATE_EXEC = ("import os, sys, time\n"
+             "t = time.monotonic()\n"
+             "while time.monotonic() - t < 1.3:\n"
+             "    junk = [bytearray(100) for _ in range(100)]\n"
+             "os.execv(sys.argv[1], sys.argv[1:])\n")
+
+
+@case
+def live_tables_late_launcher(c):
+    # A launcher that works 1.3 s (its allocations given to the tables after its first
+    # second) before it execs the program: the live outputs give up at the exec, said on
+    # the debug channel, and the end makes them from the capture: still equal to prof
+    # report's and prof export's, the launcher folded.
+    argv = [sys.executable, "-c", LATE_EXEC, c.prog("parts_mix"), "20", "10"]
+    r = c.prof("record", "-o", "late", "--", *argv, env={"PROFILER_DEBUG": "drain"})
+    eq(r.rc, 0, "prof record (%r)" % r)
+    check(re.search(r"the live outputs were not used \(process \d+ exec'd after its events "
+                    r"were shown", r.err), "no line saying why the live outputs were not "
+          "used: %r" % r.err)
+    check(not LIVE_USED_RE.search(r.err), "live outputs said used: %r" % r.err)
+    text = live_same_as_report(c, "late")
+    live_trace_same_as_export(c, "late")
+    check(re.search(r"^Folded: 1 exec'd image", text, re.M), "no launcher folded: %r"
+          % text[:600])
+
+
+@case
+def live_tables_not_left_behind(c):
+    # The collector killed mid-run: its live tables child does not outlive it (the
+    # harness fails a case whose processes remain), and no temporary file is left.
+    p, out, err, t0 = c.start([c.prog("basic"), "100", "54011", "wait", "30"],
+                              env={"PROFILER_OUTPUT": "killed"})
+    coll = collector_of(c, p.pid)
+    deadline = time.monotonic() + 10
+    kids = []
+    while time.monotonic() < deadline and not kids:
+        kids = [q for q in c.leftover_processes() if q != coll and q != p.pid and
+                open("/proc/%d/cmdline" % q, "rb").read().split(b"\0")[1:2] == [b"tables"]]
+        time.sleep(0.05)
+    check(kids, "no `prof tables` child of the collector")
+    os.kill(coll, signal.SIGKILL)
+    deadline = time.monotonic() + 5
+    while time.monotonic() < deadline and any(os.path.exists("/proc/%d" % k) for k in kids):
+        time.sleep(0.05)
+    check(not any(os.path.exists("/proc/%d/cmdline" % k) and
+                  open("/proc/%d/cmdline" % k, "rb").read() for k in kids),
+          "the tables child %r outlived its collector" % kids)
+    p.kill()
+    p.wait()
+    left = [n for n in os.listdir(c.dir) if n.startswith(".") or "tmp" in n]
+    eq(left, [], "temporary files left")
