@@ -29,6 +29,10 @@
 
 #define LIVE_NICE 19     /* where SCHED_IDLE is refused */
 #define POLL_NS 5000000L /* 5 ms between looks at the page while nothing new is written */
+/* The end waits for the child as long as it moves on; this long without a record read or
+ * an output begun, it is taken for stuck, killed, and the outputs made from the capture:
+ * the program's exit must not wait for good on a bug here. */
+#define STALL_NS 60000000000ull
 
 enum { RUNNING, DONE, FAILED };
 
@@ -37,6 +41,7 @@ struct live_page {
 	atomic_int finished;   /* size is the capture's end */
 	atomic_int result;     /* the child's: RUNNING, DONE (made is set), FAILED (why) */
 	_Atomic uint64_t finished_ns, ready_ns; /* CLOCK_MONOTONIC: said on the debug channel */
+	_Atomic uint64_t progress; /* records read, outputs begun: the child is not stuck */
 	uint64_t max_json_events; /* the cap the trace was made for */
 	struct live_made made;
 	char why[1024];          /* why the tables were not made */
@@ -119,6 +124,7 @@ static int visit(void *ctx, uint32_t type, const void *payload, uint32_t len)
 	int rc = model_live_visit(ctx, type, payload, len);
 	if (rc)
 		stopping = 1;
+	atomic_fetch_add_explicit(&followed->progress, 1, memory_order_relaxed);
 	return rc;
 }
 
@@ -271,7 +277,9 @@ static int child(struct live_page *p, int fd, const char *path, const char *pref
 	model_live_free(l);
 	if (rc)
 		return failed(p, damage);
+	atomic_fetch_add(&p->progress, 1);
 	write_tables(p, &m, &s, &fold, read_rc, damage, path, txt);
+	atomic_fetch_add(&p->progress, 1);
 	write_trace(p, b.trace, &fold, read_rc, damage, json);
 	atomic_store(&p->ready_ns, mono_ns());
 	atomic_store(&p->result, DONE);
@@ -397,9 +405,24 @@ void live_outputs_take(struct live_outputs *lo, uint64_t max_json_events, struct
 	memset(out, 0, sizeof *out);
 	if (!lo->page)
 		return;
-	if (lo->pid)
-		reap(lo, 1);
 	struct live_page *p = lo->page;
+	uint64_t seen = atomic_load(&p->progress), since = mono_ns();
+	while (lo->pid && !reap(lo, 0)) {
+		uint64_t now = mono_ns(), at = atomic_load(&p->progress);
+		if (at != seen) {
+			seen = at;
+			since = now;
+		} else if (now - since > STALL_NS) {
+			kill(lo->pid, SIGKILL);
+			reap(lo, 1);
+			snprintf(p->why, sizeof p->why, "no progress for %llu s",
+				 STALL_NS / 1000000000ull);
+			atomic_store(&p->result, FAILED);
+			break;
+		}
+		struct timespec ts = {0, POLL_NS};
+		nanosleep(&ts, NULL);
+	}
 	if (atomic_load(&p->result) != DONE) {
 		prof_debug(PROF_DEBUG_DRAIN, "the live outputs were not used (%s); made from the "
 					     "capture", p->why[0] ? p->why : "?");
