@@ -154,12 +154,21 @@ int collector_run(struct collector_options *o)
 		}
 	} else {
 		c->capture_fd = fd >= 0 ? fcntl(fd, F_DUPFD_CLOEXEC, 0) : -1;
+		/* forked while this process has one thread: before the writer's compressing
+		 * threads, whose locks (an allocator's: ASan's hung the child) a fork would
+		 * copy held; and before the program runs, so the child holds nothing of it */
+		if (c->capture_fd >= 0 &&
+		    live_outputs_start(&c->live, c->capture_fd, c->capture_path,
+				       c->s->output_prefix, c->s->max_json_events))
+			prof_debug(PROF_DEBUG_DRAIN, "no live outputs (%s): made at the end",
+				   strerror(errno));
 		c->w = fd < 0 ? NULL
 			      : cap_writer_fdopen(fd, c->capture_path, cap_writer_workers(), err,
 						  sizeof err);
 	}
 	if (!c->w) {
 		fprintf(stderr, "libprof: %s; not profiling\n", err);
+		live_outputs_stop(&c->live);
 		if (c->capture_fd >= 0)
 			close(c->capture_fd);
 		atomic_store(&c->s->state, SESSION_FAILED);
@@ -182,12 +191,6 @@ int collector_run(struct collector_options *o)
 	if (!parts)
 		c->fold = fold_live_new();
 	write_session_header(c);
-	/* before the program runs: the child then holds nothing of it */
-	if (!parts && c->capture_fd >= 0 &&
-	    live_outputs_start(&c->live, c->capture_fd, c->capture_path,
-					 c->s->output_prefix, c->s->max_json_events))
-		prof_debug(PROF_DEBUG_DRAIN, "no live outputs (%s): made at the end",
-			   strerror(errno));
 	collector_catch_dump_signal();
 	atomic_store(&c->s->collector_ready, 1);
 	prof_futex_wake(&c->s->collector_ready);
