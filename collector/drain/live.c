@@ -391,15 +391,6 @@ static int reap(struct live_outputs *lo, int wait)
 	return 1;
 }
 
-int live_outputs_usable(struct live_outputs *lo)
-{
-	if (!lo->page)
-		return 0;
-	if (lo->pid)
-		reap(lo, 0);
-	return atomic_load(&lo->page->result) != FAILED;
-}
-
 void live_outputs_take(struct live_outputs *lo, uint64_t max_json_events, struct live_made *out)
 {
 	memset(out, 0, sizeof *out);

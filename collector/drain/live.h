@@ -40,8 +40,6 @@ int live_outputs_start(struct live_outputs *lo, int fd, const char *path, const 
 void live_outputs_publish(struct live_outputs *lo, uint64_t size);
 /* The capture is finished at size bytes. */
 void live_outputs_finish(struct live_outputs *lo, uint64_t size);
-/* Whether the child is still on course (running, or done). */
-int live_outputs_usable(struct live_outputs *lo);
 /* Waits for the child and says what it made (its reasons for what not on the drain
  * debug channel). A trace made for another cap than max_json_events is not used. */
 void live_outputs_take(struct live_outputs *lo, uint64_t max_json_events, struct live_made *out);
