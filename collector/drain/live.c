@@ -15,6 +15,7 @@
 #include <sys/mman.h>
 #include <sys/prctl.h>
 #include <sys/resource.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
@@ -29,6 +30,7 @@
 
 #define LIVE_NICE 19     /* where SCHED_IDLE is refused */
 #define POLL_NS 5000000L /* 5 ms between looks at the page while nothing new is written */
+#define PART_SHIFT 40    /* a part's bytes below 1 TiB */
 /* The end waits for the child as long as it moves on; this long without a record read or
  * an output begun, it is taken for stuck, killed, and the outputs made from the capture:
  * the program's exit must not wait for good on a bug here. */
@@ -37,8 +39,10 @@
 enum { RUNNING, DONE, FAILED };
 
 struct live_page {
-	_Atomic uint64_t size; /* bytes of complete frames in the capture */
-	atomic_int finished;   /* size is the capture's end */
+	/* how far the capture's complete frames go: the part being written << PART_SHIFT |
+	 * its bytes (part 0: a capture in one file); one word, read whole */
+	_Atomic uint64_t at;
+	atomic_int finished;   /* at is the capture's end */
 	atomic_int result;     /* the child's: RUNNING, DONE (made is set), FAILED (why) */
 	_Atomic uint64_t finished_ns, ready_ns; /* CLOCK_MONOTONIC: said on the debug channel */
 	_Atomic uint64_t progress; /* records read, outputs begun: the child is not stuck */
@@ -100,20 +104,71 @@ static pid_t collector_pid;
 
 static volatile int stopping; /* the read stopped early: follow waits no more */
 
+static int visit(void *ctx, uint32_t type, const void *payload, uint32_t len);
+
+static uint32_t reading_part; /* the part being read (0: a capture in one file) */
+static char part_path[4352];
+
+static void nap(void)
+{
+	struct timespec ts = {0, POLL_NS};
+	nanosleep(&ts, NULL);
+}
+
+/* Whether to stop waiting: the collector gone (killed: nothing more will come, and no one
+ * waits), or the read stopped. */
+static int abandoned(void)
+{
+	return stopping || getppid() != collector_pid;
+}
+
 static uint64_t follow(uint64_t known)
 {
 	for (;;) {
-		/* finished before size: both are stored size first, so a finished capture's
-		 * size read after its flag is its end */
+		/* finished before at: at is stored first, so read after the flag it is the end */
 		int finished = atomic_load(&followed->finished);
-		uint64_t size = atomic_load(&followed->size);
+		uint64_t at = atomic_load(&followed->at);
+		if (at >> PART_SHIFT > reading_part) {
+			/* a later part begun: this one is closed, whole on disk */
+			struct stat st;
+			if (!stat(part_path, &st) && (uint64_t)st.st_size > known)
+				return (uint64_t)st.st_size;
+			return known;
+		}
+		uint64_t size = at & ((1ull << PART_SHIFT) - 1);
 		if (size > known)
 			return size;
-		/* the collector gone (killed): nothing more will come, and no one waits */
-		if (finished || stopping || getppid() != collector_pid)
+		if (finished || abandoned())
 			return known;
-		struct timespec ts = {0, POLL_NS};
-		nanosleep(&ts, NULL);
+		nap();
+	}
+}
+
+/* A capture in parts: each part in turn, as the collector begins it, into one model (as
+ * cap_read reads the directory). The worst result of a part, or the visitor's stop. */
+static int read_parts(const char *dir, void *l, char *damage, size_t len)
+{
+	int worst = CAP_READ_OK;
+	char err[1024];
+	for (uint32_t k = 1;; k++) {
+		for (;;) {
+			int finished = atomic_load(&followed->finished);
+			if (atomic_load(&followed->at) >> PART_SHIFT >= k)
+				break;
+			if (finished || abandoned())
+				return worst;
+			nap();
+		}
+		reading_part = k;
+		snprintf(part_path, sizeof part_path, "%s/" CAP_PART_PREFIX "%06u" CAP_PART_SUFFIX,
+			 dir, k);
+		int rc = cap_read_file(part_path, visit, l, err, sizeof err);
+		if (rc > CAP_READ_UNUSABLE)
+			return rc; /* the visitor's */
+		if (rc != CAP_READ_OK && worst == CAP_READ_OK) {
+			worst = CAP_READ_DAMAGED; /* as cap_read says of a directory */
+			snprintf(damage, len, "%s", err);
+		}
 	}
 }
 
@@ -241,7 +296,7 @@ static int spool_beside(const char *json)
 	return rw;
 }
 
-static int child(struct live_page *p, int fd, const char *path, const char *prefix)
+static int child(struct live_page *p, int fd, int parts, const char *path, const char *prefix)
 {
 	char source[64], damage[1024] = "", txt[4352], json[4352];
 	struct model m;
@@ -269,7 +324,8 @@ static int child(struct live_page *p, int fd, const char *path, const char *pref
 	struct model_live *l = model_live_new(&m);
 	if (!l)
 		return failed(p, "out of memory");
-	int rc = cap_read(source, visit, l, damage, sizeof damage);
+	int rc = parts ? read_parts(source, l, damage, sizeof damage)
+		       : cap_read(source, visit, l, damage, sizeof damage);
 	if (getppid() != collector_pid)
 		return 1;
 	rc = model_live_finish(l, rc, path, &fold, &read_rc, damage, sizeof damage);
@@ -288,8 +344,8 @@ static int child(struct live_page *p, int fd, const char *path, const char *pref
 
 /* ---- the collector's side ---- */
 
-int live_outputs_start(struct live_outputs *lo, int fd, const char *path, const char *prefix,
-		       uint64_t max_json_events)
+int live_outputs_start(struct live_outputs *lo, int fd, int parts, const char *path,
+		       const char *prefix, uint64_t max_json_events)
 {
 	lo->pid = 0;
 	lo->page = mmap(NULL, sizeof *lo->page, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS,
@@ -319,7 +375,7 @@ int live_outputs_start(struct live_outputs *lo, int fd, const char *path, const 
 		struct sched_param none = {0};
 		if (sched_setscheduler(0, SCHED_IDLE, &none) && setpriority(PRIO_PROCESS, 0, LIVE_NICE)) {
 		}
-		_exit(child(lo->page, fd, path, prefix));
+		_exit(child(lo->page, fd, parts, path, prefix));
 	}
 	if (pid < 0) {
 		munmap(lo->page, sizeof *lo->page);
@@ -330,10 +386,11 @@ int live_outputs_start(struct live_outputs *lo, int fd, const char *path, const 
 	return 0;
 }
 
-void live_outputs_publish(struct live_outputs *lo, uint64_t size)
+void live_outputs_publish(struct live_outputs *lo, uint32_t part, uint64_t size)
 {
-	if (lo->pid && atomic_load_explicit(&lo->page->size, memory_order_relaxed) != size)
-		atomic_store(&lo->page->size, size);
+	uint64_t at = (uint64_t)part << PART_SHIFT | size;
+	if (lo->pid && atomic_load_explicit(&lo->page->at, memory_order_relaxed) != at)
+		atomic_store(&lo->page->at, at);
 }
 
 /* Once the capture is finished the collector (and the program's exit) waits for the
@@ -351,12 +408,12 @@ static void catch_up(pid_t pid)
 		closedir(d);
 }
 
-void live_outputs_finish(struct live_outputs *lo, uint64_t size)
+void live_outputs_finish(struct live_outputs *lo, uint32_t part, uint64_t size)
 {
 	if (!lo->pid)
 		return;
 	catch_up(lo->pid);
-	atomic_store(&lo->page->size, size);
+	atomic_store(&lo->page->at, (uint64_t)part << PART_SHIFT | size);
 	atomic_store(&lo->page->finished_ns, mono_ns());
 	atomic_store(&lo->page->finished, 1);
 }

@@ -32,14 +32,16 @@ struct live_made {
 	struct output_summary sum;  /* the trace's summary */
 };
 
-/* Starts the child reading the capture open at fd; path names it in messages; prefix is
- * where the outputs go, max_json_events the trace's cap. 0, or -1 (no live outputs). */
-int live_outputs_start(struct live_outputs *lo, int fd, const char *path, const char *prefix,
-		       uint64_t max_json_events);
-/* The capture's complete frames reach size bytes now. */
-void live_outputs_publish(struct live_outputs *lo, uint64_t size);
-/* The capture is finished at size bytes. */
-void live_outputs_finish(struct live_outputs *lo, uint64_t size);
+/* Starts the child reading the capture open at fd (with parts: the directory of a
+ * rotated capture, read part after part as they begin); path names it in messages;
+ * prefix is where the outputs go, max_json_events the trace's cap. 0, or -1 (no live
+ * outputs). */
+int live_outputs_start(struct live_outputs *lo, int fd, int parts, const char *path,
+		       const char *prefix, uint64_t max_json_events);
+/* The capture's complete frames reach size bytes of part (0: a capture in one file). */
+void live_outputs_publish(struct live_outputs *lo, uint32_t part, uint64_t size);
+/* The capture is finished: its last part (or its file) at size bytes. */
+void live_outputs_finish(struct live_outputs *lo, uint32_t part, uint64_t size);
 /* Waits for the child and says what it made (its reasons for what not on the drain
  * debug channel). A trace made for another cap than max_json_events is not used. */
 void live_outputs_take(struct live_outputs *lo, uint64_t max_json_events, struct live_made *out);

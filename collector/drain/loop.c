@@ -146,6 +146,17 @@ int collector_run(struct collector_options *o)
 		sizeof err);
 	snprintf(c->capture_path, sizeof c->capture_path, "%s.prof", c->s->output_prefix);
 	collector_outputs_init((int)c->s->overwrite);
+	/* the live outputs' child, forked while this process has one thread: before the
+	 * writer's compressing threads, whose locks (an allocator's: ASan's hung the child)
+	 * a fork would copy held; and before the program runs, so it holds nothing of it.
+	 * Not for the flight recorder: its outputs leave out what it dropped. */
+	int flight = c->s->flight_ms || c->s->flight_bytes;
+	int live_fd = parts ? fd : fd >= 0 ? fcntl(fd, F_DUPFD_CLOEXEC, 0) : -1;
+	if (live_fd >= 0 && !flight &&
+	    live_outputs_start(&c->live, live_fd, parts, c->capture_path, c->s->output_prefix,
+			       c->s->max_json_events))
+		prof_debug(PROF_DEBUG_DRAIN, "no live outputs (%s): made at the end",
+			   strerror(errno));
 	if (parts) {
 		c->capture_fd = fd;
 		if (fd >= 0 && parts_open_first(c, err, sizeof err)) {
@@ -153,15 +164,7 @@ int collector_run(struct collector_options *o)
 			c->w = NULL;
 		}
 	} else {
-		c->capture_fd = fd >= 0 ? fcntl(fd, F_DUPFD_CLOEXEC, 0) : -1;
-		/* forked while this process has one thread: before the writer's compressing
-		 * threads, whose locks (an allocator's: ASan's hung the child) a fork would
-		 * copy held; and before the program runs, so the child holds nothing of it */
-		if (c->capture_fd >= 0 &&
-		    live_outputs_start(&c->live, c->capture_fd, c->capture_path,
-				       c->s->output_prefix, c->s->max_json_events))
-			prof_debug(PROF_DEBUG_DRAIN, "no live outputs (%s): made at the end",
-				   strerror(errno));
+		c->capture_fd = live_fd;
 		c->w = fd < 0 ? NULL
 			      : cap_writer_fdopen(fd, c->capture_path, cap_writer_workers(), err,
 						  sizeof err);
@@ -234,7 +237,7 @@ int collector_run(struct collector_options *o)
 		atomic_fetch_add_explicit(&c->s->heartbeat, 1, memory_order_relaxed);
 		answer_dump(c);
 		if (c->live.pid && c->w)
-			live_outputs_publish(&c->live, cap_writer_bytes(c->w));
+			live_outputs_publish(&c->live, c->parts ? c->part : 0, cap_writer_bytes(c->w));
 		if (session_lost(c))
 			break;
 		if (!busy)

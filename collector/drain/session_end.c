@@ -80,9 +80,13 @@ int end_session(struct collector *c)
 		write_failed(c);
 	if (c->w && cap_writer_close(c->w))
 		rc = 1;
+	/* the capture's end, for the live outputs: its file's size, or its last part's */
 	struct stat st;
-	if (c->capture_fd >= 0 && !fstat(c->capture_fd, &st))
-		live_outputs_finish(&c->live, (uint64_t)st.st_size);
+	char last[PROF_PATH_MAX + 80];
+	if (c->parts)
+		parts_current(c, last, sizeof last);
+	if (c->capture_fd >= 0 && !(c->parts ? stat(last, &st) : fstat(c->capture_fd, &st)))
+		live_outputs_finish(&c->live, c->parts ? c->part : 0, (uint64_t)st.st_size);
 	else
 		live_outputs_stop(&c->live);
 	parts_finish(c);

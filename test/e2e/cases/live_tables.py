@@ -27,7 +27,8 @@ def live_same_as_report(c, prefix):
 def live_trace_same_as_export(c, prefix, *args):
     """The run's trace holds the events and otherData `prof export` gives (the metadata's
     order aside: the live model meets threads in another order)."""
-    r = c.prof("export", c.path(prefix + ".prof"), "-o", c.path(prefix + "-again.json"), *args)
+    r = c.prof("export", c.path(prefix + ".prof"), "-o", c.path(prefix + "-again.json"), *args,
+               "--force-overwrite")
     eq(r.rc, 0, "prof export (%r)" % r)
     with open(c.path(prefix + ".json")) as f:
         live = json.load(f)
@@ -71,6 +72,24 @@ def live_tables_equal_report(c):
     live_same_as_report(c, "auto")
     live_trace_same_as_export(c, "auto")
     c.note("ready %.3f s after the capture ended" % ready)
+
+
+@case
+def live_tables_rotated(c):
+    # A capture rotated every second (a directory of parts): the child reads each part as
+    # the collector begins it; the tables and trace equal prof report's and prof export's
+    # of the directory.
+    r = c.prof("record", "--rotate", "1s", "-o", "rot", "--", c.prog("parts_mix"), "250", "10",
+               env={"PROFILER_DEBUG": "drain"})
+    eq(r.rc, 0, "prof record (%r)" % r)
+    check(LIVE_USED_RE.search(r.err), "no line saying the live outputs were used: %r" % r.err)
+    parts = sorted(os.listdir(c.path("rot.prof")))
+    check(len(parts) >= 3, "parts: %r" % parts)
+    text = live_same_as_report(c, "rot")
+    check(re.search(r"^Parts: parts 1-%d \(%d read\)" % (len(parts), len(parts)), text, re.M),
+          "tables header: %r" % text[:500])
+    live_trace_same_as_export(c, "rot")
+    c.note("%d parts" % len(parts))
 
 
 LATE_EXEC = ("import os, sys, time\n"
