@@ -9,6 +9,7 @@
 #include <unistd.h>
 
 #include "formats/export/chrome.h"
+#include "formats/util/vec.h"
 
 #define SPOOL_BUF (1u << 20) /* bytes written at once */
 
@@ -181,14 +182,8 @@ static int collect_places(struct chrome_live *l, const struct spooled *s, void *
 	(void)l;
 	if (!is_droppable(&s->e) || bucket_of(&s->e) != p->bucket)
 		return 0;
-	if (p->n == p->cap) {
-		size_t cap = p->cap ? 2 * p->cap : 4096;
-		uint64_t *v = realloc(p->v, cap * sizeof *v);
-		if (!v)
-			return -1;
-		p->v = v;
-		p->cap = cap;
-	}
+	if (VEC_RESERVE(p->v, p->cap, p->n + 1))
+		return -1;
 	p->v[p->n++] = s->place;
 	return 0;
 }
@@ -309,38 +304,43 @@ int chrome_live_events(void *ctx, struct model *m, uint32_t image, uint32_t thre
 }
 
 /* The spool through pass 2's writer, a run of one thread's records at a time. */
+struct run {
+	struct prof_event *ev;
+	uint64_t *place;
+	uint32_t image, thread, n;
+};
+
+static int write_run(struct chrome_live *l, struct run *r)
+{
+	l->c->ev_place = r->place;
+	int rc = r->n ? chrome_write_events(l->c, l->m, r->image, r->thread, r->ev, r->n) : 0;
+	l->c->ev_place = NULL;
+	r->n = 0;
+	return rc;
+}
+
+static int add_to_run(struct chrome_live *l, const struct spooled *s, void *ctx)
+{
+	struct run *r = ctx;
+	if ((r->n && (s->image != r->image || s->thread != r->thread)) ||
+	    r->n == SPOOL_BUF / sizeof *r->ev)
+		if (write_run(l, r))
+			return -1;
+	r->image = s->image;
+	r->thread = s->thread;
+	r->ev[r->n] = s->e;
+	r->place[r->n++] = s->place;
+	return 0;
+}
+
 static int replay(struct chrome_live *l)
 {
-	struct spooled *in = malloc(SPOOL_BUF);
-	struct prof_event *ev = malloc(SPOOL_BUF);
-	uint64_t *place = malloc(SPOOL_BUF);
-	size_t per = SPOOL_BUF / sizeof *in;
-	int rc = in && ev && place ? 0 : -1;
-	l->c->ev_place = place;
-	for (uint64_t at = 0; at < l->nspool && !rc;) {
-		size_t n = l->nspool - at < per ? (size_t)(l->nspool - at) : per;
-		if (pread(l->fd, in, n * sizeof *in, (off_t)(at * sizeof *in)) !=
-		    (ssize_t)(n * sizeof *in)) {
-			l->err_no = errno ? errno : EIO;
-			rc = -1;
-			break;
-		}
-		for (size_t i = 0; i < n && !rc;) {
-			size_t j = i;
-			for (; j < n && in[j].image == in[i].image && in[j].thread == in[i].thread; j++) {
-				ev[j - i] = in[j].e;
-				place[j - i] = in[j].place;
-			}
-			rc = chrome_write_events(l->c, l->m, in[i].image, in[i].thread, ev,
-						 (uint32_t)(j - i));
-			i = j;
-		}
-		at += n;
-	}
-	l->c->ev_place = NULL;
-	free(in);
-	free(ev);
-	free(place);
+	struct run r = {.ev = malloc(SPOOL_BUF), .place = malloc(SPOOL_BUF)};
+	int rc = r.ev && r.place ? spool_pass(l, 0, add_to_run, &r) : -1;
+	if (!rc)
+		rc = write_run(l, &r);
+	free(r.ev);
+	free(r.place);
 	return rc;
 }
 

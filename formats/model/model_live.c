@@ -126,17 +126,22 @@ static int hold(struct model_live *l, size_t im, uint32_t type, const void *p, u
 	return 0;
 }
 
-/* The held images whose hold is over (or all, when too much is held: the oldest first,
- * till it fits) given as the fold decides now. */
+/* Whether a held image is to be given now: its hold is over, or too much is held. */
+static int due(const struct model_live *l, const struct live_img *li)
+{
+	return li->state == HELD && (li->start_ns + MODEL_LIVE_HOLD_NS <= l->now ||
+				     l->held_bytes > MODEL_LIVE_HOLD_BYTES);
+}
+
+/* The held images whose hold is over (or, when too much is held, the oldest first till
+ * it fits) given as the fold decides now. */
 static int decide_due(struct model_live *l)
 {
 	l->last_check = l->now;
-	size_t due = 0;
+	size_t n = 0;
 	for (size_t i = 0; i < l->nimg; i++)
-		due += l->img[i].state == HELD &&
-		       (l->img[i].start_ns + MODEL_LIVE_HOLD_NS <= l->now ||
-			l->held_bytes > MODEL_LIVE_HOLD_BYTES);
-	if (!due)
+		n += due(l, &l->img[i]);
+	if (!n)
 		return 0;
 	struct model_fold f;
 	if (fold_live_decide(l->fold, &f))
@@ -144,9 +149,7 @@ static int decide_due(struct model_live *l)
 	int rc = 0;
 	for (size_t i = 0; i < l->nimg && !rc; i++) {
 		struct live_img *li = &l->img[i];
-		if (li->state != HELD)
-			continue;
-		if (li->start_ns + MODEL_LIVE_HOLD_NS <= l->now || l->held_bytes > MODEL_LIVE_HOLD_BYTES)
+		if (due(l, li))
 			rc = release(l, i, (size_t)li->announce < f.n && f.folded[li->announce]);
 	}
 	model_fold_free(&f);
