@@ -401,6 +401,45 @@ static void test_diff_verdicts(void **state)
 	summary_free(&ren);
 }
 
+/* Runs far off their side's usual speed are left out, but never more than a third of a
+ * side: with 3 of 6 left, one pair of runs out of order hid a 10% change (CI, trial 8). */
+static void test_disturbed_runs_capped(void **state)
+{
+	/* (machine speed, factor of n07): one ordinary base run where n07 was slow, three
+	 * runs a side in a spell of the machine 9-10% off */
+	static const double base_runs[6][2] = {{1.0, 1.0},  {1.0, 1.12},  {1.0, 1.0},
+					       {1.10, 1.0}, {0.91, 1.0}, {1.09, 1.0}};
+	static const double cur_runs[6][2] = {{1.0, 1.10},  {1.0, 1.14},  {1.0, 1.15},
+					      {1.10, 1.16}, {0.91, 1.16}, {1.09, 1.16}};
+	struct summary base, cur;
+	struct diff_config cfg;
+	struct diff_result r;
+	size_t i;
+
+	(void)state;
+	summary_init(&base);
+	summary_init(&cur);
+	for (i = 0; i < 6; i++) {
+		add_run(&base, 10 * i + 1, base_runs[i][0], 7, base_runs[i][1], 0, NULL);
+		add_run(&cur, 10 * i + 2, cur_runs[i][0], 7, cur_runs[i][1], 0, NULL);
+	}
+	diff_config_init(&cfg);
+	assert_int_equal(diff_compare(&base, &cur, &cfg, &r), 0);
+	for (i = 0; i < r.nnames && strcmp(r.names[i].name, "n07"); i++)
+		;
+	assert_true(i < r.nnames);
+	const struct diff_cell *cell = &r.names[i].m[M_MEDIAN];
+	assert_int_equal(cell->nb, 4); /* the farthest two of each side left out */
+	assert_int_equal(cell->nc, 4);
+	assert_true(cell->p_runs < 0.03); /* 1 of 16 pairs out of order */
+	assert_int_equal(regressions(&r, "n07", M_MEDIAN), 1);
+	assert_int_equal(r.regressions, 1);
+	diff_result_free(&r);
+	diff_config_free(&cfg);
+	summary_free(&base);
+	summary_free(&cur);
+}
+
 static void test_config(void **state)
 {
 	struct diff_config cfg;
@@ -454,6 +493,7 @@ int main(void)
 		cmocka_unit_test(test_json_reader),
 		cmocka_unit_test(test_summary_of_capture),
 		cmocka_unit_test(test_diff_verdicts),
+		cmocka_unit_test(test_disturbed_runs_capped),
 		cmocka_unit_test(test_config),
 	};
 

@@ -81,7 +81,10 @@ def perf_diff_trials(c):
                 cell = perf_name(doc, "user", "f%02d" % PERF_SLOW)["metrics"]["median"]
                 changes.append(cell["change_pct"])
             else:
-                problems.append("slow trial %d flagged %s" % (t, f))
+                cell = perf_name(doc, "user", "f%02d" % PERF_SLOW)["metrics"]["median"]
+                problems.append("slow trial %d flagged %s; f%02d: %s; %s" % (
+                    t, f, PERF_SLOW, cell.get("why"),
+                    [w for w in doc["warnings"] if "left out" in w]))
     c.note("f%02d +10%%: flagged alone in %d/10 (median change %.1f..%.1f%%); A/A: flagged in "
            "%d/20; %d runs a side; %.0fs" % (PERF_SLOW, slow_ok, min(changes or [0]),
                                             max(changes or [0]), aa_flagged, PERF_RUNS,
