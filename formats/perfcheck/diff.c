@@ -15,7 +15,7 @@
 #define DRIFT_MIN_NAMES 3
 /* A run whose common-mode change is this far (5%) from its side's usual one ran in a
  * slow or fast spell of the machine, which does not slow every name alike: it is left
- * out of the names' time judgments, as long as 3 runs a side remain. */
+ * out of the names' time judgments, up to a third of its side (disturbed_side). */
 #define DISTURBED_LN 0.04879
 #define MIN_KEPT_RUNS 3
 /* A name with fewer calls a run than this has no calls to be solid across. */
