@@ -192,11 +192,20 @@ static void read_strings(struct collector *c, struct proc_entry *p)
 		quarantine(p, why);
 }
 
+void put_job(struct collector *c, const struct proc_entry *p)
+{
+	if (!p->job_len)
+		return;
+	struct cap_job j = {.pid = p->announce.pid, .exec_seq = p->announce.exec_seq};
+	put(c, CAP_JOB, &j, sizeof j, p->job, p->job_len);
+}
+
 void replay_process(struct collector *c, struct proc_entry *p)
 {
 	struct cap_process h = p->announce;
 	h.flags = CAP_PROCESS_CONTINUED;
 	put(c, CAP_PROCESS, &h, sizeof h, p->cmdline, p->cmdline_len);
+	put_job(c, p);
 	if (p->corrupt)
 		return; /* its later events are left out: nothing of it to name */
 	put_strings(c, p, 0, p->strings_read);

@@ -41,6 +41,8 @@ struct proc_entry {
 	struct cap_process announce;
 	char *cmdline;
 	uint32_t cmdline_len;
+	char job[PROF_JOB_MAX]; /* its CAP_JOB lines, repeated with announce */
+	uint32_t job_len;
 	int finished;
 	uint64_t lost;
 	struct shm_geom g;   /* checked when found; addresses come from here only */
@@ -132,6 +134,8 @@ void parts_finish(struct collector *c);
 /* A session that profiled nothing: its parts and their directory removed. */
 void parts_remove(struct collector *c);
 /* A process's records that a part's events need, repeated (drain.c). */
+/* The image's CAP_JOB record, after its CAP_PROCESS (none when no launcher set it). */
+void put_job(struct collector *c, const struct proc_entry *p);
 void replay_process(struct collector *c, struct proc_entry *p);
 
 /* discovery.c: segments in /dev/shm */

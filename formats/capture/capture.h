@@ -33,6 +33,9 @@ enum cap_type {
 	CAP_PART = 12,       /* text "part=N\nstart_ns=T\n": a part of a capture in parts */
 	CAP_FOLD = 13,       /* struct cap_fold + n bytes: the collector's fold, alone in the
 				last frame (formats/model/fold.c) */
+	CAP_JOB = 14,        /* struct cap_job + "key=value\n" lines: the launcher's facts of
+				the image announced just before (launcher, rank, local_rank,
+				world_size, job) */
 };
 
 /* Which images the outputs fold away (formats/model/fold.c's rule), decided by the
@@ -63,6 +66,12 @@ struct cap_process {
 	uint32_t exec_seq; /* 0 for the first image of this pid, +1 per exec */
 	uint32_t flags;    /* CAP_PROCESS_CONTINUED */
 	/* followed by the command line, args separated by NUL */
+};
+
+struct cap_job {
+	uint32_t pid;
+	uint32_t exec_seq;
+	/* followed by the lines */
 };
 
 /* Repeated at the start of a later part: a reader that has this image (same pid and

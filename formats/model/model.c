@@ -100,7 +100,8 @@ static int64_t new_image(struct model *m, uint32_t pid)
 	im = &m->img[m->nimg];
 	memset(im, 0, sizeof(*im));
 	im->pid = pid;
-	im->command = im->label = STR_NONE;
+	im->command = im->label = im->launcher = im->job = STR_NONE;
+	im->rank = im->local_rank = im->world_size = -1;
 	im->status = INT32_MIN;
 	memset(im->cat, 0xff, sizeof(im->cat));
 	im->gpu = im->gpu_cupti = (struct mem_image *)model_no_gpu;
@@ -423,6 +424,8 @@ int model_record(struct model *m, uint32_t type, const void *p, uint32_t len)
 		return model_module_record(m, p, len);
 	case CAP_FRAME_NAME:
 		return model_frame_name_record(m, p, len);
+	case CAP_JOB:
+		return model_job_record(m, p, len);
 	default:
 		return 0; /* a newer record type: skipped */
 	}

@@ -75,7 +75,11 @@ struct mem_image {
 struct image {
 	uint32_t pid, ppid, exec_seq;
 	uint32_t command;   /* gid of the command line, args joined by spaces; STR_NONE */
-	uint32_t label;     /* gid of "basename args", shortened, for trace viewers */
+	uint32_t label;     /* gid of "basename args", shortened, for trace viewers; with a
+			     * rank, "rank R (host) basename args" */
+	/* the launcher's facts (CAP_JOB): -1 and STR_NONE when not given */
+	int32_t rank, local_rank, world_size;
+	uint32_t launcher, job;
 	uint32_t pid_order; /* rank of this pid among the pids in order of appearance */
 	int announced;      /* a CAP_PROCESS record was seen (else made up for its events) */
 	int ended;          /* a CAP_PROCESS_END record was seen */

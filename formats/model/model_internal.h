@@ -13,6 +13,7 @@ int64_t model_thread_of(struct model *m, uint32_t image, uint32_t tid);
 int model_stack_record(struct model *m, const void *payload, uint32_t len);
 int model_module_record(struct model *m, const void *payload, uint32_t len);
 int model_frame_name_record(struct model *m, const void *payload, uint32_t len);
+int model_job_record(struct model *m, const void *payload, uint32_t len); /* model_job.c */
 /* The stack index + 1 of an image's stack id, or 0 when unknown. */
 uint32_t model_stack_index(const struct model *m, uint32_t image, uint32_t id);
 void model_stacks_free(struct model *m);

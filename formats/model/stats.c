@@ -17,6 +17,7 @@ void stats_init(struct stats *s)
 	u64map_init(&s->copy_ix);
 	s->merge_cat[0] = s->merge_cat[1] = STR_NONE;
 	s->mxnet_api_cat = STR_NONE;
+	ranks_init(&s->ranks);
 }
 
 void stats_free(struct stats *s)
@@ -38,6 +39,7 @@ void stats_free(struct stats *s)
 	free(s->copies);
 	u64map_free(&s->copy_ix);
 	concurrency_free(&s->mxnet_api);
+	ranks_free(&s->ranks);
 	memset(s, 0, sizeof(*s));
 }
 
@@ -444,6 +446,9 @@ static int one_event(struct stats *s, struct model *m, uint32_t image, struct th
 			name = row_name(m, name);
 		if (cat == STR_NONE || !(r = row_for(s, cat, name)))
 			return -1;
+		if (m->img[image].rank >= 0 && e->cat != PROF_CAT_MEMORY &&
+		    ranks_event(&s->ranks, m, image, cat, name, e))
+			return -1;
 		int64_t net = 0;
 		if (e->cat == PROF_CAT_MEMORY && net_bytes(s, image, e, &net))
 			return -1;
@@ -469,6 +474,9 @@ static int one_event(struct stats *s, struct model *m, uint32_t image, struct th
 		note_child(s, r, &t->kids[e->depth], e, mem);
 		return 0;
 	case PROF_EV_INSTANT:
+		if (e->cat == PROF_CAT_STEP && m->img[image].rank >= 0 &&
+		    ranks_event(&s->ranks, m, image, STR_NONE, name, e))
+			return -1;
 		if (e->cat == PROF_CAT_STEP)
 			return step(s, m->img[image].pid, e->t0);
 		return mark(s, name, e->t0);
@@ -572,7 +580,7 @@ int stats_finish(struct stats *s)
 		r->durs = NULL;
 		r->ndurs = r->durs_cap = 0;
 	}
-	if (mxnet_counters(s))
+	if (mxnet_counters(s) || ranks_finish(&s->ranks))
 		return -1;
 	return step_summary(s);
 }

@@ -10,6 +10,7 @@
 #include "formats/model/concurrency.h"
 #include "formats/util/sketch.h"
 #include "formats/model/model.h"
+#include "formats/model/ranks.h"
 
 #define STATS_EXACT_DURS 256
 
@@ -88,6 +89,7 @@ struct stats {
 	uint32_t mxnet_api_cat;   /* gid; STR_NONE until known */
 	uint32_t mxnet_counter[2]; /* gids of the counters' names, once a call was seen */
 	struct concurrency mxnet_api;
+	struct ranks ranks; /* across the ranks of a job (ranks.h) */
 };
 
 void stats_init(struct stats *s);

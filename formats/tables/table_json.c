@@ -5,6 +5,7 @@
 
 #include "formats/util/json_writer.h"
 #include "formats/tables/report.h"
+#include "formats/tables/table_ranks.h"
 #include "formats/symbols/stack_names.h"
 
 static void str_gid(struct jw *w, const struct model *m, uint32_t gid)
@@ -18,6 +19,29 @@ static void str_gid(struct jw *w, const struct model *m, uint32_t gid)
 	}
 	s = model_str(m, gid, &len);
 	jw_str(w, s, len);
+}
+
+static void int_or_null(struct jw *w, int32_t v)
+{
+	if (v < 0)
+		jw_lit(w, "null");
+	else
+		jw_u64(w, (uint64_t)v);
+}
+
+/* the launcher's facts (null: not set; launcher "": variables of none known) */
+static void job_fields(struct jw *w, const struct model *m, const struct image *im)
+{
+	jw_lit(w, ",\"rank\":");
+	int_or_null(w, im->rank);
+	jw_lit(w, ",\"local_rank\":");
+	int_or_null(w, im->local_rank);
+	jw_lit(w, ",\"world_size\":");
+	int_or_null(w, im->world_size);
+	jw_lit(w, ",\"launcher\":");
+	str_gid(w, m, im->launcher);
+	jw_lit(w, ",\"job\":");
+	str_gid(w, m, im->job);
 }
 
 static void fact(struct jw *w, const struct model *m, const char *key)
@@ -158,6 +182,9 @@ static void process(struct jw *w, const struct report *r, struct stack_names *sn
 	jw_u64(w, im->exec_seq);
 	jw_lit(w, ",\"command\":");
 	str_gid(w, r->m, im->command);
+	jw_lit(w, ",\"label\":");
+	str_gid(w, r->m, im->label);
+	job_fields(w, r->m, im);
 	jw_lit(w, ",\"exit_status\":");
 	if (im->ended && im->status != INT32_MIN)
 		jw_i64(w, im->status);
@@ -367,6 +394,7 @@ int table_json(const struct report *r, FILE *out)
 	marks_counters(&w, r);
 	copies(&w, r);
 	steps(&w, r);
+	table_ranks_json(r, &w);
 	jw_lit(&w, ",\n\"damaged\":");
 	jw_text(&w, r->damage ? "true" : "false");
 	if (r->damage) {

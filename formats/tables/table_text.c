@@ -5,6 +5,7 @@
 #include <string.h>
 
 #include "formats/tables/report.h"
+#include "formats/tables/table_ranks.h"
 #include "preload/common/event.h"
 #include "formats/symbols/stack_names.h"
 #include "formats/tables/textfmt.h"
@@ -187,9 +188,12 @@ static void memory_device(const struct report *r, FILE *out, int gpu)
 {
 	char t[5][TEXTFMT_LEN];
 	size_t i;
-	int any = 0, from_cupti = 0;
+	int any = 0, from_cupti = 0, cw = 18; /* the command's columns */
 	uint64_t unmatched = 0;
 
+	for (i = 0; i < r->m->nimg; i++)
+		if (r->m->img[i].rank >= 0)
+			cw = 34; /* "rank 12 (host) python train.py" */
 	for (i = 0; i < r->m->nimg; i++) {
 		const struct image *im = &r->m->img[i];
 		const struct mem_image *mi = MODEL_DOMAIN(im, gpu);
@@ -203,7 +207,7 @@ static void memory_device(const struct report *r, FILE *out, int gpu)
 			char name[32];
 			fprintf(out, "\nMemory: %s, per process\n",
 				gpu < 0 ? "cpu/0" : model_device_name(gpu, name, sizeof(name)));
-			fprintf(out, "%-8s %-18s %10s %10s %17s %11s %9s %13s\n", "PID", "Command",
+			fprintf(out, "%-8s %-*s %10s %10s %17s %11s %9s %13s\n", "PID", cw, "Command",
 				"Allocs", "Frees", "Bytes allocated", "Peak live", "At (ms)",
 				"Live at end");
 		}
@@ -213,9 +217,9 @@ static void memory_device(const struct report *r, FILE *out, int gpu)
 			snprintf(at, sizeof(at), "-");
 		fprintf(out, "%-8" PRIu32 " ", im->pid);
 		if (im->label != STR_NONE)
-			pad_name(out, r->m, im->label, 18);
+			pad_name(out, r->m, im->label, (size_t)cw);
 		else
-			fprintf(out, "%-18s", "?");
+			fprintf(out, "%-*s", cw, "?");
 		fprintf(out, " %10s %10s %17s %11s %9s %13s\n", fmt_count(t[0], mi->allocs),
 			fmt_count(t[1], mi->frees), fmt_bytes(t[2], mi->bytes),
 			fmt_bytes(t[3], mi->peak), at, fmt_bytes(t[4], mi->live_end));
@@ -384,6 +388,7 @@ int table_text(const struct report *r, FILE *out)
 	}
 	if (r->show_steps)
 		steps(r, out);
+	table_ranks_text(r, out);
 	if (r->show_marks)
 		marks(r, out);
 	if (r->show_counters)

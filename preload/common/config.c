@@ -1,6 +1,7 @@
 /* The settings engine: parses values by the rows of the table (settings.c) for the
  * environment, prof_config_set and the defaults; and expands output prefixes. */
 #include "preload/common/config.h"
+#include "preload/common/job.h"
 
 #include <ctype.h>
 #include <errno.h>
@@ -338,17 +339,9 @@ int prof_expand_prefix(const char *pattern, char *out, size_t outlen, pid_t pid,
 				strftime(piece, sizeof piece, "%Y%m%d-%H%M%S", &tm);
 				break;
 			}
-			case 'r': {
-				static const char *vars[] = {"RANK", "OMPI_COMM_WORLD_RANK", "PMI_RANK",
-							     "SLURM_PROCID"};
-				add = "0";
-				for (size_t i = 0; i < 4; i++)
-					if (getenv(vars[i]) && *getenv(vars[i])) {
-						add = getenv(vars[i]);
-						break;
-					}
+			case 'r':
+				add = prof_job_rank() ? prof_job_rank() : "0";
 				break;
-			}
 			case '%':
 				add = "%";
 				break;

@@ -121,5 +121,6 @@ const char *prof_fixed_category_name(unsigned cat);
 #define PROF_CATNAME_MXNET_C_API "MXNET_C_API" /* MXNet's MX* C API */
 #define PROF_CATNAME_TF_C_API "TF_C_API"       /* TensorFlow's TF_* / TFE_* C API */
 #define PROF_CATNAME_PROFILER "profiler"       /* the framework's profiler start/stop */
+#define PROF_CATNAME_COLLECTIVE "collective"   /* communication between ranks */
 
 #endif

@@ -17,6 +17,7 @@
 
 #include "preload/common/clock.h"
 #include "preload/common/debug.h"
+#include "preload/common/job.h"
 
 #ifndef MADV_POPULATE_WRITE
 #define MADV_POPULATE_WRITE 23
@@ -148,6 +149,7 @@ static void read_cmdline(struct prof_proc_shm *p)
 	if (fd >= 0)
 		close(fd);
 	p->cmdline_len = n > 0 ? (uint32_t)n : 0;
+	p->job_len = (uint32_t)prof_job_describe(p->job, sizeof p->job);
 }
 
 struct prof_proc_shm *prof_proc_create(const char *sid, uint64_t ring_bytes, unsigned nslots,

@@ -21,6 +21,7 @@
 #define PROF_SHM_VERSION 5
 #define PROF_PATH_MAX 4096
 #define PROF_CMDLINE_MAX 2048
+#define PROF_JOB_MAX 256
 #define PROF_MAX_CATEGORIES 64
 #define PROF_CATEGORY_NAME_MAX 32
 #define PROF_CHILD_SLOTS 64
@@ -175,6 +176,8 @@ struct prof_proc_shm {
 	_Atomic uint64_t stacks_reserved; /* bytes handed out; entries become ready later */
 	char cmdline[PROF_CMDLINE_MAX]; /* NUL-separated args, as /proc/<pid>/cmdline */
 	uint32_t cmdline_len;
+	char job[PROF_JOB_MAX];      /* prof_job_describe's lines: launcher, rank, ... */
+	uint32_t job_len;
 	_Atomic uint32_t frameworks; /* PROF_FW_* bits: the frameworks found loaded here */
 	char categories[PROF_MAX_CATEGORIES][PROF_CATEGORY_NAME_MAX]; /* dynamic ones */
 	/* entries handed out (by atomic add; beyond the table, lost_no_slot counts) */

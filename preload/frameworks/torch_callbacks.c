@@ -155,10 +155,28 @@ static const char *name_of(const void *fn)
 	return name ? name : "(unnamed)";
 }
 
+static uint32_t collective_cat_once;
+
+/* torch.distributed's backends name their collectives "gloo:all_reduce",
+ * "nccl:all_reduce", ... (ProcessGroup*'s RECORD_FUNCTION), in the user scope */
+static int is_collective(const char *name)
+{
+	static const char *const backends[] = {"gloo:", "nccl:", "ucc:", "mpi:", "xccl:"};
+	for (size_t i = 0; i < sizeof backends / sizeof *backends; i++)
+		if (!strncmp(name, backends[i], strlen(backends[i])))
+			return 1;
+	return 0;
+}
+
 static void **user_start(void **ret, const void *fn)
 {
 	*ret = 0;
-	open_range(fn, PROF_CAT_USER, name_of(fn));
+	const char *name = name_of(fn);
+	open_range(fn,
+		   is_collective(name)
+			   ? prof_category_once(PROF_CATNAME_COLLECTIVE, &collective_cat_once)
+			   : PROF_CAT_USER,
+		   name);
 	return ret;
 }
 

@@ -9,6 +9,8 @@
 #include <cmocka.h>
 
 #include "preload/common/config.h"
+#include "preload/common/job.h"
+#include "preload/common/shm_layout.h"
 
 static char warnings[8][700];
 static int nwarn;
@@ -109,6 +111,64 @@ static void prefix_expansion(void **state)
 	assert_string_equal(out, host);
 }
 
+static const char *const launcher_vars[] = {
+	"TORCHELASTIC_RUN_ID", "RANK", "LOCAL_RANK", "WORLD_SIZE", "OMPI_COMM_WORLD_RANK",
+	"OMPI_COMM_WORLD_LOCAL_RANK", "OMPI_COMM_WORLD_SIZE", "OMPI_MCA_ess_base_jobid",
+	"PMI_RANK", "PMI_SIZE", "MPI_LOCALRANKID", "PMIX_RANK", "PMIX_NAMESPACE",
+	"SLURM_PROCID", "SLURM_LOCALID", "SLURM_NTASKS", "SLURM_JOB_ID"};
+
+static void clear_launcher_vars(void)
+{
+	for (size_t i = 0; i < sizeof launcher_vars / sizeof *launcher_vars; i++)
+		unsetenv(launcher_vars[i]);
+}
+
+/* The innermost launcher names the rank; bad values are left out, not shown wrong. */
+static void job_facts(void **state)
+{
+	(void)state;
+	char out[PROF_JOB_MAX], err[256];
+	clear_launcher_vars();
+	assert_int_equal(prof_job_describe(out, sizeof out), 0);
+	assert_string_equal(out, "");
+	assert_null(prof_job_rank());
+	assert_int_equal(prof_expand_prefix("r%r", out, sizeof out, 1, 0, err, sizeof err), 0);
+	assert_string_equal(out, "r0");
+
+	setenv("SLURM_PROCID", "5", 1);
+	setenv("SLURM_LOCALID", "1", 1);
+	setenv("SLURM_NTASKS", "8", 1);
+	setenv("SLURM_JOB_ID", "4242", 1);
+	prof_job_describe(out, sizeof out);
+	assert_string_equal(out, "launcher=Slurm\nrank=5\nlocal_rank=1\nworld_size=8\njob=4242\n");
+	/* torchrun inside the allocation: the training rank, Slurm's job id kept apart */
+	setenv("TORCHELASTIC_RUN_ID", "none", 1);
+	setenv("RANK", "3", 1);
+	setenv("LOCAL_RANK", "x1", 1); /* not a number: left out */
+	setenv("WORLD_SIZE", "4", 1);
+	prof_job_describe(out, sizeof out);
+	assert_string_equal(out, "launcher=torchrun\nrank=3\nworld_size=4\njob=none\n");
+	assert_string_equal(prof_job_rank(), "3");
+	clear_launcher_vars();
+
+	setenv("OMPI_COMM_WORLD_RANK", "1", 1);
+	setenv("OMPI_COMM_WORLD_SIZE", "2", 1);
+	setenv("OMPI_COMM_WORLD_LOCAL_RANK", "1", 1);
+	prof_job_describe(out, sizeof out);
+	assert_string_equal(out, "launcher=Open MPI\nrank=1\nlocal_rank=1\nworld_size=2\n");
+	assert_int_equal(prof_expand_prefix("r%r", out, sizeof out, 1, 0, err, sizeof err), 0);
+	assert_string_equal(out, "r1");
+	/* a job id with a line break would forge a line: left out */
+	setenv("OMPI_MCA_ess_base_jobid", "12\nrank=7", 1);
+	prof_job_describe(out, sizeof out);
+	assert_null(strstr(out, "rank=7"));
+	/* too small a buffer: whole lines only */
+	char small[20];
+	assert_int_equal(prof_job_describe(small, sizeof small), strlen("launcher=Open MPI\n"));
+	assert_string_equal(small, "launcher=Open MPI\n");
+	clear_launcher_vars();
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -117,6 +177,7 @@ int main(void)
 		cmocka_unit_test(sizes),
 		cmocka_unit_test(environment),
 		cmocka_unit_test(prefix_expansion),
+		cmocka_unit_test(job_facts),
 	};
 	return cmocka_run_group_tests(tests, 0, 0);
 }

@@ -549,7 +549,8 @@ static void test_memory_and_json(void **state)
 	assert_int_equal(rc, 0);
 	assert_true(json_valid(s, strlen(s)));
 	assert_non_null(strstr(s, "{\"pid\":5,\"ppid\":1,\"exec_seq\":0,\"command\":\"/bin/worker "
-				  "-j 2\",\"exit_status\":null,\"allocations\":3,\"frees\":1,"
+				  "-j 2\",\"label\":\"worker -j 2\",\"rank\":null,\"local_rank\":null,"
+				  "\"world_size\":null,\"launcher\":null,\"job\":null,\"exit_status\":null,\"allocations\":3,\"frees\":1,"
 				  "\"frees_unmatched\":1,"
 				  "\"bytes_allocated\":350,\"peak_live_bytes\":250,\"peak_at_ns\":80,"
 				  "\"live_bytes_at_end\":250,\"ops_out_of_order\":0,\"gpu_memory\":[],\"size_histogram\":[{\"max_bytes\":64,"
@@ -631,6 +632,78 @@ static void test_exec_replaces_names(void **state)
 	assert_non_null(strstr(s, "{\"pid\":7,\"ppid\":1,\"exec_seq\":1,\"command\":\"python3\""));
 	free(s);
 	tables_all = 0;
+	unlink(f.path);
+}
+
+static void fx_job(struct fx *f, uint32_t pid, const char *lines)
+{
+	struct cap_job j = {pid, 0};
+	cap_write2(f->w, CAP_JOB, &j, sizeof(j), lines, strlen(lines));
+}
+
+/* Three ranks: each step, ranks 0 and 1 reach the all_reduce at +10, rank 2 at +60; all
+ * leave at +70. A broadcast made by ranks 0 and 1 only is not matched. Rank 1 has a
+ * worker process of its own rank, with no collectives: not the rank's image. */
+static void test_ranks_straggler(void **state)
+{
+	struct prof_event e[8];
+	struct fx f;
+	char err[256], *s, lines[128];
+	int rc;
+
+	(void)state;
+	fx_open(&f, "ranks");
+	header(&f);
+	for (uint32_t pid = 10; pid <= 13; pid++) {
+		int rank = pid == 13 ? 1 : (int)pid - 10;
+		fx_process(&f, pid, 0, "python\0train.py", 15);
+		snprintf(lines, sizeof lines,
+			 "launcher=torchrun\nrank=%d\nlocal_rank=%d\nworld_size=3\njob=j1\n", rank,
+			 rank);
+		fx_job(&f, pid, lines);
+		fx_job(&f, pid, "launcher=x\nrank=9\n"); /* a later part's repeat: ignored */
+		fx_name(&f, pid, 1, "gloo:all_reduce");
+		fx_name(&f, pid, 2, "Optimizer.step#SGD.step");
+		fx_name(&f, pid, 3, "gloo:broadcast");
+		fx_string(&f, CAP_CATEGORY, pid, 16, "collective", 10);
+		if (pid == 13)
+			continue;
+		uint32_t n = 0;
+		if (pid != 12)
+			e[n++] = fx_range(1, 5, 3, 16, 0);
+		for (uint64_t t = 0; t < 300; t += 100) {
+			e[n++] = fx_range(t + (pid == 12 ? 60 : 10), t + 70, 1, 16, 0);
+			e[n++] = fx_range(t + 80, t + 90, 2, PROF_CAT_USER, 0);
+		}
+		fx_events(&f, pid, pid, e, n);
+	}
+	fx_close(&f);
+	s = tables(f.path, FORMAT_JSON, SORT_TOTAL, 0, NULL, &rc, err);
+	assert_int_equal(rc, 0);
+	assert_true(json_valid(s, strlen(s)));
+	assert_non_null(strstr(s, "\"label\":\"rank 2 (node7) python train.py\",\"rank\":2,"
+				  "\"local_rank\":2,\"world_size\":3,\"launcher\":\"torchrun\","
+				  "\"job\":\"j1\""));
+	assert_non_null(strstr(s, "\"ranks\":{\"count\":3,\"slowest_rank\":2,\"unmatched\":2,"
+				  "\"dropped\":0,\"steps_from\":\"Optimizer.step\""));
+	/* rank 0: 3 all_reduces waiting 50 each, the broadcast not matched */
+	assert_non_null(strstr(s, "{\"rank\":0,\"pid\":10,\"collectives\":4,\"matched\":3,"
+				  "\"collective_ns\":184,\"wait_ns\":150,\"steps\":[{\"start_ns\":90,"
+				  "\"end_ns\":190,\"collective_ns\":60,\"wait_ns\":50,\"compute_ns\":40}"));
+	assert_non_null(strstr(s, "{\"rank\":1,\"pid\":11,"));
+	assert_null(strstr(s, "\"pid\":13,\"collectives\""));
+	assert_non_null(strstr(s, "{\"rank\":2,\"pid\":12,\"collectives\":3,\"matched\":3,"
+				  "\"collective_ns\":30,\"wait_ns\":0,"));
+	assert_non_null(strstr(s, "{\"step\":2,\"slowest_rank\":2,\"slowest_compute_ns\":90,"
+				  "\"median_compute_ns\":40,\"most_waiting_rank\":0,\"most_wait_ns\":50}"));
+	free(s);
+	s = tables(f.path, FORMAT_TEXT, SORT_TOTAL, 0, NULL, &rc, err);
+	assert_non_null(strstr(s, "\nRanks: 3 "));
+	assert_non_null(strstr(s, "\nSlowest: rank 2 (waited 0ns in collectives of the steps "
+				  "below; the other ranks 100ns, median)\n"));
+	assert_non_null(strstr(s, "\nSteps across ranks (each rank's Optimizer.step end to its "
+				  "next): 2\n"));
+	free(s);
 	unlink(f.path);
 }
 
@@ -721,6 +794,7 @@ int main(void)
 		cmocka_unit_test(test_memory_columns),
 		cmocka_unit_test(test_exec_replaces_names),
 		cmocka_unit_test(test_header_sections_and_damage),
+		cmocka_unit_test(test_ranks_straggler),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

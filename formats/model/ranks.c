@@ -1,0 +1,251 @@
+/* Cross-rank analysis (ranks.h). Matching by order within a name is what the collectives'
+ * semantics give: every rank of a process group calls them in the same order. A
+ * collective's "wait" on a rank is the time from its arrival (start) to the last rank's,
+ * at most its duration: one capture has one clock, so arrivals compare directly. */
+#define _GNU_SOURCE
+#include <stdlib.h>
+#include <string.h>
+
+#include "formats/model/model.h"
+#include "formats/model/ranks.h"
+#include "formats/util/vec.h"
+#include "preload/common/event.h"
+
+void ranks_init(struct ranks *r)
+{
+	memset(r, 0, sizeof *r);
+	u64map_init(&r->by_image);
+	r->coll_cat = STR_NONE;
+}
+
+void ranks_free(struct ranks *r)
+{
+	for (size_t i = 0; i < r->n; i++) {
+		free(r->p[i].coll);
+		for (int k = 0; k < RANK_STEPS_KINDS; k++)
+			free(r->p[i].bound[k]);
+		free(r->p[i].steps);
+	}
+	free(r->p);
+	u64map_free(&r->by_image);
+	memset(r, 0, sizeof *r);
+	r->coll_cat = STR_NONE;
+}
+
+const char *ranks_step_kind_name(enum rank_step_kind k)
+{
+	static const char *const names[] = {"none", "steps", "ProfilerStep#N",
+					    "Optimizer.step"};
+	return k < RANK_STEPS_KINDS ? names[k] : "none";
+}
+
+static struct rank_proc *proc_of(struct ranks *r, struct model *m, uint32_t image)
+{
+	int created;
+	uint64_t *v = u64map_upsert(&r->by_image, image, &created);
+	if (!v)
+		return NULL;
+	if (!created)
+		return &r->p[*v - 1];
+	if (VEC_RESERVE(r->p, r->cap, r->n + 1)) {
+		u64map_remove(&r->by_image, image, NULL);
+		return NULL;
+	}
+	struct rank_proc *p = &r->p[r->n++];
+	memset(p, 0, sizeof *p);
+	p->image = image;
+	p->rank = m->img[image].rank;
+	*v = r->n;
+	return p;
+}
+
+static int prefixed(const struct model *m, uint32_t gid, const char *prefix)
+{
+	size_t len, n = strlen(prefix);
+	const char *s = model_str(m, gid, &len);
+	return s && len > n && !memcmp(s, prefix, n);
+}
+
+static int add_bound(struct rank_proc *p, enum rank_step_kind k, uint64_t t)
+{
+	if (p->nbound[k] >= RANKS_MAX_COLLECTIVES)
+		return 0;
+	if (VEC_RESERVE(p->bound[k], p->bound_cap[k], p->nbound[k] + 1))
+		return -1;
+	p->bound[k][p->nbound[k]++] = t;
+	return 0;
+}
+
+int ranks_event(struct ranks *r, struct model *m, uint32_t image, uint32_t cat, uint32_t name,
+		const struct prof_event *e)
+{
+	if (r->coll_cat == STR_NONE &&
+	    strtab_intern_str(&m->str, PROF_CATNAME_COLLECTIVE, &r->coll_cat))
+		return -1;
+	enum rank_step_kind k = RANK_STEPS_NONE;
+	if (e->type == PROF_EV_INSTANT && e->cat == PROF_CAT_STEP)
+		k = RANK_STEPS_MARKS;
+	else if (e->type == PROF_EV_COMPLETE && e->cat == PROF_CAT_USER &&
+		 prefixed(m, name, "ProfilerStep")) /* "ProfilerStep*" in the rows */
+		k = RANK_STEPS_PROFILER;
+	else if (e->type == PROF_EV_COMPLETE && e->cat == PROF_CAT_USER &&
+		 prefixed(m, name, "Optimizer.step#"))
+		k = RANK_STEPS_OPTIMIZER;
+	else if (e->type != PROF_EV_COMPLETE || cat != r->coll_cat)
+		return 0;
+	struct rank_proc *p = proc_of(r, m, image);
+	if (!p)
+		return -1;
+	if (k != RANK_STEPS_NONE)
+		return add_bound(p, k, k == RANK_STEPS_OPTIMIZER ? e->t1 : e->t0);
+	if (p->ncoll >= RANKS_MAX_COLLECTIVES) {
+		r->dropped++;
+		return 0;
+	}
+	if (VEC_RESERVE(p->coll, p->coll_cap, p->ncoll + 1))
+		return -1;
+	p->coll[p->ncoll++] = (struct rank_coll){.name = name, .t0 = e->t0, .t1 = e->t1};
+	return 0;
+}
+
+static int by_name_then_time(const void *a, const void *b)
+{
+	const struct rank_coll *x = a, *y = b;
+	if (x->name != y->name)
+		return x->name < y->name ? -1 : 1;
+	return x->t0 < y->t0 ? -1 : x->t0 > y->t0;
+}
+
+static int by_u64(const void *a, const void *b)
+{
+	uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
+	return x < y ? -1 : x > y;
+}
+
+/* by rank; of one rank, the image with the most collectives first (then the earlier) */
+static int by_rank(const void *a, const void *b)
+{
+	const struct rank_proc *x = a, *y = b;
+	if (x->rank != y->rank)
+		return x->rank < y->rank ? -1 : 1;
+	if (x->ncoll != y->ncoll)
+		return x->ncoll > y->ncoll ? -1 : 1;
+	return x->image < y->image ? -1 : x->image > y->image;
+}
+
+/* The k-th call of each name on every rank is one collective. */
+static int match(struct ranks *r)
+{
+	size_t n = r->nranks, *at = calloc(2 * n, sizeof *at), *end = at + n;
+	if (!at)
+		return -1;
+	for (size_t i = 0; i < n; i++)
+		qsort(r->p[i].coll, r->p[i].ncoll, sizeof *r->p[i].coll, by_name_then_time);
+	for (;;) {
+		/* the smallest name any rank has left */
+		uint32_t name = STR_NONE;
+		for (size_t i = 0; i < n; i++)
+			if (at[i] < r->p[i].ncoll && r->p[i].coll[at[i]].name < name)
+				name = r->p[i].coll[at[i]].name;
+		if (name == STR_NONE)
+			break;
+		size_t fewest = SIZE_MAX;
+		for (size_t i = 0; i < n; i++) {
+			end[i] = at[i];
+			while (end[i] < r->p[i].ncoll && r->p[i].coll[end[i]].name == name)
+				end[i]++;
+			fewest = end[i] - at[i] < fewest ? end[i] - at[i] : fewest;
+		}
+		for (size_t k = 0; k < fewest; k++) {
+			uint64_t last = 0;
+			for (size_t i = 0; i < n; i++)
+				last = r->p[i].coll[at[i] + k].t0 > last ? r->p[i].coll[at[i] + k].t0
+									 : last;
+			for (size_t i = 0; i < n; i++) {
+				struct rank_coll *c = &r->p[i].coll[at[i] + k];
+				uint64_t dur = c->t1 > c->t0 ? c->t1 - c->t0 : 0;
+				c->wait = last - c->t0 < dur ? last - c->t0 : dur;
+				r->p[i].matched++;
+				r->p[i].wait_ns += c->wait;
+			}
+		}
+		for (size_t i = 0; i < n; i++) {
+			r->unmatched += end[i] - at[i] - fewest;
+			at[i] = end[i];
+		}
+	}
+	free(at);
+	return 0;
+}
+
+/* Steps: the first kind every rank has boundaries of; step j runs from a rank's j-th
+ * boundary to its next. */
+static int steps(struct ranks *r)
+{
+	size_t n = r->nranks;
+	for (int k = RANK_STEPS_MARKS; k < RANK_STEPS_KINDS && !r->step_kind; k++) {
+		size_t fewest = SIZE_MAX;
+		for (size_t i = 0; i < n; i++)
+			fewest = r->p[i].nbound[k] < fewest ? r->p[i].nbound[k] : fewest;
+		if (fewest >= 2) {
+			r->step_kind = (enum rank_step_kind)k;
+			r->nsteps = fewest - 1;
+		}
+	}
+	if (!r->step_kind)
+		return 0;
+	for (size_t i = 0; i < n; i++) {
+		struct rank_proc *p = &r->p[i];
+		uint64_t *b = p->bound[r->step_kind];
+		qsort(b, p->nbound[r->step_kind], sizeof *b, by_u64);
+		p->steps = calloc(r->nsteps, sizeof *p->steps);
+		if (!p->steps)
+			return -1;
+		for (size_t j = 0; j < r->nsteps; j++) {
+			p->steps[j].t0 = b[j];
+			p->steps[j].t1 = b[j + 1];
+		}
+		/* coll is in name order: each call to its step by search over the bounds */
+		for (size_t c = 0; c < p->ncoll; c++) {
+			const struct rank_coll *x = &p->coll[c];
+			size_t lo = 0, hi = r->nsteps;
+			while (lo < hi) {
+				size_t mid = (lo + hi) / 2;
+				if (p->steps[mid].t1 <= x->t0)
+					lo = mid + 1;
+				else
+					hi = mid;
+			}
+			if (lo < r->nsteps && x->t0 >= p->steps[lo].t0) {
+				p->steps[lo].coll_ns += x->t1 > x->t0 ? x->t1 - x->t0 : 0;
+				p->steps[lo].wait_ns += x->wait;
+			}
+		}
+	}
+	return 0;
+}
+
+int ranks_finish(struct ranks *r)
+{
+	qsort(r->p, r->n, sizeof *r->p, by_rank);
+	/* one image per rank (a rank's DataLoader workers have its rank too) */
+	size_t kept = 0;
+	for (size_t i = 0; i < r->n; i++) {
+		if (kept && r->p[kept - 1].rank == r->p[i].rank)
+			continue;
+		struct rank_proc tmp = r->p[kept];
+		r->p[kept++] = r->p[i];
+		r->p[i] = tmp;
+	}
+	u64map_free(&r->by_image); /* the order changed: by_image is stale, not needed */
+	u64map_init(&r->by_image);
+	r->nranks = kept >= 2 ? kept : 0;
+	if (!r->nranks)
+		return 0;
+	for (size_t i = 0; i < r->nranks; i++)
+		for (size_t c = 0; c < r->p[i].ncoll; c++)
+			r->p[i].coll_ns += r->p[i].coll[c].t1 > r->p[i].coll[c].t0
+						   ? r->p[i].coll[c].t1 - r->p[i].coll[c].t0
+						   : 0;
+	return match(r) || steps(r) ? -1 : 0;
+}

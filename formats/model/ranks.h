@@ -1,0 +1,72 @@
+/* Across the ranks of a job in one capture: each rank's collectives matched with the other
+ * ranks' (the k-th call of a name on each rank is one collective), the time each rank
+ * waited in them for the last to arrive, and per step each rank's time in and out of
+ * collectives: who the straggler is. Ranks are the images a launcher gave a rank
+ * (CAP_JOB); one image per rank, the one with the most collectives. */
+#ifndef PROF_FORMATS_RANKS_H
+#define PROF_FORMATS_RANKS_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "formats/util/u64map.h"
+
+struct model;
+struct prof_event;
+
+/* Collectives kept per image: beyond, they are counted in ranks.dropped and left out. */
+#define RANKS_MAX_COLLECTIVES (1u << 20)
+
+enum rank_step_kind {
+	RANK_STEPS_NONE,
+	RANK_STEPS_MARKS,     /* libprof.step() / prof_step() */
+	RANK_STEPS_PROFILER,  /* torch.profiler's ProfilerStep#N starts */
+	RANK_STEPS_OPTIMIZER, /* torch.optim's Optimizer.step#... ends */
+	RANK_STEPS_KINDS
+};
+
+struct rank_coll {
+	uint32_t name; /* gid */
+	uint64_t t0, t1, wait;
+};
+
+struct rank_step {
+	uint64_t t0, t1;         /* [t0, t1): between two boundaries */
+	uint64_t coll_ns, wait_ns; /* of collectives starting in it */
+};
+
+struct rank_proc {
+	uint32_t image;
+	int32_t rank;
+	struct rank_coll *coll;
+	size_t ncoll, coll_cap;
+	uint64_t *bound[RANK_STEPS_KINDS]; /* step boundaries seen, per kind */
+	size_t nbound[RANK_STEPS_KINDS], bound_cap[RANK_STEPS_KINDS];
+	/* ranks_finish's */
+	uint64_t matched, coll_ns, wait_ns;
+	struct rank_step *steps; /* ranks.nsteps of them */
+};
+
+struct ranks {
+	struct rank_proc *p;
+	size_t n, cap;
+	struct u64map by_image; /* image -> index + 1 */
+	uint32_t coll_cat;      /* gid of "collective"; STR_NONE until known */
+	uint64_t dropped;       /* collectives beyond RANKS_MAX_COLLECTIVES */
+	/* ranks_finish's: the ranks compared (p[0..nranks), by rank), what the steps are */
+	size_t nranks;
+	uint64_t unmatched;     /* calls of a collective more on some ranks than others */
+	enum rank_step_kind step_kind;
+	size_t nsteps;          /* compared: as many as the rank with fewest has */
+};
+
+void ranks_init(struct ranks *r);
+void ranks_free(struct ranks *r);
+/* One complete event (cat, name: gids) or step instant of an image that has a rank. */
+int ranks_event(struct ranks *r, struct model *m, uint32_t image, uint32_t cat, uint32_t name,
+		const struct prof_event *e);
+/* Matches, waits and steps, once every event was seen. 0 or -1. */
+int ranks_finish(struct ranks *r);
+const char *ranks_step_kind_name(enum rank_step_kind k);
+
+#endif

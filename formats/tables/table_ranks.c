@@ -1,0 +1,218 @@
+/* Ranks and the straggler table. A step's "compute" on a rank is its time out of
+ * collectives; the slowest rank of a step is the one with the most, and the others
+ * wait for it in the collectives. */
+#include <stdlib.h>
+#include <string.h>
+
+#include "formats/model/ranks.h"
+#include "formats/tables/report.h"
+#include "formats/tables/table_ranks.h"
+#include "formats/tables/textfmt.h"
+#include "formats/util/json_writer.h"
+
+#define TEXT_STEPS 20 /* steps the text table lists; the JSON has them all */
+
+static uint64_t compute_ns(const struct rank_step *s)
+{
+	uint64_t len = s->t1 - s->t0;
+	return s->coll_ns < len ? len - s->coll_ns : 0;
+}
+
+struct step_verdict {
+	size_t slowest, most_waiting;  /* indexes into ranks.p */
+	uint64_t median_compute;       /* over all ranks */
+};
+
+static int cmp_u64(const void *a, const void *b)
+{
+	uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
+	return x < y ? -1 : x > y;
+}
+
+static struct step_verdict verdict(const struct ranks *k, size_t j, uint64_t *scratch)
+{
+	struct step_verdict v = {0, 0, 0};
+	for (size_t i = 0; i < k->nranks; i++) {
+		const struct rank_step *s = &k->p[i].steps[j];
+		scratch[i] = compute_ns(s);
+		if (scratch[i] > compute_ns(&k->p[v.slowest].steps[j]))
+			v.slowest = i;
+		if (s->wait_ns > k->p[v.most_waiting].steps[j].wait_ns)
+			v.most_waiting = i;
+	}
+	qsort(scratch, k->nranks, sizeof *scratch, cmp_u64);
+	size_t n = k->nranks;
+	v.median_compute = n % 2 ? scratch[n / 2] : (scratch[n / 2 - 1] + scratch[n / 2]) / 2;
+	return v;
+}
+
+/* A rank's waiting in the steps compared, or in all when there are none: the start-up's
+ * collectives (a rank started late) do not speak for the training. */
+static uint64_t waited(const struct ranks *k, size_t i)
+{
+	if (!k->nsteps)
+		return k->p[i].wait_ns;
+	uint64_t sum = 0;
+	for (size_t j = 0; j < k->nsteps; j++)
+		sum += k->p[i].steps[j].wait_ns;
+	return sum;
+}
+
+/* the rank that waited least: the others waited for it */
+static size_t least_waiting(const struct ranks *k)
+{
+	size_t best = 0;
+	for (size_t i = 1; i < k->nranks; i++)
+		if (waited(k, i) < waited(k, best))
+			best = i;
+	return best;
+}
+
+static uint64_t others_median_wait(const struct ranks *k, size_t except, uint64_t *scratch)
+{
+	size_t n = 0;
+	for (size_t i = 0; i < k->nranks; i++)
+		if (i != except)
+			scratch[n++] = waited(k, i);
+	qsort(scratch, n, sizeof *scratch, cmp_u64);
+	return !n ? 0 : n % 2 ? scratch[n / 2] : (scratch[n / 2 - 1] + scratch[n / 2]) / 2;
+}
+
+void table_ranks_text(const struct report *r, FILE *out)
+{
+	const struct ranks *k = &r->s->ranks;
+	char a[TEXTFMT_LEN], b[TEXTFMT_LEN], c[TEXTFMT_LEN], name[4 * 34 + 4];
+	uint64_t *scratch;
+
+	if (!k->nranks || !(scratch = malloc(k->nranks * sizeof *scratch)))
+		return;
+	fprintf(out, "\nRanks: %zu (collectives matched across ranks by name and order; waiting: "
+		     "in a collective before its last rank arrived)\n", k->nranks);
+	fprintf(out, "%-5s %-8s %-34s %11s %15s %12s\n", "Rank", "PID", "Process", "Collectives",
+		"In collectives", "Waiting");
+	for (size_t i = 0; i < k->nranks; i++) {
+		const struct rank_proc *p = &k->p[i];
+		const struct image *im = &r->m->img[p->image];
+		size_t len = 0;
+		const char *s = im->label != STR_NONE ? model_str(r->m, im->label, &len) : "?";
+		size_t cols = fmt_name(name, s, s ? len : 1, 34);
+		fprintf(out, "%-5d %-8u %s%*s %11s %15s %12s\n", (int)p->rank, im->pid, name,
+			(int)(34 - cols), "", fmt_count(a, p->ncoll), fmt_dur(b, p->coll_ns),
+			fmt_dur(c, p->wait_ns));
+	}
+	size_t slow = least_waiting(k);
+	fprintf(out, "Slowest: rank %d (waited %s in collectives%s; the other ranks %s, median)\n",
+		(int)k->p[slow].rank, fmt_dur(a, waited(k, slow)),
+		k->nsteps ? " of the steps below" : "",
+		fmt_dur(b, others_median_wait(k, slow, scratch)));
+	if (k->unmatched || k->dropped)
+		fprintf(out, "(%s collective calls not made on every rank, %s beyond the %u kept "
+			     "per rank: not matched)\n",
+			fmt_count(a, k->unmatched), fmt_count(b, k->dropped),
+			RANKS_MAX_COLLECTIVES);
+	if (k->nsteps) {
+		fprintf(out, "\nSteps across ranks (each rank's %s to its next): %zu\n",
+			k->step_kind == RANK_STEPS_OPTIMIZER ? "Optimizer.step end"
+			: k->step_kind == RANK_STEPS_PROFILER ? "ProfilerStep start"
+							      : "step mark",
+			k->nsteps);
+		fprintf(out, "%-6s %-13s %15s %15s %20s\n", "Step", "Slowest rank", "Its compute",
+			"Median compute", "Most waiting (rank)");
+		for (size_t j = 0; j < k->nsteps && j < TEXT_STEPS; j++) {
+			struct step_verdict v = verdict(k, j, scratch);
+			char w[TEXTFMT_LEN + 16];
+			snprintf(w, sizeof w, "%s (%d)",
+				 fmt_dur(c, k->p[v.most_waiting].steps[j].wait_ns),
+				 (int)k->p[v.most_waiting].rank);
+			fprintf(out, "%-6zu %-13d %15s %15s %20s\n", j + 1,
+				(int)k->p[v.slowest].rank,
+				fmt_dur(a, compute_ns(&k->p[v.slowest].steps[j])),
+				fmt_dur(b, v.median_compute), w);
+		}
+		if (k->nsteps > TEXT_STEPS)
+			fprintf(out, "(%zu more steps in --format json)\n", k->nsteps - TEXT_STEPS);
+		fprintf(out, "(compute: the step's time out of collectives)\n");
+	}
+	free(scratch);
+}
+
+void table_ranks_json(const struct report *r, struct jw *w)
+{
+	const struct ranks *k = &r->s->ranks;
+	uint64_t *scratch;
+
+	jw_lit(w, ",\n\"ranks\":");
+	if (!k->nranks || !(scratch = malloc(k->nranks * sizeof *scratch))) {
+		jw_lit(w, "null");
+		return;
+	}
+	size_t slow = least_waiting(k);
+	jw_lit(w, "{\"count\":");
+	jw_u64(w, k->nranks);
+	jw_lit(w, ",\"slowest_rank\":");
+	jw_i64(w, k->p[slow].rank);
+	jw_lit(w, ",\"unmatched\":");
+	jw_u64(w, k->unmatched);
+	jw_lit(w, ",\"dropped\":");
+	jw_u64(w, k->dropped);
+	jw_lit(w, ",\"steps_from\":");
+	jw_cstr(w, ranks_step_kind_name(k->step_kind));
+	jw_lit(w, ",\"ranks\":[");
+	for (size_t i = 0; i < k->nranks; i++) {
+		const struct rank_proc *p = &k->p[i];
+		const struct image *im = &r->m->img[p->image];
+		if (i)
+			jw_lit(w, ",");
+		jw_lit(w, "\n{\"rank\":");
+		jw_i64(w, p->rank);
+		jw_lit(w, ",\"pid\":");
+		jw_u64(w, im->pid);
+		jw_lit(w, ",\"collectives\":");
+		jw_u64(w, p->ncoll);
+		jw_lit(w, ",\"matched\":");
+		jw_u64(w, p->matched);
+		jw_lit(w, ",\"collective_ns\":");
+		jw_u64(w, p->coll_ns);
+		jw_lit(w, ",\"wait_ns\":");
+		jw_u64(w, p->wait_ns);
+		jw_lit(w, ",\"steps\":[");
+		for (size_t j = 0; j < k->nsteps; j++) {
+			const struct rank_step *s = &p->steps[j];
+			if (j)
+				jw_lit(w, ",");
+			jw_lit(w, "{\"start_ns\":");
+			jw_u64(w, s->t0);
+			jw_lit(w, ",\"end_ns\":");
+			jw_u64(w, s->t1);
+			jw_lit(w, ",\"collective_ns\":");
+			jw_u64(w, s->coll_ns);
+			jw_lit(w, ",\"wait_ns\":");
+			jw_u64(w, s->wait_ns);
+			jw_lit(w, ",\"compute_ns\":");
+			jw_u64(w, compute_ns(s));
+			jw_lit(w, "}");
+		}
+		jw_lit(w, "]}");
+	}
+	jw_lit(w, "],\n\"steps\":[");
+	for (size_t j = 0; j < k->nsteps; j++) {
+		struct step_verdict v = verdict(k, j, scratch);
+		if (j)
+			jw_lit(w, ",");
+		jw_lit(w, "\n{\"step\":");
+		jw_u64(w, j + 1);
+		jw_lit(w, ",\"slowest_rank\":");
+		jw_i64(w, k->p[v.slowest].rank);
+		jw_lit(w, ",\"slowest_compute_ns\":");
+		jw_u64(w, compute_ns(&k->p[v.slowest].steps[j]));
+		jw_lit(w, ",\"median_compute_ns\":");
+		jw_u64(w, v.median_compute);
+		jw_lit(w, ",\"most_waiting_rank\":");
+		jw_i64(w, k->p[v.most_waiting].rank);
+		jw_lit(w, ",\"most_wait_ns\":");
+		jw_u64(w, k->p[v.most_waiting].steps[j].wait_ns);
+		jw_lit(w, "}");
+	}
+	jw_lit(w, "]}");
+	free(scratch);
+}
