@@ -122,6 +122,39 @@ def traced_calls():
         print(f"{name:40} {x:8.2f} {x - base:+8.2f}")
 
 
+def mpi_calls():
+    """Issue 16: an MPI call recorded with its bytes, datatype and communicator size (the
+    mpi preset's hooks) against the same call unprofiled and merely traced."""
+    mpicc = shutil.which("mpicc")
+    if not mpicc:
+        print("\nMPI call cost: skipped (no mpicc: apt-get install libopenmpi-dev)")
+        return
+    loop = os.path.join(WORK, "mpi_loop")
+    subprocess.run([mpicc, "-O2", "-o", loop, os.path.join(os.path.dirname(__file__),
+                                                           "mpi_loop.c")], check=True)
+    n = N // 10
+    rec = {"LD_PRELOAD": LIB, "PROFILER_AUTOSTART": "1", "PROFILER_QUIET": "1",
+           "PROFILER_RING_SIZE": "256M"}
+    v = [("native (singleton MPI, no mpirun)", {}),
+         ("libprof, no preset (not traced)", dict(rec, PROFILER_FRAMEWORK="none")),
+         ("libprof, traced without the hook", dict(rec, PROFILER_FRAMEWORK="none",
+                                                   PROFILER_TRACE="MPI_Allreduce")),
+         ("libprof, mpi preset (bytes, type, size)", rec)]
+
+    def measure(extra):
+        out = subprocess.run([loop, str(n)], env=clean_env(extra), cwd=WORK,
+                             capture_output=True, text=True, check=True)
+        return first_number(out.stdout, loop)
+
+    med = interleaved_medians(v, ROUNDS, measure)
+    base = med[v[0][0]]
+    print()
+    print(f"MPI call cost: {n:,} MPI_Allreduce of one int on one rank, median of {ROUNDS}")
+    print(f"{'variant':40} {'ns/call':>8} {'added':>8}")
+    for name, x in med.items():
+        print(f"{name:40} {x:8.2f} {x - base:+8.2f}")
+
+
 def torch_overhead():
     """Issues 3 and 14: a PyTorch training loop's slowdown under libprof's bare command,
     with frameworks off (the allocator only) and under torch.profiler, side by side."""
@@ -341,7 +374,8 @@ if __name__ == "__main__":
             sys.exit(f"bench: {p} is missing; run make bench")
     WORK = tempfile.mkdtemp(prefix="libprof-bench-")
     # BENCH_ONLY=name[,name...] runs only those parts (names as below)
-    parts = {"overhead": overhead, "traced_calls": traced_calls, "torch": torch_overhead,
+    parts = {"overhead": overhead, "traced_calls": traced_calls, "mpi_calls": mpi_calls,
+             "torch": torch_overhead,
              "throughput": throughput, "stacks": stacks_overhead,
              "peak_sites": same_peak_and_sites,
              "long_run": lambda: long_run.long_run(B, WORK, clean_env),

@@ -118,6 +118,27 @@ static int keep_complete(struct chrome *c, const struct rec *r, const struct pro
 
 /* Room for an X event beyond its strings: literals, four numbers, three pointers, or
  * the args of GPU work. */
+/* An MPI call's message (PROF_EVF_COMM): bytes (null: not known), datatype, communicator
+ * size, peer (null: none or not known). At most 16 + 3 * 20 bytes besides the datatype. */
+static char *comm_args(char *p, const struct prof_event *e, const char *type, size_t tlen)
+{
+	p = jp_lit(p, ",\"args\":{\"bytes\":");
+	p = e->b == PROF_COMM_UNKNOWN ? jp_lit(p, "null") : jp_u64(p, e->b);
+	if (type) {
+		p = jp_lit(p, ",\"datatype\":");
+		p = jp_mem(p, type, tlen);
+	}
+	if (prof_comm_size(e->c)) {
+		p = jp_lit(p, ",\"comm_size\":");
+		p = jp_u64(p, prof_comm_size(e->c));
+	}
+	if (prof_comm_peer(e->c) >= 0) {
+		p = jp_lit(p, ",\"peer\":");
+		p = jp_i64(p, prof_comm_peer(e->c));
+	}
+	return jp_lit(p, "}");
+}
+
 #define X_EVENT_FIXED (256 + CHROME_GPU_ARGS_MAX)
 
 static int complete(struct chrome *c, const struct rec *r, const struct prof_event *e)
@@ -142,7 +163,7 @@ static int complete(struct chrome *c, const struct rec *r, const struct prof_eve
 	c->written++;
 	name_id = model_name(c->om, r->image, e->name);
 	cat_id = model_category(c->om, r->image, e->cat);
-	/* a PyTorch operator's input shapes (PROFILER_RECORD_SHAPES) */
+	/* a PyTorch operator's input shapes (PROFILER_RECORD_SHAPES), an MPI call's datatype */
 	int has_detail = (e->flags & PROF_EVF_DETAIL) && e->a && e->a <= UINT32_MAX;
 	uint32_t detail_id = has_detail ? model_name(c->om, r->image, (uint32_t)(e->a - 1)) : 0;
 	const char *detail = NULL;
@@ -175,6 +196,8 @@ static int complete(struct chrome *c, const struct rec *r, const struct prof_eve
 		p = memory_args(p, e);
 	else if (e->flags & (PROF_EVF_GPU | PROF_EVF_TID))
 		p = chrome_gpu_args(c, p, cat_id, e);
+	else if (e->flags & PROF_EVF_COMM)
+		p = comm_args(p, e, detail, dlen);
 	else if (detail) {
 		p = jp_lit(p, ",\"args\":{\"Input Shapes\":");
 		p = jp_mem(p, detail, dlen);

@@ -15,6 +15,7 @@ void stats_init(struct stats *s)
 	u64map_init(&s->ctr_ix);
 	u64map_init(&s->block_size);
 	u64map_init(&s->copy_ix);
+	u64map_init(&s->msg_ix);
 	s->merge_cat[0] = s->merge_cat[1] = STR_NONE;
 	s->mxnet_api_cat = STR_NONE;
 	ranks_init(&s->ranks);
@@ -38,6 +39,8 @@ void stats_free(struct stats *s)
 	u64map_free(&s->block_size);
 	free(s->copies);
 	u64map_free(&s->copy_ix);
+	free(s->msgs);
+	u64map_free(&s->msg_ix);
 	concurrency_free(&s->mxnet_api);
 	ranks_free(&s->ranks);
 	memset(s, 0, sizeof(*s));
@@ -352,12 +355,28 @@ static int step(struct stats *s, uint32_t pid, uint64_t t)
 	return 0;
 }
 
+/* One call of (cat, name) that moved e->b bytes, into a copies-like table. */
+static int add_bytes(struct u64map *ix, struct copy_row **rows, size_t *n, size_t *cap,
+		     uint32_t cat, uint32_t name, const struct prof_event *e)
+{
+	int created;
+	int64_t i = slot_for(ix, rows, n, cap, sizeof(struct copy_row),
+			     (uint64_t)cat << 32 | name, &created);
+	if (i < 0)
+		return -1;
+	struct copy_row *x = &(*rows)[i];
+	x->cat = cat;
+	x->name = name;
+	x->count++;
+	x->bytes += e->b;
+	x->total += e->t1 > e->t0 ? e->t1 - e->t0 : 0;
+	return 0;
+}
+
 /* A copy or set on a GPU: its bytes, for the copies table (kernels have none). */
 static int gpu_copy(struct stats *s, struct model *m, uint32_t cat, uint32_t name,
 		    const struct prof_event *e)
 {
-	int created;
-
 	if (!s->gpu_cats) {
 		if (strtab_intern_str(&m->str, PROF_CATNAME_CUDA_MEMCPY, &s->memcpy_cat) ||
 		    strtab_intern_str(&m->str, PROF_CATNAME_CUDA_MEMSET, &s->memset_cat))
@@ -366,16 +385,13 @@ static int gpu_copy(struct stats *s, struct model *m, uint32_t cat, uint32_t nam
 	}
 	if (cat != s->memcpy_cat && cat != s->memset_cat)
 		return 0;
-	int64_t i = slot_for(&s->copy_ix, &s->copies, &s->ncopies, &s->copies_cap,
-			     sizeof(struct copy_row), (uint64_t)cat << 32 | name, &created);
-	if (i < 0)
-		return -1;
-	s->copies[i].cat = cat;
-	s->copies[i].name = name;
-	s->copies[i].count++;
-	s->copies[i].bytes += e->b;
-	s->copies[i].total += e->t1 > e->t0 ? e->t1 - e->t0 : 0;
-	return 0;
+	return add_bytes(&s->copy_ix, &s->copies, &s->ncopies, &s->copies_cap, cat, name, e);
+}
+
+/* A call that moved a message of known bytes (an MPI call: PROF_EVF_COMM). */
+static int message(struct stats *s, uint32_t cat, uint32_t name, const struct prof_event *e)
+{
+	return add_bytes(&s->msg_ix, &s->msgs, &s->nmsgs, &s->msgs_cap, cat, name, e);
 }
 
 /* torch.profiler's step labels, ProfilerStep#N, are one row named "ProfilerStep*", as its
@@ -453,6 +469,8 @@ static int one_event(struct stats *s, struct model *m, uint32_t image, struct th
 		if (e->cat == PROF_CAT_MEMORY && net_bytes(s, image, e, &net))
 			return -1;
 		if ((e->flags & PROF_EVF_GPU) && gpu_copy(s, m, cat, name, e))
+			return -1;
+		if ((e->flags & PROF_EVF_COMM) && e->b != PROF_COMM_UNKNOWN && message(s, cat, name, e))
 			return -1;
 		if (depths(t, e->depth))
 			return -1;

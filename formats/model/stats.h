@@ -47,7 +47,8 @@ struct counter {
 	int is_double;
 };
 
-/* Bytes moved on a GPU per kind of copy or set (categories cuda_memcpy, cuda_memset). */
+/* Bytes moved on a GPU per kind of copy or set (categories cuda_memcpy, cuda_memset); and
+ * bytes of messages per MPI call (PROF_EVF_COMM with their bytes known). */
 struct copy_row {
 	uint32_t cat, name; /* gids: "cuda_memcpy", "Memcpy HtoD" */
 	uint64_t count, bytes, total;
@@ -79,6 +80,9 @@ struct stats {
 	struct copy_row *copies;
 	size_t ncopies, copies_cap;
 	struct u64map copy_ix;
+	struct copy_row *msgs;
+	size_t nmsgs, msgs_cap;
+	struct u64map msg_ix;
 	uint32_t memcpy_cat, memset_cat; /* gids, once gpu_cats */
 	int gpu_cats;
 	struct u64map block_size; /* image << 47 | pointer -> bytes, for net memory */

@@ -29,6 +29,7 @@ struct report {
 	const char *damage; /* NULL when the capture is whole */
 	int show_memory, show_marks, show_counters, show_steps;
 	int show_copies; /* GPU copies and sets: r->s->copies, sorted by total time */
+	int show_messages; /* MPI calls' bytes: r->s->msgs, sorted by total time */
 };
 
 int table_text(const struct report *r, FILE *out);

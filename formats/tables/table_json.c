@@ -337,23 +337,44 @@ static void marks_counters(struct jw *w, const struct report *r)
 	jw_lit(w, "]");
 }
 
+/* One entry of copies or messages, its first key named as each calls it; the entry is
+ * left open for what only copies add. */
+static void copy_row_fields(struct jw *w, const struct report *r, const struct copy_row *x,
+			    int first, int kind)
+{
+	if (!first)
+		jw_lit(w, ",");
+	if (kind)
+		jw_lit(w, "{\"kind\":");
+	else
+		jw_lit(w, "{\"name\":");
+	str_gid(w, r->m, x->name);
+	jw_lit(w, ",\"category\":");
+	str_gid(w, r->m, x->cat);
+	jw_lit(w, ",\"count\":");
+	jw_u64(w, x->count);
+	jw_lit(w, ",\"bytes\":");
+	jw_u64(w, x->bytes);
+	jw_lit(w, ",\"total_ns\":");
+	jw_u64(w, x->total);
+}
+
+static void messages(struct jw *w, const struct report *r)
+{
+	jw_lit(w, ",\n\"messages\":[");
+	for (size_t i = 0; r->show_messages && i < r->s->nmsgs; i++) {
+		copy_row_fields(w, r, &r->s->msgs[i], i == 0, 0);
+		jw_lit(w, "}");
+	}
+	jw_lit(w, "]");
+}
+
 static void copies(struct jw *w, const struct report *r)
 {
-	size_t i;
-
 	jw_lit(w, ",\n\"copies\":[");
-	for (i = 0; r->show_copies && i < r->s->ncopies; i++) {
+	for (size_t i = 0; r->show_copies && i < r->s->ncopies; i++) {
 		const struct copy_row *x = &r->s->copies[i];
-		jw_text(w, i ? ",{\"kind\":" : "{\"kind\":");
-		str_gid(w, r->m, x->name);
-		jw_lit(w, ",\"category\":");
-		str_gid(w, r->m, x->cat);
-		jw_lit(w, ",\"count\":");
-		jw_u64(w, x->count);
-		jw_lit(w, ",\"bytes\":");
-		jw_u64(w, x->bytes);
-		jw_lit(w, ",\"total_ns\":");
-		jw_u64(w, x->total);
+		copy_row_fields(w, r, x, i == 0, 1);
 		jw_lit(w, ",\"bandwidth_gbps\":");
 		jw_double(w, round(copy_bandwidth(x) * 1000) / 1000);
 		jw_lit(w, "}");
@@ -393,6 +414,7 @@ int table_json(const struct report *r, FILE *out)
 	rows(&w, r);
 	marks_counters(&w, r);
 	copies(&w, r);
+	messages(&w, r);
 	steps(&w, r);
 	table_ranks_json(r, &w);
 	jw_lit(&w, ",\n\"damaged\":");

@@ -183,6 +183,24 @@ static void copies(const struct report *r, FILE *out)
 	}
 }
 
+/* MPI calls with their bytes: per call, what one rank sent or contributed. */
+static void messages(const struct report *r, FILE *out)
+{
+	char t[4][TEXTFMT_LEN];
+
+	fprintf(out, "\nMessages (bytes each call sent or contributed)\n%-24s %-10s  %10s %14s "
+		     "%12s %10s\n", "Name", "Category", "Calls", "Bytes", "Per call", "Total");
+	for (size_t i = 0; i < r->s->nmsgs; i++) {
+		const struct copy_row *x = &r->s->msgs[i];
+		pad_name(out, r->m, x->name, 24);
+		fputc(' ', out);
+		pad_name(out, r->m, x->cat, 10);
+		fprintf(out, "  %10s %14s %12s %10s\n", fmt_count(t[0], x->count),
+			fmt_bytes(t[1], x->bytes), fmt_bytes(t[2], x->count ? x->bytes / x->count : 0),
+			fmt_dur(t[3], x->total));
+	}
+}
+
 /* One line per process image with allocator activity on a device (NULL: the CPU). */
 static void memory_device(const struct report *r, FILE *out, int gpu)
 {
@@ -381,6 +399,8 @@ int table_text(const struct report *r, FILE *out)
 		category(r, &r->cats[i], out);
 	if (r->show_copies)
 		copies(r, out);
+	if (r->show_messages)
+		messages(r, out);
 	if (r->show_memory) {
 		memory(r, out);
 		size_histogram(r, out);

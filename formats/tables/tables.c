@@ -235,7 +235,11 @@ static void sections(struct report *r)
 	r->show_copies = r->s->ncopies > 0;
 	if (r->show_copies)
 		qsort_r(r->s->copies, r->s->ncopies, sizeof(*r->s->copies), by_copy_time, r->m);
+	r->show_messages = r->s->nmsgs > 0;
+	if (r->show_messages)
+		qsort_r(r->s->msgs, r->s->nmsgs, sizeof(*r->s->msgs), by_copy_time, r->m);
 	if (c) {
+		r->show_messages &= !strcmp(c, PROF_CATNAME_COLLECTIVE) || !strcmp(c, PROF_CATNAME_MPI);
 		r->show_copies &= !strcmp(c, PROF_CATNAME_CUDA_MEMCPY) ||
 				  !strcmp(c, PROF_CATNAME_CUDA_MEMSET);
 		r->show_memory &= !strcmp(c, PROF_CATNAME_MEMORY);

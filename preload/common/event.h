@@ -41,7 +41,17 @@ enum prof_category {
 			   * another thread: a = CUPTI correlation id; outputs show it on
 			   * that thread's row */
 #define PROF_EVF_DETAIL 0x40 /* a traced call's a = string id + 1 of its detail: a
-			      * PyTorch operator's input shapes, "[[128, 500], [10]]" */
+			      * PyTorch operator's input shapes, "[[128, 500], [10]]"; an MPI
+			      * call's datatype, "MPI_FLOAT" */
+#define PROF_EVF_COMM 0x80   /* a message or collective (MPI): b = bytes (PROF_COMM_UNKNOWN:
+			      * not known), c = PROF_COMM_WHERE(communicator size, peer) */
+
+#define PROF_COMM_UNKNOWN UINT64_MAX
+/* c of a PROF_EVF_COMM event: communicator size (0: not known) and peer rank (the
+ * destination, source or root; -1: none or not known). */
+#define PROF_COMM_WHERE(size, peer) ((uint64_t)(uint32_t)(size) << 32 | (uint32_t)((peer) + 1))
+static inline uint32_t prof_comm_size(uint64_t c) { return (uint32_t)(c >> 32); }
+static inline int64_t prof_comm_peer(uint64_t c) { return (int64_t)(uint32_t)c - 1; }
 
 /* c of a gpu_memory allocation in page-locked host memory (cudaMallocHost...) rather
  * than on a device. */
@@ -122,5 +132,6 @@ const char *prof_fixed_category_name(unsigned cat);
 #define PROF_CATNAME_TF_C_API "TF_C_API"       /* TensorFlow's TF_* / TFE_* C API */
 #define PROF_CATNAME_PROFILER "profiler"       /* the framework's profiler start/stop */
 #define PROF_CATNAME_COLLECTIVE "collective"   /* communication between ranks */
+#define PROF_CATNAME_MPI "MPI"                 /* MPI's other calls: messages, waits */
 
 #endif

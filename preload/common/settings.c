@@ -151,9 +151,9 @@ const struct prof_setting prof_settings[] = {
 	 .help = "functions to trace by name (above)"},
 	{.name = "framework", .env = "PROFILER_FRAMEWORK", .type = PROF_SETTING_ENUM,
 	 .when = PROF_WHEN_START, FIELD(framework),
-	 .def = "detect", .values = "detect,mxnet,torch,tensorflow,onnxruntime,auto,none",
+	 .def = "detect", .values = "detect,mxnet,torch,tensorflow,onnxruntime,mpi,auto,none",
 	 .flags = PROF_SETTING_TEXT,
-	 .why = "use detect, mxnet, torch, tensorflow, onnxruntime, auto or none",
+	 .why = "use detect, mxnet, torch, tensorflow, onnxruntime, mpi, auto or none",
 	 .help = "`detect`: every framework the program loads, its preset in its own "
 		 "libraries; a name: that preset, `auto`: every preset, in every library; "
 		 "`none`: no preset (above)"},

@@ -30,9 +30,15 @@
 /* The frameworks libprof knows (preload/frameworks/presets.c), as bits of a process
  * segment's `frameworks`, named as PROFILER_FRAMEWORK names their presets; the collector
  * names those found on its summary line. */
-enum { PROF_FW_MXNET = 1, PROF_FW_TORCH = 2, PROF_FW_TENSORFLOW = 4, PROF_FW_ONNXRUNTIME = 8 };
-#define PROF_NFRAMEWORKS 4
-#define PROF_FRAMEWORK_NAMES {"mxnet", "torch", "tensorflow", "onnxruntime"}
+enum {
+	PROF_FW_MXNET = 1,
+	PROF_FW_TORCH = 2,
+	PROF_FW_TENSORFLOW = 4,
+	PROF_FW_ONNXRUNTIME = 8,
+	PROF_FW_MPI = 16
+};
+#define PROF_NFRAMEWORKS 5
+#define PROF_FRAMEWORK_NAMES {"mxnet", "torch", "tensorflow", "onnxruntime", "mpi"}
 
 enum prof_clock_kind { PROF_CLOCK_MONO = 1, PROF_CLOCK_TSC = 2 };
 

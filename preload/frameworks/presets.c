@@ -8,12 +8,16 @@
 #include "preload/common/event.h"
 #include "preload/common/shm_layout.h"
 #include "preload/frameworks/frameworks.h"
+#include "preload/frameworks/mpi.h"
 #include "preload/frameworks/mxnet.h"
 #include "preload/frameworks/ort.h"
 #include "preload/frameworks/tf.h"
 #include "preload/frameworks/torch_callbacks.h"
 #include "preload/core/state.h"
 #include "prof.h"
+
+#define C PROF_CATNAME_COLLECTIVE "="
+#define M PROF_CATNAME_MPI "="
 
 /* What each framework's calls look like; categories as the framework's own profiler
  * names them where it has one (MXNet's MXNET_C_API, PyTorch's operators). Entry i is
@@ -36,6 +40,13 @@ static const struct {
 	 "libtensorflow,_pywrap_tensorflow_internal"},
 	{"onnxruntime", PROF_CATNAME_ORT_API "=OrtGetApiBase",
 	 "libonnxruntime,onnxruntime_pybind11_state"},
+	/* collectives apart from the rest: the tables across ranks match them by order */
+	{"mpi",
+	 C "MPI_Allreduce," C "MPI_Allgather*," C "MPI_Alltoall*," C "MPI_Bcast," C "MPI_Reduce*,"
+	 C "MPI_Gather*," C "MPI_Scatter*," C "MPI_Barrier," C "MPI_Scan," C "MPI_Exscan," M
+	 "MPI_Send," M "MPI_Ssend," M "MPI_Recv," M "MPI_Isend," M "MPI_Irecv," M "MPI_Sendrecv,"
+	 M "MPI_Wait*," M "MPI_Init*," M "MPI_Finalize",
+	 "libmpi.so,libmpich.so"},
 };
 
 unsigned prof_framework_presets(const char *framework)
@@ -143,6 +154,20 @@ static const struct prof_framework_hook hooks[] = {
 	{"_ZN5mxnet7storage21DeviceStorageProfiler6OnFreeERKNS_7Storage6HandleE",
 	 prof_mxnet_storage_free, PROF_FW_MXNET, PROF_CATNAME_MXNET_MEMORY, 0},
 	{"TFE_Execute", prof_tf_execute_hook, PROF_FW_TENSORFLOW, PROF_CATNAME_OPERATOR, 0},
+	{"MPI_Send", prof_mpi_p2p_hook, PROF_FW_MPI, PROF_CATNAME_MPI, 0},
+	{"MPI_Ssend", prof_mpi_p2p_hook, PROF_FW_MPI, PROF_CATNAME_MPI, 0},
+	{"MPI_Recv", prof_mpi_p2p_hook, PROF_FW_MPI, PROF_CATNAME_MPI, 0},
+	{"MPI_Isend", prof_mpi_p2p_hook, PROF_FW_MPI, PROF_CATNAME_MPI, 0},
+	{"MPI_Irecv", prof_mpi_p2p_hook, PROF_FW_MPI, PROF_CATNAME_MPI, 0},
+	{"MPI_Sendrecv", prof_mpi_sendrecv_hook, PROF_FW_MPI, PROF_CATNAME_MPI, 0},
+	{"MPI_Bcast", prof_mpi_bcast_hook, PROF_FW_MPI, PROF_CATNAME_COLLECTIVE, 0},
+	{"MPI_Allreduce", prof_mpi_allreduce_hook, PROF_FW_MPI, PROF_CATNAME_COLLECTIVE, 0},
+	{"MPI_Reduce", prof_mpi_reduce_hook, PROF_FW_MPI, PROF_CATNAME_COLLECTIVE, 0},
+	{"MPI_Allgather", prof_mpi_gather_hook, PROF_FW_MPI, PROF_CATNAME_COLLECTIVE, 0},
+	{"MPI_Alltoall", prof_mpi_gather_hook, PROF_FW_MPI, PROF_CATNAME_COLLECTIVE, 0},
+	{"MPI_Gather", prof_mpi_gather_hook, PROF_FW_MPI, PROF_CATNAME_COLLECTIVE, 0},
+	{"MPI_Scatter", prof_mpi_gather_hook, PROF_FW_MPI, PROF_CATNAME_COLLECTIVE, 0},
+	{"MPI_Barrier", prof_mpi_barrier_hook, PROF_FW_MPI, PROF_CATNAME_COLLECTIVE, 0},
 };
 
 const struct prof_framework_hook *prof_framework_hook_for(const char *name, unsigned scope,

@@ -49,12 +49,14 @@ struct shadow_entry {
 	uint64_t t_end; /* prof_trace_end_now's time, 0: when it returns */
 	uint64_t arg1;  /* its second integer argument, for prof_trace_end_now (hooked) */
 	uint32_t detail; /* prof_trace_set_detail's string id + 1, 0: none */
+	uint64_t comm_bytes, comm_where; /* prof_trace_set_comm's, when comm */
 	uint32_t target;
 	uint32_t depth;
 	uint32_t name; /* + 1; 0: the function's own name */
 	uint16_t restored; /* its real return address is back in the stack (unwinding) */
 	uint8_t resume_after; /* PROF_HOOK_RESUME_AFTER */
 	uint8_t unshadowed; /* real return address back while a stack is captured */
+	uint8_t comm; /* a message: PROF_EVF_COMM */
 };
 
 struct shadow_stack {
@@ -63,6 +65,13 @@ struct shadow_stack {
 };
 
 static __thread struct shadow_stack shadow __attribute__((tls_model("initial-exec")));
+
+/* What a hook gave for its call (prof_trace_set_comm), taken when the call is entered. */
+static __thread struct {
+	uint64_t bytes, where;
+	uint32_t detail;
+	uint8_t set;
+} hook_comm __attribute__((tls_model("initial-exec")));
 
 /* Entries popped without returning, newest last: what their return slot held. */
 #define GIVEN_UP_MAX 256 /* 4 KiB a thread: as deep as the shadow stack */
@@ -94,8 +103,9 @@ static void end_entry(struct prof_thread *t, struct shadow_entry *e, uint64_t t1
 	if (t->busy || !prof_proc)
 		return;
 	t->busy = 1;
-	prof_emit(t, tg->cat, PROF_EV_COMPLETE, e->detail ? PROF_EVF_DETAIL : 0,
-		  e->name ? e->name - 1 : tg->name, e->depth, e->t0, t1, e->detail, 0, 0);
+	uint8_t flags = (e->detail ? PROF_EVF_DETAIL : 0) | (e->comm ? PROF_EVF_COMM : 0);
+	prof_emit(t, tg->cat, PROF_EV_COMPLETE, flags, e->name ? e->name - 1 : tg->name, e->depth,
+		  e->t0, t1, e->detail, e->comm ? e->comm_bytes : 0, e->comm ? e->comm_where : 0);
 	t->busy = 0;
 }
 
@@ -172,8 +182,11 @@ __attribute__((used)) void *prof_trace_enter(uint32_t idx, void **ret_slot,
 	struct trace_target *tg = &targets[idx];
 	struct prof_thread *t = &prof_thr;
 	uint32_t name = 0, resume_after = 0;
+	uint8_t comm = 0;
 	if (unlikely(tg->hook != 0)) {
 		name = tg->hook(saved_args);
+		comm = hook_comm.set;
+		hook_comm.set = 0;
 		if (unlikely(name & PROF_HOOK_ENTRY_ONLY))
 			return entry_only_call(tg, ret_slot);
 		if (unlikely(name & PROF_HOOK_PASS))
@@ -204,7 +217,10 @@ __attribute__((used)) void *prof_trace_enter(uint32_t idx, void **ret_slot,
 	e->resume_after = resume_after != 0;
 	e->depth = t->depth++;
 	e->t_end = 0;
-	e->detail = 0;
+	e->detail = comm ? hook_comm.detail : 0;
+	e->comm = comm;
+	e->comm_bytes = hook_comm.bytes;
+	e->comm_where = hook_comm.where;
 	e->arg1 = tg->hook ? saved_args[1] : 0;
 	e->t0 = prof_now();
 	shadow.n++; /* complete before it can be seen by a signal handler's call */
@@ -275,6 +291,14 @@ void prof_trace_set_detail(uint32_t id, uint8_t cat)
 	struct shadow_entry *e = shadow.n ? &shadow.e[shadow.n - 1] : 0;
 	if (e && !e->detail && targets[e->target].cat == cat)
 		e->detail = id + 1;
+}
+
+void prof_trace_set_comm(uint64_t bytes, uint64_t where, uint32_t detail)
+{
+	hook_comm.bytes = bytes;
+	hook_comm.where = where;
+	hook_comm.detail = detail;
+	hook_comm.set = 1;
 }
 
 void prof_trace_end_now(prof_trace_hook hook, uint64_t arg1)

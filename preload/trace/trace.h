@@ -22,6 +22,9 @@ typedef uint32_t (*prof_trace_hook)(const uint64_t *args);
 /* Gives the innermost call open on this thread, when it is of category cat and has none
  * yet, a detail, string id: its event carries it (PROF_EVF_DETAIL). */
 void prof_trace_set_detail(uint32_t id, uint8_t cat);
+/* From a hook, for the call it runs for: its event is a message (PROF_EVF_COMM, b = bytes,
+ * c = where) with detail string id + 1 (0: none). */
+void prof_trace_set_comm(uint64_t bytes, uint64_t where, uint32_t detail);
 /* Ends now, as far as its event says, the innermost call open on this thread that was
  * made through a stub with this hook and with arg1 as its second integer argument; its
  * return still comes (and is not timed). */

@@ -103,3 +103,53 @@ def ranks_torchrun_straggler(c):
     check(again.out.split("\n", 3)[3] == live, "the run's tables differ from prof report's")
     c.note("torch %s: rank 0 waited %s s per step for the planted %.1f s"
            % (version, ", ".join("%.3f" % w for w in waits), RANKS_SLEEP))
+
+
+@case(serial=True)
+def ranks_mpirun_straggler(c):
+    # the bare command around Open MPI's mpirun and a C program: MPI calls recorded with
+    # no setting (the mpi preset), with bytes, datatype, communicator size and peer; the
+    # last rank computes 100 ms longer each step and the others wait for it
+    prog, mpirun = build_mpi_program()
+    steps, n, slow_ms = 5, 1000, 100
+    argv = [mpirun, "--oversubscribe", "-np", "2"]
+    if os.getuid() == 0:
+        argv.append("--allow-run-as-root")
+    r = c.run(argv + [prog, steps, n, slow_ms], env={"PROFILER_OUTPUT": "mpi-%r"},
+              timeout=180)
+    eq(r.rc, 0, "mpirun (%r)" % r)
+    check(sorted(r.kv("rank")) == ["0", "1"], "the ranks' output: %r" % r.out)
+    rep = c.report_json(c.path("mpi-0.prof"))
+    host = socket.gethostname()
+    eq(sorted((p["rank"], p["world_size"], p["launcher"], p["label"])
+              for p in rep["processes"] if p["rank"] is not None),
+       [(i, 2, "Open MPI", "rank %d (%s) mpi_steps %d %d %d" % (i, host, steps, n, slow_ms))
+        for i in (0, 1)], "the ranks")
+    rows = {(x["category"], x["name"]): x["count"] for x in rep["rows"]}
+    for want in (("collective", "MPI_Allreduce", 2 * steps), ("collective", "MPI_Bcast", 2),
+                 ("collective", "MPI_Barrier", 2), ("MPI", "MPI_Sendrecv", 2 * steps),
+                 ("MPI", "MPI_Init", 2), ("MPI", "MPI_Finalize", 2)):
+        eq(rows.get(want[:2]), want[2], "%s/%s calls" % want[:2])
+    msgs = {m["name"]: (m["count"], m["bytes"]) for m in rep["messages"]}
+    eq(msgs, {"MPI_Allreduce": (2 * steps, 2 * steps * n * 8), "MPI_Bcast": (2, 8),
+              "MPI_Barrier": (2, 0), "MPI_Sendrecv": (2 * steps, 2 * steps * n * 4)},
+       "bytes per call")
+    t = Trace(load_json(c.path("mpi-0.json")))
+    pids = {p["rank"]: p["pid"] for p in rep["processes"] if p["rank"] is not None}
+    args = lambda name, pid: [e.get("args") for e in t.select("X", name, pid=pid)]
+    eq(args("MPI_Allreduce", pids[0])[0],
+       {"bytes": 8 * n, "datatype": "MPI_DOUBLE", "comm_size": 2}, "MPI_Allreduce's args")
+    eq(args("MPI_Bcast", pids[1]),
+       [{"bytes": 4, "datatype": "MPI_INT", "comm_size": 2, "peer": 0}], "MPI_Bcast's args")
+    eq({a["peer"] for a in args("MPI_Sendrecv", pids[1])}, {0}, "rank 1 sends to rank 0")
+    k = rep["ranks"]
+    check(k, "no table across ranks")
+    eq((k["count"], k["slowest_rank"], k["steps_from"], k["unmatched"], len(k["steps"])),
+       (2, 1, "steps", 0, steps), "ranks, slowest, steps, unmatched, steps compared")
+    waits = [s["most_wait_ns"] / 1e6 for s in k["steps"]]
+    for s in k["steps"]:
+        eq((s["slowest_rank"], s["most_waiting_rank"]), (1, 0), "step %d" % s["step"])
+    check(all(abs(w - slow_ms) <= 0.1 * slow_ms for w in waits),
+          "rank 0's waits per step %r ms, planted %d ms" % (waits, slow_ms))
+    c.note("rank 0 waited %s ms per step for the planted %d ms"
+           % (", ".join("%.1f" % w for w in waits), slow_ms))

@@ -98,6 +98,27 @@ def build_local_thrower():
     return so, main
 
 
+MPI_SRC = os.path.join(ROOT, "test", "e2e", "mpi")
+
+
+@one_at_a_time
+def build_mpi_program():
+    """BIN/mpi/mpi_steps, built with mpicc (Debian's openmpi: scripts/install-deps.sh);
+    returns (program, mpirun)."""
+    mpicc, mpirun = shutil.which("mpicc"), shutil.which("mpirun")
+    if not mpicc or not mpirun:
+        raise Fail("the MPI tests need mpicc and mpirun (Debian: openmpi-bin libopenmpi-dev, "
+                   "installed by scripts/install-deps.sh)")
+    out = os.path.join(BIN, "mpi")
+    os.makedirs(out, exist_ok=True)
+    prog, src = os.path.join(out, "mpi_steps"), os.path.join(MPI_SRC, "mpi_steps.c")
+    if not os.path.exists(prog) or os.path.getmtime(src) > os.path.getmtime(prog):
+        p = subprocess.run([mpicc, "-O1", "-g", "-Wall", "-I", os.path.join(ROOT, "include"),
+                            "-o", prog, src], capture_output=True, text=True)
+        check(p.returncode == 0, "cannot build %s: %s" % (prog, p.stderr))
+    return prog, mpirun
+
+
 CUDA_SRC = os.path.join(ROOT, "test", "e2e", "cuda")
 
 
