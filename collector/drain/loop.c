@@ -23,16 +23,32 @@
 #define TOUCH_EVERY_NS 5000000000ull  /* 5 s: the session segment's mtime, far below the
 					 reclaim's min-age (60 s) */
 
+/* CLOCK_MONOTONIC and CLOCK_REALTIME at one instant (the middle of two monotonic reads
+ * around the realtime one): what lines up captures made on different hosts. */
+static void clock_anchor(unsigned long long *mono, unsigned long long *real)
+{
+	struct timespec a, r, b;
+	clock_gettime(CLOCK_MONOTONIC, &a);
+	clock_gettime(CLOCK_REALTIME, &r);
+	clock_gettime(CLOCK_MONOTONIC, &b);
+	unsigned long long ta = (unsigned long long)a.tv_sec * 1000000000ull + (unsigned long long)a.tv_nsec;
+	unsigned long long tb = (unsigned long long)b.tv_sec * 1000000000ull + (unsigned long long)b.tv_nsec;
+	*mono = ta + (tb - ta) / 2;
+	*real = (unsigned long long)r.tv_sec * 1000000000ull + (unsigned long long)r.tv_nsec;
+}
+
 static void write_session_header(struct collector *c)
 {
 	char text[PROF_CMDLINE_MAX + 1024], host[256] = "";
+	unsigned long long mono, real;
 	gethostname(host, sizeof host - 1);
+	clock_anchor(&mono, &real);
 	snprintf(text, sizeof text,
 		 "command=%s\nhost=%s\nclock=%s\nstart_ns=%llu\nroot_pid=%u\nring_bytes=%llu\n"
-		 "block=%u\nversion=1\n",
+		 "block=%u\nversion=1\nanchor_monotonic_ns=%llu\nanchor_realtime_ns=%llu\n",
 		 c->s->command, host, c->clock.kind == PROF_CLOCK_TSC ? "tsc" : "monotonic",
 		 (unsigned long long)c->clock.first_ns, c->s->root_pid,
-		 (unsigned long long)c->s->ring_bytes, c->s->block);
+		 (unsigned long long)c->s->ring_bytes, c->s->block, mono, real);
 	if (c->s->schedule[0] && memchr(c->s->schedule, 0, sizeof c->s->schedule) &&
 	    !strpbrk(c->s->schedule, "\n")) {
 		size_t n = strlen(text);

@@ -100,7 +100,7 @@ static int64_t new_image(struct model *m, uint32_t pid)
 	im = &m->img[m->nimg];
 	memset(im, 0, sizeof(*im));
 	im->pid = pid;
-	im->command = im->label = im->launcher = im->job = STR_NONE;
+	im->command = im->label = im->launcher = im->job = im->host = STR_NONE;
 	im->rank = im->local_rank = im->world_size = -1;
 	im->status = INT32_MIN;
 	memset(im->cat, 0xff, sizeof(im->cat));

@@ -79,7 +79,7 @@ struct image {
 			     * rank, "rank R (host) basename args" */
 	/* the launcher's facts (CAP_JOB): -1 and STR_NONE when not given */
 	int32_t rank, local_rank, world_size;
-	uint32_t launcher, job;
+	uint32_t launcher, job, host;
 	uint32_t pid_order; /* rank of this pid among the pids in order of appearance */
 	int announced;      /* a CAP_PROCESS record was seen (else made up for its events) */
 	int ended;          /* a CAP_PROCESS_END record was seen */

@@ -24,7 +24,10 @@ static int32_t number(const char *v, size_t n)
 
 static int relabel(struct model *m, struct image *im)
 {
-	const char *host = model_fact(m, "host");
+	/* its own host (a capture of another host may be read with this one), else the
+	 * session's */
+	const char *host = im->host != STR_NONE ? strtab_get(&m->str, im->host, NULL)
+						  : model_fact(m, "host");
 	const char *old = im->label != STR_NONE ? strtab_get(&m->str, im->label, NULL) : "";
 	char buf[200];
 	int n = host && *host ? snprintf(buf, sizeof buf, "rank %d (%.60s) %s", (int)im->rank, host,
@@ -62,6 +65,8 @@ int model_job_record(struct model *m, const void *payload, uint32_t len)
 				rc = strtab_intern(&m->str, v, vn, &im->launcher);
 			else if (k == 3 && !memcmp(p, "job", 3))
 				rc = strtab_intern(&m->str, v, vn, &im->job);
+			else if (k == 4 && !memcmp(p, "host", 4) && vn)
+				rc = strtab_intern(&m->str, v, vn, &im->host);
 			else if (k == 4 && !memcmp(p, "rank", 4))
 				im->rank = number(v, vn);
 			else if (k == 10 && !memcmp(p, "local_rank", 10))

@@ -42,6 +42,8 @@ static void job_fields(struct jw *w, const struct model *m, const struct image *
 	str_gid(w, m, im->launcher);
 	jw_lit(w, ",\"job\":");
 	str_gid(w, m, im->job);
+	jw_lit(w, ",\"host\":");
+	str_gid(w, m, im->host);
 }
 
 static void fact(struct jw *w, const struct model *m, const char *key)
@@ -57,6 +59,19 @@ static void header(struct jw *w, const struct report *r)
 	fact(w, r->m, "host");
 	jw_lit(w, ",\"clock\":");
 	fact(w, r->m, "clock");
+	jw_lit(w, ",\"clock_anchor\":");
+	const char *mono = model_fact(r->m, "anchor_monotonic_ns");
+	const char *real = model_fact(r->m, "anchor_realtime_ns");
+	if (mono && real && mono[strspn(mono, "0123456789")] == 0 &&
+	    real[strspn(real, "0123456789")] == 0 && *mono && *real) {
+		jw_lit(w, "{\"monotonic_ns\":");
+		jw_text(w, mono);
+		jw_lit(w, ",\"realtime_ns\":");
+		jw_text(w, real);
+		jw_lit(w, "}");
+	} else {
+		jw_lit(w, "null");
+	}
 	jw_lit(w, ",\"start_ns\":");
 	jw_u64(w, r->origin);
 	jw_lit(w, ",\"duration_ns\":");

@@ -4,6 +4,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "preload/common/job.h"
 
@@ -73,9 +74,14 @@ size_t prof_job_describe(char *out, size_t len)
 		out[0] = 0;
 	if (!l || !len)
 		return 0;
-	const char *keys[] = {"launcher", "rank", "local_rank", "world_size", "job"};
+	/* the host per process: captures of several hosts are read as one */
+	char host[65] = "";
+	if (gethostname(host, sizeof host - 1) || strpbrk(host, "\n="))
+		host[0] = 0;
+	const char *keys[] = {"launcher", "rank", "local_rank", "world_size", "job", "host"};
 	const char *vals[] = {l->name, number(l->rank), number(l->local_rank),
-			      number(l->world_size), text(l->job ? l->job : "SLURM_JOB_ID")};
+			      number(l->world_size), text(l->job ? l->job : "SLURM_JOB_ID"),
+			      host[0] ? host : NULL};
 	for (size_t i = 0; i < sizeof keys / sizeof *keys; i++) {
 		if (!vals[i])
 			continue;

@@ -5,9 +5,9 @@
 
 #include <stddef.h>
 
-/* "launcher=torchrun\nrank=1\nlocal_rank=1\nworld_size=2\njob=ID\n" (the lines known)
- * into out; "" when no launcher's variables are set. Returns the length. Reads the
- * environment only: safe in a child after fork. */
+/* "launcher=torchrun\nrank=1\nlocal_rank=1\nworld_size=2\njob=ID\nhost=NAME\n" (the
+ * lines known) into out; "" when no launcher's variables are set. Returns the length.
+ * Reads the environment and the host name only: safe in a child after fork. */
 size_t prof_job_describe(char *out, size_t len);
 
 /* This process's rank as the launcher set it (digits), or NULL. */

@@ -2,6 +2,7 @@
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
@@ -123,6 +124,16 @@ static void clear_launcher_vars(void)
 		unsetenv(launcher_vars[i]);
 }
 
+/* lines, then "host=<this host>\n" */
+static const char *with_host(const char *lines)
+{
+	static char buf[PROF_JOB_MAX];
+	char host[65] = "";
+	gethostname(host, sizeof host - 1);
+	snprintf(buf, sizeof buf, "%shost=%s\n", lines, host);
+	return buf;
+}
+
 /* The innermost launcher names the rank; bad values are left out, not shown wrong. */
 static void job_facts(void **state)
 {
@@ -140,14 +151,15 @@ static void job_facts(void **state)
 	setenv("SLURM_NTASKS", "8", 1);
 	setenv("SLURM_JOB_ID", "4242", 1);
 	prof_job_describe(out, sizeof out);
-	assert_string_equal(out, "launcher=Slurm\nrank=5\nlocal_rank=1\nworld_size=8\njob=4242\n");
+	assert_string_equal(out, with_host("launcher=Slurm\nrank=5\nlocal_rank=1\nworld_size=8\n"
+					   "job=4242\n"));
 	/* torchrun inside the allocation: the training rank, Slurm's job id kept apart */
 	setenv("TORCHELASTIC_RUN_ID", "none", 1);
 	setenv("RANK", "3", 1);
 	setenv("LOCAL_RANK", "x1", 1); /* not a number: left out */
 	setenv("WORLD_SIZE", "4", 1);
 	prof_job_describe(out, sizeof out);
-	assert_string_equal(out, "launcher=torchrun\nrank=3\nworld_size=4\njob=none\n");
+	assert_string_equal(out, with_host("launcher=torchrun\nrank=3\nworld_size=4\njob=none\n"));
 	assert_string_equal(prof_job_rank(), "3");
 	clear_launcher_vars();
 
@@ -155,7 +167,7 @@ static void job_facts(void **state)
 	setenv("OMPI_COMM_WORLD_SIZE", "2", 1);
 	setenv("OMPI_COMM_WORLD_LOCAL_RANK", "1", 1);
 	prof_job_describe(out, sizeof out);
-	assert_string_equal(out, "launcher=Open MPI\nrank=1\nlocal_rank=1\nworld_size=2\n");
+	assert_string_equal(out, with_host("launcher=Open MPI\nrank=1\nlocal_rank=1\nworld_size=2\n"));
 	assert_int_equal(prof_expand_prefix("r%r", out, sizeof out, 1, 0, err, sizeof err), 0);
 	assert_string_equal(out, "r1");
 	/* a job id with a line break would forge a line: left out */

@@ -550,7 +550,8 @@ static void test_memory_and_json(void **state)
 	assert_true(json_valid(s, strlen(s)));
 	assert_non_null(strstr(s, "{\"pid\":5,\"ppid\":1,\"exec_seq\":0,\"command\":\"/bin/worker "
 				  "-j 2\",\"label\":\"worker -j 2\",\"rank\":null,\"local_rank\":null,"
-				  "\"world_size\":null,\"launcher\":null,\"job\":null,\"exit_status\":null,\"allocations\":3,\"frees\":1,"
+				  "\"world_size\":null,\"launcher\":null,\"job\":null,\"host\":null,"
+				  "\"exit_status\":null,\"allocations\":3,\"frees\":1,"
 				  "\"frees_unmatched\":1,"
 				  "\"bytes_allocated\":350,\"peak_live_bytes\":250,\"peak_at_ns\":80,"
 				  "\"live_bytes_at_end\":250,\"ops_out_of_order\":0,\"gpu_memory\":[],\"size_histogram\":[{\"max_bytes\":64,"
@@ -657,9 +658,10 @@ static void test_ranks_straggler(void **state)
 	for (uint32_t pid = 10; pid <= 13; pid++) {
 		int rank = pid == 13 ? 1 : (int)pid - 10;
 		fx_process(&f, pid, 0, "python\0train.py", 15);
+		/* rank 2 on another host (its capture read with this one): its own host */
 		snprintf(lines, sizeof lines,
-			 "launcher=torchrun\nrank=%d\nlocal_rank=%d\nworld_size=3\njob=j1\n", rank,
-			 rank);
+			 "launcher=torchrun\nrank=%d\nlocal_rank=%d\nworld_size=3\njob=j1\n%s", rank,
+			 rank, pid == 12 ? "host=nodeB\n" : "");
 		fx_job(&f, pid, lines);
 		fx_job(&f, pid, "launcher=x\nrank=9\n"); /* a later part's repeat: ignored */
 		fx_name(&f, pid, 1, "gloo:all_reduce");
@@ -681,9 +683,10 @@ static void test_ranks_straggler(void **state)
 	s = tables(f.path, FORMAT_JSON, SORT_TOTAL, 0, NULL, &rc, err);
 	assert_int_equal(rc, 0);
 	assert_true(json_valid(s, strlen(s)));
-	assert_non_null(strstr(s, "\"label\":\"rank 2 (node7) python train.py\",\"rank\":2,"
+	assert_non_null(strstr(s, "\"label\":\"rank 2 (nodeB) python train.py\",\"rank\":2,"
 				  "\"local_rank\":2,\"world_size\":3,\"launcher\":\"torchrun\","
-				  "\"job\":\"j1\""));
+				  "\"job\":\"j1\",\"host\":\"nodeB\""));
+	assert_non_null(strstr(s, "\"label\":\"rank 0 (node7) python train.py\""));
 	assert_non_null(strstr(s, "\"ranks\":{\"count\":3,\"slowest_rank\":2,\"unmatched\":2,"
 				  "\"dropped\":0,\"steps_from\":\"Optimizer.step\""));
 	/* rank 0: 3 all_reduces waiting 50 each, the broadcast not matched */

@@ -26,6 +26,11 @@ def ranks_named_by_hand(c):
              (1, 1, 2, "Slurm", "77", "rank 1 (%s) basic 10 64" % host),
              (5, 1, 8, "Open MPI", None, "rank 5 (%s) basic 10 64" % host)],
        "the ranks' facts")
+    eq({p["host"] for p in rep["processes"] if p["rank"] is not None}, {host}, "the ranks' host")
+    # the clock anchor: the session's monotonic and realtime clocks at one instant
+    a = rep["clock_anchor"]
+    check(a and abs(a["realtime_ns"] - time.time_ns()) < 120e9 and
+          abs(a["monotonic_ns"] - time.monotonic_ns()) < 120e9, "clock_anchor: %r" % a)
     shell = [p for p in rep["processes"] if p["rank"] is None]
     check(shell and all(p["launcher"] is None for p in shell), "the shell: %r" % shell)
     t = Trace(load_json(c.path("run-0.json")))
