@@ -140,7 +140,8 @@ static int match(struct ranks *r)
 	if (!at)
 		return -1;
 	for (size_t i = 0; i < n; i++)
-		qsort(r->p[i].coll, r->p[i].ncoll, sizeof *r->p[i].coll, by_name_then_time);
+		if (r->p[i].ncoll) /* a rank with steps only has no array */
+			qsort(r->p[i].coll, r->p[i].ncoll, sizeof *r->p[i].coll, by_name_then_time);
 	for (;;) {
 		/* the smallest name any rank has left */
 		uint32_t name = STR_NONE;
@@ -227,6 +228,8 @@ static int steps(struct ranks *r)
 
 int ranks_finish(struct ranks *r)
 {
+	if (r->n < 2)
+		return 0; /* no ranks to compare (and qsort may not be given NULL) */
 	qsort(r->p, r->n, sizeof *r->p, by_rank);
 	/* one image per rank (a rank's DataLoader workers have its rank too) */
 	size_t kept = 0;
