@@ -79,7 +79,9 @@ void add_process(struct collector *c, const char *name, struct prof_proc_shm *sh
 	uint32_t len = !p->corrupt && shm->cmdline_len < PROF_CMDLINE_MAX ? shm->cmdline_len : 0;
 	put(c, CAP_PROCESS, &h, sizeof h, shm->cmdline, len);
 	p->announce = h;
-	p->job_len = !p->corrupt && shm->job_len < PROF_JOB_MAX ? shm->job_len : 0;
+	/* one read: the program may change it between a check and the copy */
+	uint32_t job_len = *(volatile const uint32_t *)&shm->job_len;
+	p->job_len = !p->corrupt && job_len < PROF_JOB_MAX ? job_len : 0;
 	memcpy(p->job, shm->job, p->job_len);
 	put_job(c, p);
 	if (c->parts && len && (p->cmdline = malloc(len))) {

@@ -76,7 +76,7 @@ int model_job_record(struct model *m, const void *payload, uint32_t len)
 			if (rc)
 				return -1;
 		}
-		p = eol + 1;
+		p = nl ? nl + 1 : end;
 	}
 	if (im->launcher == STR_NONE && strtab_intern_str(&m->str, "", &im->launcher))
 		return -1;

@@ -24,6 +24,7 @@ void ranks_free(struct ranks *r)
 		free(r->p[i].coll);
 		for (int k = 0; k < RANK_STEPS_KINDS; k++)
 			free(r->p[i].bound[k]);
+		free(r->p[i].optimizer);
 		free(r->p[i].steps);
 	}
 	free(r->p);
@@ -66,14 +67,47 @@ static int prefixed(const struct model *m, uint32_t gid, const char *prefix)
 	return s && len > n && !memcmp(s, prefix, n);
 }
 
-static int add_bound(struct rank_proc *p, enum rank_step_kind k, uint64_t t)
+static int add_bound(struct rank_proc *p, enum rank_step_kind k, uint64_t t, uint32_t name)
 {
 	if (p->nbound[k] >= RANKS_MAX_COLLECTIVES)
 		return 0;
-	if (VEC_RESERVE(p->bound[k], p->bound_cap[k], p->nbound[k] + 1))
+	if (VEC_RESERVE(p->bound[k], p->bound_cap[k], p->nbound[k] + 1) ||
+	    (k == RANK_STEPS_OPTIMIZER &&
+	     VEC_RESERVE(p->optimizer, p->optimizer_cap, p->nbound[k] + 1)))
 		return -1;
+	if (k == RANK_STEPS_OPTIMIZER)
+		p->optimizer[p->nbound[k]] = name;
 	p->bound[k][p->nbound[k]++] = t;
 	return 0;
+}
+
+/* Keeps the boundaries of the optimizer called most (of the first 8 names; ties: the name
+ * first in byte order, whatever order the events were read in). */
+static void one_optimizer(const struct model *m, struct rank_proc *p)
+{
+	struct {
+		uint32_t name;
+		size_t count;
+	} seen[8];
+	size_t n = p->nbound[RANK_STEPS_OPTIMIZER], nseen = 0, kept = 0, best = 0;
+	for (size_t i = 0; i < n; i++) {
+		size_t j = 0;
+		while (j < nseen && seen[j].name != p->optimizer[i])
+			j++;
+		if (j == nseen && nseen < sizeof seen / sizeof *seen)
+			seen[nseen++] = (typeof(*seen)){p->optimizer[i], 0};
+		if (j < nseen)
+			seen[j].count++;
+	}
+	for (size_t j = 1; j < nseen; j++)
+		if (seen[j].count > seen[best].count ||
+		    (seen[j].count == seen[best].count &&
+		     strcmp(model_str(m, seen[j].name, NULL), model_str(m, seen[best].name, NULL)) < 0))
+			best = j;
+	for (size_t i = 0; i < n; i++)
+		if (p->optimizer[i] == seen[best].name)
+			p->bound[RANK_STEPS_OPTIMIZER][kept++] = p->bound[RANK_STEPS_OPTIMIZER][i];
+	p->nbound[RANK_STEPS_OPTIMIZER] = kept;
 }
 
 int ranks_event(struct ranks *r, struct model *m, uint32_t image, uint32_t cat, uint32_t name,
@@ -96,8 +130,9 @@ int ranks_event(struct ranks *r, struct model *m, uint32_t image, uint32_t cat, 
 	struct rank_proc *p = proc_of(r, m, image);
 	if (!p)
 		return -1;
+	r->m = m; /* the names, for ranks_finish */
 	if (k != RANK_STEPS_NONE)
-		return add_bound(p, k, k == RANK_STEPS_OPTIMIZER ? e->t1 : e->t0);
+		return add_bound(p, k, k == RANK_STEPS_OPTIMIZER ? e->t1 : e->t0, name);
 	if (p->ncoll >= RANKS_MAX_COLLECTIVES) {
 		r->dropped++;
 		return 0;
@@ -133,8 +168,43 @@ static int by_rank(const void *a, const void *b)
 	return x->image < y->image ? -1 : x->image > y->image;
 }
 
+/* Whether every rank must arrive before any leaves a call of this name: all-reduce,
+ * all-gather, all-to-all, reduce-scatter, barrier (not a broadcast, whose root may
+ * return first). */
+static int synchronizing(const struct model *m, uint32_t name)
+{
+	static const char *const words[] = {"all", "All", "barrier", "Barrier", "reduce_scatter",
+					    "Reduce_scatter"};
+	size_t len;
+	const char *s = model_str(m, name, &len);
+	for (size_t w = 0; s && w < sizeof words / sizeof *words; w++)
+		if (memmem(s, len, words[w], strlen(words[w])))
+			return 1;
+	return 0;
+}
+
+/* A rank's leading calls of a synchronizing name that ended before another rank's first
+ * began have no partner there (a window or flight recorder cut that rank's first call,
+ * or a full ring lost it): left unmatched, so the rest pair up by order again. */
+static void align_start(struct ranks *r, size_t *at, const size_t *end)
+{
+	for (int moved = 1; moved;) {
+		uint64_t latest_first = 0;
+		moved = 0;
+		for (size_t i = 0; i < r->nranks; i++)
+			if (at[i] < end[i] && r->p[i].coll[at[i]].t0 > latest_first)
+				latest_first = r->p[i].coll[at[i]].t0;
+		for (size_t i = 0; i < r->nranks; i++)
+			while (at[i] < end[i] && r->p[i].coll[at[i]].t1 < latest_first) {
+				at[i]++;
+				r->unmatched++;
+				moved = 1;
+			}
+	}
+}
+
 /* The k-th call of each name on every rank is one collective. */
-static int match(struct ranks *r)
+static int match(struct ranks *r, const struct model *m)
 {
 	size_t n = r->nranks, *at = calloc(2 * n, sizeof *at), *end = at + n;
 	if (!at)
@@ -155,8 +225,11 @@ static int match(struct ranks *r)
 			end[i] = at[i];
 			while (end[i] < r->p[i].ncoll && r->p[i].coll[end[i]].name == name)
 				end[i]++;
-			fewest = end[i] - at[i] < fewest ? end[i] - at[i] : fewest;
 		}
+		if (synchronizing(m, name))
+			align_start(r, at, end);
+		for (size_t i = 0; i < n; i++)
+			fewest = end[i] - at[i] < fewest ? end[i] - at[i] : fewest;
 		for (size_t k = 0; k < fewest; k++) {
 			uint64_t last = 0;
 			for (size_t i = 0; i < n; i++)
@@ -184,6 +257,9 @@ static int match(struct ranks *r)
 static int steps(struct ranks *r)
 {
 	size_t n = r->nranks;
+	for (size_t i = 0; i < n; i++)
+		if (r->p[i].nbound[RANK_STEPS_OPTIMIZER])
+			one_optimizer(r->m, &r->p[i]);
 	for (int k = RANK_STEPS_MARKS; k < RANK_STEPS_KINDS && !r->step_kind; k++) {
 		size_t fewest = SIZE_MAX;
 		for (size_t i = 0; i < n; i++)
@@ -250,5 +326,5 @@ int ranks_finish(struct ranks *r)
 			r->p[i].coll_ns += r->p[i].coll[c].t1 > r->p[i].coll[c].t0
 						   ? r->p[i].coll[c].t1 - r->p[i].coll[c].t0
 						   : 0;
-	return match(r) || steps(r) ? -1 : 0;
+	return match(r, r->m) || steps(r) ? -1 : 0;
 }

@@ -42,6 +42,10 @@ struct rank_proc {
 	size_t ncoll, coll_cap;
 	uint64_t *bound[RANK_STEPS_KINDS]; /* step boundaries seen, per kind */
 	size_t nbound[RANK_STEPS_KINDS], bound_cap[RANK_STEPS_KINDS];
+	/* the name of each Optimizer.step# boundary: the steps are one optimizer's, the one
+	 * called most (a second one, a GAN's, would halve them) */
+	uint32_t *optimizer;
+	size_t optimizer_cap;
 	/* ranks_finish's */
 	uint64_t matched, coll_ns, wait_ns;
 	struct rank_step *steps; /* ranks.nsteps of them */
@@ -53,6 +57,7 @@ struct ranks {
 	struct u64map by_image; /* image -> index + 1 */
 	uint32_t coll_cat;      /* gid of "collective"; STR_NONE until known */
 	uint64_t dropped;       /* collectives beyond RANKS_MAX_COLLECTIVES */
+	const struct model *m;  /* whose names the gids are */
 	/* ranks_finish's: the ranks compared (p[0..nranks), by rank), what the steps are */
 	size_t nranks;
 	uint64_t unmatched;     /* calls of a collective more on some ranks than others */

@@ -93,9 +93,9 @@ void table_ranks_text(const struct report *r, FILE *out)
 	for (size_t i = 0; i < k->nranks; i++) {
 		const struct rank_proc *p = &k->p[i];
 		const struct image *im = &r->m->img[p->image];
-		size_t len = 0;
-		const char *s = im->label != STR_NONE ? model_str(r->m, im->label, &len) : "?";
-		size_t cols = fmt_name(name, s, s ? len : 1, 34);
+		size_t len = 1;
+		const char *s = im->label != STR_NONE ? model_str(r->m, im->label, &len) : NULL;
+		size_t cols = s ? fmt_name(name, s, len, 34) : fmt_name(name, "?", 1, 34);
 		fprintf(out, "%-5d %-8u %s%*s %11s %15s %12s\n", (int)p->rank, im->pid, name,
 			(int)(34 - cols), "", fmt_count(a, p->ncoll), fmt_dur(b, p->coll_ns),
 			fmt_dur(c, p->wait_ns));

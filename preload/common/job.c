@@ -1,6 +1,7 @@
 /* The launchers' variables. The innermost launcher wins: torchrun under srun gives the
- * training rank (RANK), not Slurm's task number. Values that are not plain non-negative
- * numbers are left out rather than shown wrong. */
+ * training rank (RANK), not Slurm's task number; so does a bare RANK with WORLD_SIZE
+ * (DeepSpeed's launcher, a script's own spawner) under srun or mpirun. Values that are
+ * not plain non-negative numbers are left out rather than shown wrong. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -10,20 +11,23 @@
 
 struct launcher {
 	const char *name;
-	const char *detect; /* set in every process the launcher starts */
+	const char *detect, *detect2; /* both set in every process the launcher starts */
 	const char *rank, *local_rank, *world_size, *job;
 };
 
 static const struct launcher launchers[] = {
-	{"torchrun", "TORCHELASTIC_RUN_ID", "RANK", "LOCAL_RANK", "WORLD_SIZE",
+	{"torchrun", "TORCHELASTIC_RUN_ID", NULL, "RANK", "LOCAL_RANK", "WORLD_SIZE",
 	 "TORCHELASTIC_RUN_ID"},
-	{"Open MPI", "OMPI_COMM_WORLD_RANK", "OMPI_COMM_WORLD_RANK", "OMPI_COMM_WORLD_LOCAL_RANK",
-	 "OMPI_COMM_WORLD_SIZE", "OMPI_MCA_ess_base_jobid"},
-	{"MPICH", "PMI_RANK", "PMI_RANK", "MPI_LOCALRANKID", "PMI_SIZE", NULL},
-	{"PMIx", "PMIX_RANK", "PMIX_RANK", NULL, NULL, "PMIX_NAMESPACE"},
-	{"Slurm", "SLURM_PROCID", "SLURM_PROCID", "SLURM_LOCALID", "SLURM_NTASKS", "SLURM_JOB_ID"},
-	/* torch.distributed's env:// without torchrun (a script's own spawner) */
-	{"torch.distributed", "RANK", "RANK", "LOCAL_RANK", "WORLD_SIZE", NULL},
+	/* torch.distributed's env:// without torchrun (DeepSpeed, a script's own spawner) */
+	{"torch.distributed", "RANK", "WORLD_SIZE", "RANK", "LOCAL_RANK", "WORLD_SIZE", NULL},
+	{"Open MPI", "OMPI_COMM_WORLD_RANK", NULL, "OMPI_COMM_WORLD_RANK",
+	 "OMPI_COMM_WORLD_LOCAL_RANK", "OMPI_COMM_WORLD_SIZE", "OMPI_MCA_ess_base_jobid"},
+	{"MPICH", "PMI_RANK", NULL, "PMI_RANK", "MPI_LOCALRANKID", "PMI_SIZE", NULL},
+	{"PMIx", "PMIX_RANK", NULL, "PMIX_RANK", NULL, NULL, "PMIX_NAMESPACE"},
+	{"Slurm", "SLURM_PROCID", NULL, "SLURM_PROCID", "SLURM_LOCALID", "SLURM_NTASKS",
+	 "SLURM_JOB_ID"},
+	/* a bare RANK, as %r always read it */
+	{"torch.distributed", "RANK", NULL, "RANK", "LOCAL_RANK", "WORLD_SIZE", NULL},
 };
 
 static const char *number(const char *var)
@@ -41,7 +45,8 @@ static const struct launcher *launcher(void)
 {
 	for (size_t i = 0; i < sizeof launchers / sizeof *launchers; i++) {
 		const char *d = getenv(launchers[i].detect);
-		if (d && *d)
+		const char *d2 = launchers[i].detect2 ? getenv(launchers[i].detect2) : "set";
+		if (d && *d && d2 && *d2)
 			return &launchers[i];
 	}
 	return NULL;

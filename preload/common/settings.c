@@ -27,9 +27,10 @@ const struct prof_setting prof_settings[] = {
 			"exists, PREFIX-2, PREFIX-3, ... is used (the summary\n"
 			"line names the files)",
 	 .help = "output prefix; `%p` pid, `%h` host, `%t` start time, `%r` rank of the "
-		 "process that starts the session (torchrun's RANK, OMPI_COMM_WORLD_RANK, "
-		 "PMI_RANK, PMIX_RANK, SLURM_PROCID; 0 when none: a launcher's session holds "
-		 "every rank it starts, each labelled). A taken prefix becomes `PREFIX-2`, "
+		 "process that starts the session (RANK, OMPI_COMM_WORLD_RANK, PMI_RANK, "
+		 "PMIX_RANK, SLURM_PROCID: the innermost launcher's; 0 when none: a launcher's "
+		 "session holds every rank it starts, each labelled). A taken prefix becomes "
+		 "`PREFIX-2`, "
 		 "`PREFIX-3`, ..."},
 	{.name = "overwrite", .env = "PROFILER_OVERWRITE", .type = PROF_SETTING_BOOL,
 	 .when = PROF_WHEN_START, FIELD(overwrite), .def = "0",

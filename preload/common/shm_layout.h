@@ -18,7 +18,7 @@
 #include "preload/common/event.h"
 
 #define PROF_SHM_MAGIC 0x314d48534650524cull /* "LRPFSHM1" */
-#define PROF_SHM_VERSION 5
+#define PROF_SHM_VERSION 6
 #define PROF_PATH_MAX 4096
 #define PROF_CMDLINE_MAX 2048
 #define PROF_JOB_MAX 256

@@ -3,10 +3,12 @@
  * leaves the size unknown. MPI_Datatype and MPI_Comm are pointers in Open MPI and ints in
  * MPICH; both come in one register, handed back to the library's own PMPI_Type_size,
  * PMPI_Type_get_name and PMPI_Comm_size as they came (an int's upper half is not read).
- * The hooked calls are legal only between MPI_Init and MPI_Finalize, so are these queries
- * of their own arguments; one the library refuses (a bad datatype under
- * MPI_ERRORS_RETURN) leaves its figure unknown; under MPI_ERRORS_ARE_FATAL the program's
- * own call would have ended it the same. */
+ * Only arguments the call itself requires to be valid on this rank are queried: MPI
+ * ignores some (the send side of an in-place MPI_Allgather, of MPI_Scatter off its root),
+ * and programs pass MPI_DATATYPE_NULL or leave them unset there; asking their size would
+ * end the program (MPI_ERRORS_ARE_FATAL). A count of 0 is 0 bytes, asked nothing. The
+ * hooked calls are legal only between MPI_Init and MPI_Finalize, and so are these
+ * queries. */
 #define _GNU_SOURCE
 #include <dlfcn.h>
 #include <stdint.h>
@@ -22,6 +24,10 @@ typedef int (*type_get_name_fn)(uintptr_t type, char *name, int *len);
 typedef int (*comm_size_fn)(uintptr_t comm, int *size);
 
 static type_size_fn type_size;
+static uintptr_t open_mpi_type_null; /* &ompi_mpi_datatype_null, 0: not Open MPI */
+#define MPICH_TYPE_NULL 0x0c000000u
+/* MPI_IN_PLACE: (void *)1 in Open MPI, (void *)-1 in MPICH */
+#define IN_PLACE(p) ((p) == 1 || (p) == UINT64_MAX)
 static type_get_name_fn type_get_name;
 static comm_size_fn comm_size;
 static int resolved; /* 1: looked up (found or not) */
@@ -59,6 +65,8 @@ static void resolve(void)
 	__atomic_store_n(&type_get_name, (type_get_name_fn)mpi_symbol("PMPI_Type_get_name"),
 			 __ATOMIC_RELAXED);
 	__atomic_store_n(&comm_size, (comm_size_fn)mpi_symbol("PMPI_Comm_size"), __ATOMIC_RELAXED);
+	__atomic_store_n(&open_mpi_type_null, (uintptr_t)mpi_symbol("ompi_mpi_datatype_null"),
+			 __ATOMIC_RELAXED);
 	__atomic_store_n(&resolved, 1, __ATOMIC_RELEASE);
 }
 
@@ -69,6 +77,8 @@ static int datatype(uintptr_t type, uint32_t *name)
 	int size = -1, len = 0;
 	char text[256];
 	*name = 0;
+	if (!type || type == open_mpi_type_null || (uint32_t)type == MPICH_TYPE_NULL)
+		return -1; /* MPI_DATATYPE_NULL: an error to ask */
 	if (!type_size || type_size(type, &size) || size < 0)
 		return -1;
 	for (unsigned i = 0; i < TYPE_CACHE; i++)
@@ -101,7 +111,9 @@ static uint32_t message(int count, uintptr_t type, int have_type, int peer, uint
 	uint64_t bytes = have_type ? PROF_COMM_UNKNOWN : 0;
 	uint32_t name = 0;
 	int size = 0;
-	if (have_type && count >= 0) {
+	if (have_type && count == 0) {
+		bytes = 0;
+	} else if (have_type && count > 0) {
 		int each = datatype(type, &name);
 		if (each >= 0)
 			bytes = (uint64_t)count * (uint64_t)each;
@@ -134,9 +146,24 @@ uint32_t prof_mpi_reduce_hook(const uint64_t *a)
 	return message((int)a[2], a[3], 1, (int)a[5], 0, 0);
 }
 
+/* the receive side, valid on every rank (the send side is not, in place) */
+uint32_t prof_mpi_allgather_hook(const uint64_t *a)
+{
+	return message((int)a[4], a[5], 1, -1, 0, 0);
+}
+
+/* the send side, but at an in-place root the receive side */
 uint32_t prof_mpi_gather_hook(const uint64_t *a)
 {
-	return message((int)a[1], a[2], 1, -1, 0, 0);
+	return IN_PLACE(a[0]) ? message((int)a[4], a[5], 1, -1, 0, 0)
+			      : message((int)a[1], a[2], 1, -1, 0, 0);
+}
+
+/* the receive side, but at an in-place root the send side */
+uint32_t prof_mpi_scatter_hook(const uint64_t *a)
+{
+	return IN_PLACE(a[3]) ? message((int)a[1], a[2], 1, -1, 0, 0)
+			      : message((int)a[4], a[5], 1, -1, 0, 0);
 }
 
 uint32_t prof_mpi_sendrecv_hook(const uint64_t *a)

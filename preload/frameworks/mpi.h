@@ -10,8 +10,10 @@ uint32_t prof_mpi_p2p_hook(const uint64_t *args);       /* buf, count, type, pee
 uint32_t prof_mpi_bcast_hook(const uint64_t *args);     /* buf, count, type, root, comm */
 uint32_t prof_mpi_allreduce_hook(const uint64_t *args); /* s, r, count, type, op, comm */
 uint32_t prof_mpi_reduce_hook(const uint64_t *args);    /* s, r, count, type, op, root, comm */
-uint32_t prof_mpi_gather_hook(const uint64_t *args);    /* s, count, type, r, ...: comm on
-							 * the stack */
+/* s, scount, stype, r, rcount, rtype, ...: the root and comm on the stack */
+uint32_t prof_mpi_allgather_hook(const uint64_t *args); /* also MPI_Alltoall */
+uint32_t prof_mpi_gather_hook(const uint64_t *args);
+uint32_t prof_mpi_scatter_hook(const uint64_t *args);
 uint32_t prof_mpi_sendrecv_hook(const uint64_t *args);  /* s, count, type, dest, ... */
 uint32_t prof_mpi_barrier_hook(const uint64_t *args);   /* comm */
 

@@ -42,7 +42,7 @@ static const struct {
 	 "libonnxruntime,onnxruntime_pybind11_state"},
 	/* collectives apart from the rest: the tables across ranks match them by order */
 	{"mpi",
-	 C "MPI_Allreduce," C "MPI_Allgather*," C "MPI_Alltoall*," C "MPI_Bcast," C "MPI_Reduce*,"
+	 C "MPI_Allreduce," C "MPI_Allgather*," C "MPI_Alltoall*," C "MPI_Bcast," C "MPI_Reduce," C "MPI_Reduce_scatter*,"
 	 C "MPI_Gather*," C "MPI_Scatter*," C "MPI_Barrier," C "MPI_Scan," C "MPI_Exscan," M
 	 "MPI_Send," M "MPI_Ssend," M "MPI_Recv," M "MPI_Isend," M "MPI_Irecv," M "MPI_Sendrecv,"
 	 M "MPI_Wait*," M "MPI_Init*," M "MPI_Finalize",
@@ -163,10 +163,10 @@ static const struct prof_framework_hook hooks[] = {
 	{"MPI_Bcast", prof_mpi_bcast_hook, PROF_FW_MPI, PROF_CATNAME_COLLECTIVE, 0},
 	{"MPI_Allreduce", prof_mpi_allreduce_hook, PROF_FW_MPI, PROF_CATNAME_COLLECTIVE, 0},
 	{"MPI_Reduce", prof_mpi_reduce_hook, PROF_FW_MPI, PROF_CATNAME_COLLECTIVE, 0},
-	{"MPI_Allgather", prof_mpi_gather_hook, PROF_FW_MPI, PROF_CATNAME_COLLECTIVE, 0},
-	{"MPI_Alltoall", prof_mpi_gather_hook, PROF_FW_MPI, PROF_CATNAME_COLLECTIVE, 0},
+	{"MPI_Allgather", prof_mpi_allgather_hook, PROF_FW_MPI, PROF_CATNAME_COLLECTIVE, 0},
+	{"MPI_Alltoall", prof_mpi_allgather_hook, PROF_FW_MPI, PROF_CATNAME_COLLECTIVE, 0},
 	{"MPI_Gather", prof_mpi_gather_hook, PROF_FW_MPI, PROF_CATNAME_COLLECTIVE, 0},
-	{"MPI_Scatter", prof_mpi_gather_hook, PROF_FW_MPI, PROF_CATNAME_COLLECTIVE, 0},
+	{"MPI_Scatter", prof_mpi_scatter_hook, PROF_FW_MPI, PROF_CATNAME_COLLECTIVE, 0},
 	{"MPI_Barrier", prof_mpi_barrier_hook, PROF_FW_MPI, PROF_CATNAME_COLLECTIVE, 0},
 };
 

@@ -48,8 +48,8 @@ struct shadow_entry {
 	uint64_t t0;
 	uint64_t t_end; /* prof_trace_end_now's time, 0: when it returns */
 	uint64_t arg1;  /* its second integer argument, for prof_trace_end_now (hooked) */
-	uint32_t detail; /* prof_trace_set_detail's string id + 1, 0: none */
 	uint64_t comm_bytes, comm_where; /* prof_trace_set_comm's, when comm */
+	uint32_t detail; /* prof_trace_set_detail's string id + 1, 0: none */
 	uint32_t target;
 	uint32_t depth;
 	uint32_t name; /* + 1; 0: the function's own name */
@@ -217,10 +217,13 @@ __attribute__((used)) void *prof_trace_enter(uint32_t idx, void **ret_slot,
 	e->resume_after = resume_after != 0;
 	e->depth = t->depth++;
 	e->t_end = 0;
-	e->detail = comm ? hook_comm.detail : 0;
+	e->detail = 0;
 	e->comm = comm;
-	e->comm_bytes = hook_comm.bytes;
-	e->comm_where = hook_comm.where;
+	if (unlikely(comm)) {
+		e->detail = hook_comm.detail;
+		e->comm_bytes = hook_comm.bytes;
+		e->comm_where = hook_comm.where;
+	}
 	e->arg1 = tg->hook ? saved_args[1] : 0;
 	e->t0 = prof_now();
 	shadow.n++; /* complete before it can be seen by a signal handler's call */

@@ -161,6 +161,13 @@ static void job_facts(void **state)
 	prof_job_describe(out, sizeof out);
 	assert_string_equal(out, with_host("launcher=torchrun\nrank=3\nworld_size=4\njob=none\n"));
 	assert_string_equal(prof_job_rank(), "3");
+	/* a bare RANK with WORLD_SIZE (DeepSpeed, mp.spawn) under srun: the inner one */
+	unsetenv("TORCHELASTIC_RUN_ID");
+	prof_job_describe(out, sizeof out);
+	assert_string_equal(out, with_host("launcher=torch.distributed\nrank=3\nworld_size=4\n"
+					   "job=4242\n"));
+	unsetenv("WORLD_SIZE"); /* RANK alone: Slurm's */
+	assert_string_equal(prof_job_rank(), "5");
 	clear_launcher_vars();
 
 	setenv("OMPI_COMM_WORLD_RANK", "1", 1);

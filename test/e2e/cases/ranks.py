@@ -3,6 +3,16 @@
 # the tables across ranks (waiting, the slowest rank per step).
 # Run by test/e2e/run.py in the harness's namespace (see README.md).
 
+import statistics  # noqa: E402 (this file's only import)
+
+# The suite may itself run under a launcher (a CI job in Slurm): none of its variables
+# reach these cases' processes.
+NO_LAUNCHER = {v: None for v in (
+    "TORCHELASTIC_RUN_ID", "RANK", "LOCAL_RANK", "WORLD_SIZE", "OMPI_COMM_WORLD_RANK",
+    "OMPI_COMM_WORLD_LOCAL_RANK", "OMPI_COMM_WORLD_SIZE", "OMPI_MCA_ess_base_jobid",
+    "PMI_RANK", "PMI_SIZE", "MPI_LOCALRANKID", "PMIX_RANK", "PMIX_NAMESPACE",
+    "SLURM_PROCID", "SLURM_LOCALID", "SLURM_NTASKS", "SLURM_JOB_ID")}
+
 # A launcher of two programs with a launcher's variables set by hand, as srun or mpirun
 # would set them: sh starts both with their own variables.
 RANKS_BY_HAND = ('SLURM_JOB_ID=77 SLURM_NTASKS=2 SLURM_PROCID=0 SLURM_LOCALID=0 "$0" 10 64 & '
@@ -14,7 +24,7 @@ RANKS_BY_HAND = ('SLURM_JOB_ID=77 SLURM_NTASKS=2 SLURM_PROCID=0 SLURM_LOCALID=0 
 @case
 def ranks_named_by_hand(c):
     r = c.run(["sh", "-c", RANKS_BY_HAND, c.prog("basic")],
-              env={"PROFILER_OUTPUT": "run-%r"})
+              env=dict(NO_LAUNCHER, PROFILER_OUTPUT="run-%r"))
     eq(r.rc, 0, "the launcher (%r)" % r)
     # %r of the process that made the session (sh: no rank) is 0; every rank is in it
     check(os.path.exists(c.path("run-0.prof")), "no run-0.prof: %r" % os.listdir(c.path()))
@@ -76,7 +86,7 @@ def ranks_torchrun_straggler(c):
     with open(script, "w") as f:
         f.write(RANKS_DDP % {"sleep": RANKS_SLEEP})
     r = c.run([torchrun, "--standalone", "--nproc_per_node=2", script],
-              env={"OMP_NUM_THREADS": "1"}, timeout=300)
+              env=dict(NO_LAUNCHER, OMP_NUM_THREADS="1"), timeout=300)
     eq(r.rc, 0, "torchrun (%r)" % r)
     rep = c.report_json(c.path("libprof.prof"))
     host = socket.gethostname()
@@ -97,7 +107,8 @@ def ranks_torchrun_straggler(c):
     for s in k["steps"]:
         eq((s["slowest_rank"], s["most_waiting_rank"]), (1, 0), "step %d" % s["step"])
         waits.append(s["most_wait_ns"] / 1e9)
-    check(all(abs(w - RANKS_SLEEP) <= 0.1 * RANKS_SLEEP for w in waits),
+    # the median step: one step's wait moves with the scheduler on a loaded machine
+    check(abs(statistics.median(waits) - RANKS_SLEEP) <= 0.1 * RANKS_SLEEP,
           "rank 0's waits per step %r, planted %.3f s" % (waits, RANKS_SLEEP))
     with open(c.path("libprof.txt")) as f:
         text = f.read()
@@ -120,7 +131,7 @@ def ranks_mpirun_straggler(c):
     argv = [mpirun, "--oversubscribe", "-np", "2"]
     if os.getuid() == 0:
         argv.append("--allow-run-as-root")
-    r = c.run(argv + [prog, steps, n, slow_ms], env={"PROFILER_OUTPUT": "mpi-%r"},
+    r = c.run(argv + [prog, steps, n, slow_ms], env=dict(NO_LAUNCHER, PROFILER_OUTPUT="mpi-%r"),
               timeout=180)
     eq(r.rc, 0, "mpirun (%r)" % r)
     check(sorted(r.kv("rank")) == ["0", "1"], "the ranks' output: %r" % r.out)
@@ -136,8 +147,11 @@ def ranks_mpirun_straggler(c):
                  ("MPI", "MPI_Init", 2), ("MPI", "MPI_Finalize", 2)):
         eq(rows.get(want[:2]), want[2], "%s/%s calls" % want[:2])
     msgs = {m["name"]: (m["count"], m["bytes"]) for m in rep["messages"]}
+    # in place and off the root, the arguments MPI ignores are not asked about (asking
+    # MPI_DATATYPE_NULL's size ended the program): each rank's one int
     eq(msgs, {"MPI_Allreduce": (2 * steps, 2 * steps * n * 8), "MPI_Bcast": (2, 8),
-              "MPI_Barrier": (2, 0), "MPI_Sendrecv": (2 * steps, 2 * steps * n * 4)},
+              "MPI_Barrier": (2, 0), "MPI_Sendrecv": (2 * steps, 2 * steps * n * 4),
+              "MPI_Allgather": (2, 8), "MPI_Scatter": (2, 8), "MPI_Gather": (2, 8)},
        "bytes per call")
     t = Trace(load_json(c.path("mpi-0.json")))
     pids = {p["rank"]: p["pid"] for p in rep["processes"] if p["rank"] is not None}
@@ -154,7 +168,7 @@ def ranks_mpirun_straggler(c):
     waits = [s["most_wait_ns"] / 1e6 for s in k["steps"]]
     for s in k["steps"]:
         eq((s["slowest_rank"], s["most_waiting_rank"]), (1, 0), "step %d" % s["step"])
-    check(all(abs(w - slow_ms) <= 0.1 * slow_ms for w in waits),
+    check(abs(statistics.median(waits) - slow_ms) <= 0.1 * slow_ms,
           "rank 0's waits per step %r ms, planted %d ms" % (waits, slow_ms))
     c.note("rank 0 waited %s ms per step for the planted %d ms"
            % (", ".join("%.1f" % w for w in waits), slow_ms))

@@ -1,6 +1,7 @@
 /* STEPS steps of an MPI job: each rank computes, the last rank SLOW_MS longer (a planted
  * straggler), then an MPI_Allreduce of N doubles, a ring exchange (MPI_Sendrecv of N
- * floats to the next rank) and a prof_step() mark; an MPI_Bcast and an MPI_Barrier at
+ * floats to the next rank) and a prof_step() mark; an MPI_Bcast, an MPI_Barrier, and an
+ * in-place MPI_Allgather, MPI_Scatter and MPI_Gather with the ignored arguments NULL at
  * the start. usage: mpi_steps STEPS N SLOW_MS */
 #include <mpi.h>
 #include <stdio.h>
@@ -32,6 +33,19 @@ int main(int argc, char **argv)
 	int seed = rank == 0 ? 42 : 0;
 	MPI_Bcast(&seed, 1, MPI_INT, 0, MPI_COMM_WORLD);
 	MPI_Barrier(MPI_COMM_WORLD);
+	/* arguments MPI ignores, as programs pass them: MPI_IN_PLACE, MPI_DATATYPE_NULL */
+	int *all = calloc((size_t)size, sizeof *all), piece = 0;
+	all[rank] = rank;
+	MPI_Allgather(MPI_IN_PLACE, 0, MPI_DATATYPE_NULL, all, 1, MPI_INT, MPI_COMM_WORLD);
+	if (rank == 0)
+		MPI_Scatter(all, 1, MPI_INT, &piece, 1, MPI_INT, 0, MPI_COMM_WORLD);
+	else
+		MPI_Scatter(NULL, 0, MPI_DATATYPE_NULL, &piece, 1, MPI_INT, 0, MPI_COMM_WORLD);
+	if (rank == 0)
+		MPI_Gather(MPI_IN_PLACE, 0, MPI_DATATYPE_NULL, all, 1, MPI_INT, 0, MPI_COMM_WORLD);
+	else
+		MPI_Gather(&piece, 1, MPI_INT, NULL, 0, MPI_DATATYPE_NULL, 0, MPI_COMM_WORLD);
+	free(all);
 	if (prof_step)
 		prof_step();
 	for (int s = 0; s < steps; s++) {
