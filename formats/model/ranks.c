@@ -15,6 +15,7 @@ void ranks_init(struct ranks *r)
 {
 	memset(r, 0, sizeof *r);
 	u64map_init(&r->by_image);
+	u64map_init(&r->row_ix);
 	r->coll_cat = STR_NONE;
 }
 
@@ -29,6 +30,9 @@ void ranks_free(struct ranks *r)
 	}
 	free(r->p);
 	u64map_free(&r->by_image);
+	free(r->rows);
+	u64map_free(&r->row_ix);
+	free(r->names);
 	memset(r, 0, sizeof *r);
 	r->coll_cat = STR_NONE;
 }
@@ -108,6 +112,29 @@ static void one_optimizer(const struct model *m, struct rank_proc *p)
 		if (p->optimizer[i] == seen[best].name)
 			p->bound[RANK_STEPS_OPTIMIZER][kept++] = p->bound[RANK_STEPS_OPTIMIZER][i];
 	p->nbound[RANK_STEPS_OPTIMIZER] = kept;
+}
+
+int ranks_row(struct ranks *r, struct model *m, uint32_t image, size_t row, uint32_t cat,
+	      uint32_t name, uint64_t dur)
+{
+	int created;
+	if (row > UINT32_MAX)
+		return 0;
+	uint64_t *v = u64map_upsert(&r->row_ix, (uint64_t)image << 32 | row, &created);
+	if (!v)
+		return -1;
+	if (created) {
+		if (VEC_RESERVE(r->rows, r->rows_cap, r->nrows + 1) || !proc_of(r, m, image)) {
+			u64map_remove(&r->row_ix, (uint64_t)image << 32 | row, NULL);
+			return -1;
+		}
+		r->rows[r->nrows] = (struct rank_row){.image = image, .cat = cat, .name = name};
+		*v = ++r->nrows;
+		r->m = m;
+	}
+	r->rows[*v - 1].count++;
+	r->rows[*v - 1].total += dur;
+	return 0;
 }
 
 int ranks_event(struct ranks *r, struct model *m, uint32_t image, uint32_t cat, uint32_t name,
@@ -302,6 +329,86 @@ static int steps(struct ranks *r)
 	return 0;
 }
 
+static int by_cat_name_image(const void *a, const void *b)
+{
+	const struct rank_row *x = a, *y = b;
+	if (x->cat != y->cat)
+		return x->cat < y->cat ? -1 : 1;
+	if (x->name != y->name)
+		return x->name < y->name ? -1 : 1;
+	return x->image < y->image ? -1 : x->image > y->image;
+}
+
+/* largest max first; ties by category then name, whatever order rows were made in */
+static int by_max_then_name(const void *a, const void *b, void *m)
+{
+	const struct rank_name *x = a, *y = b;
+	if (x->max != y->max)
+		return x->max > y->max ? -1 : 1;
+	int c = strcmp(model_str(m, x->cat, NULL), model_str(m, y->cat, NULL));
+	return c ? c : strcmp(model_str(m, x->name, NULL), model_str(m, y->name, NULL));
+}
+
+/* Each name's time on every rank compared: min, median, max, and the slowest rank. */
+static int across(struct ranks *r)
+{
+	size_t n = r->nranks;
+	struct u64map pos;
+	uint64_t *tot = calloc(3 * n, sizeof *tot), *calls = tot + n, *sorted = tot + 2 * n;
+	u64map_init(&pos);
+	int rc = tot ? 0 : -1;
+	for (size_t i = 0; !rc && i < n; i++) {
+		int created;
+		uint64_t *v = u64map_upsert(&pos, r->p[i].image, &created);
+		if (v)
+			*v = i + 1;
+		else
+			rc = -1;
+	}
+	if (!rc && r->nrows)
+		qsort(r->rows, r->nrows, sizeof *r->rows, by_cat_name_image);
+	for (size_t a = 0, b; !rc && a < r->nrows; a = b) {
+		memset(tot, 0, 2 * n * sizeof *tot);
+		size_t called = 0;
+		for (b = a; b < r->nrows && r->rows[b].cat == r->rows[a].cat &&
+			    r->rows[b].name == r->rows[a].name;
+		     b++) {
+			const uint64_t *at = u64map_find(&pos, r->rows[b].image);
+			if (!at)
+				continue; /* not the image compared for its rank */
+			called += !calls[*at - 1];
+			tot[*at - 1] += r->rows[b].total;
+			calls[*at - 1] += r->rows[b].count;
+		}
+		if (called < 2)
+			continue;
+		if (VEC_RESERVE(r->names, r->names_cap, r->nnames + 1)) {
+			rc = -1;
+			break;
+		}
+		struct rank_name *x = &r->names[r->nnames++];
+		*x = (struct rank_name){.cat = r->rows[a].cat, .name = r->rows[a].name,
+					.ranks = called, .calls_min = UINT64_MAX};
+		size_t slow = 0;
+		for (size_t i = 0; i < n; i++) {
+			sorted[i] = tot[i];
+			slow = tot[i] > tot[slow] ? i : slow;
+			x->calls_min = calls[i] < x->calls_min ? calls[i] : x->calls_min;
+			x->calls_max = calls[i] > x->calls_max ? calls[i] : x->calls_max;
+		}
+		qsort(sorted, n, sizeof *sorted, by_u64);
+		x->min = sorted[0];
+		x->max = sorted[n - 1];
+		x->median = n % 2 ? sorted[n / 2] : (sorted[n / 2 - 1] + sorted[n / 2]) / 2;
+		x->slowest = r->p[slow].rank;
+	}
+	if (!rc && r->nnames)
+		qsort_r(r->names, r->nnames, sizeof *r->names, by_max_then_name, (void *)r->m);
+	u64map_free(&pos);
+	free(tot);
+	return rc;
+}
+
 int ranks_finish(struct ranks *r)
 {
 	if (r->n < 2)
@@ -321,6 +428,10 @@ int ranks_finish(struct ranks *r)
 	r->nranks = kept >= 2 ? kept : 0;
 	if (!r->nranks)
 		return 0;
+	for (size_t i = 0; i < r->nranks; i++)
+		r->collectives |= r->p[i].ncoll > 0;
+	if (across(r))
+		return -1;
 	for (size_t i = 0; i < r->nranks; i++)
 		for (size_t c = 0; c < r->p[i].ncoll; c++)
 			r->p[i].coll_ns += r->p[i].coll[c].t1 > r->p[i].coll[c].t0

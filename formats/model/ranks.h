@@ -35,6 +35,22 @@ struct rank_step {
 	uint64_t coll_ns, wait_ns; /* of collectives starting in it */
 };
 
+/* A table row's calls on one rank image. */
+struct rank_row {
+	uint32_t image, cat, name; /* cat, name: gids */
+	uint64_t count, total;
+};
+
+/* One name across the ranks compared (ranks_finish): its time on each rank, a rank
+ * without calls counted as 0. */
+struct rank_name {
+	uint32_t cat, name;
+	size_t ranks;                 /* ranks that called it */
+	uint64_t min, median, max;    /* of the ranks' total times */
+	uint64_t calls_min, calls_max;
+	int32_t slowest;              /* the rank of max */
+};
+
 struct rank_proc {
 	uint32_t image;
 	int32_t rank;
@@ -58,8 +74,15 @@ struct ranks {
 	uint32_t coll_cat;      /* gid of "collective"; STR_NONE until known */
 	uint64_t dropped;       /* collectives beyond RANKS_MAX_COLLECTIVES */
 	const struct model *m;  /* whose names the gids are */
+	struct rank_row *rows;  /* per (image, table row) */
+	size_t nrows, rows_cap;
+	struct u64map row_ix;   /* image << 32 | row index -> rows index + 1 */
+	/* ranks_finish's: names called on two ranks or more, largest max first */
+	struct rank_name *names;
+	size_t nnames, names_cap;
 	/* ranks_finish's: the ranks compared (p[0..nranks), by rank), what the steps are */
 	size_t nranks;
+	int collectives;        /* some rank compared made collectives */
 	uint64_t unmatched;     /* calls of a collective more on some ranks than others */
 	enum rank_step_kind step_kind;
 	size_t nsteps;          /* compared: as many as the rank with fewest has */
@@ -70,6 +93,9 @@ void ranks_free(struct ranks *r);
 /* One complete event (cat, name: gids) or step instant of an image that has a rank. */
 int ranks_event(struct ranks *r, struct model *m, uint32_t image, uint32_t cat, uint32_t name,
 		const struct prof_event *e);
+/* A complete event of an image that has a rank, counted in table row `row` (cat, name). */
+int ranks_row(struct ranks *r, struct model *m, uint32_t image, size_t row, uint32_t cat,
+	      uint32_t name, uint64_t dur);
 /* Matches, waits and steps, once every event was seen. 0 or -1. */
 int ranks_finish(struct ranks *r);
 const char *ranks_step_kind_name(enum rank_step_kind k);

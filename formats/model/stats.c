@@ -462,8 +462,10 @@ static int one_event(struct stats *s, struct model *m, uint32_t image, struct th
 			name = row_name(m, name);
 		if (cat == STR_NONE || !(r = row_for(s, cat, name)))
 			return -1;
-		if (m->img[image].rank >= 0 && e->cat != PROF_CAT_MEMORY &&
-		    ranks_event(&s->ranks, m, image, cat, name, e))
+		if (m->img[image].rank >= 0 &&
+		    ((e->cat != PROF_CAT_MEMORY && ranks_event(&s->ranks, m, image, cat, name, e)) ||
+		     ranks_row(&s->ranks, m, image, (size_t)(r - s->rows), cat, name,
+			       e->t1 > e->t0 ? e->t1 - e->t0 : 0)))
 			return -1;
 		int64_t net = 0;
 		if (e->cat == PROF_CAT_MEMORY && net_bytes(s, image, e, &net))

@@ -78,13 +78,42 @@ static uint64_t others_median_wait(const struct ranks *k, size_t except, uint64_
 	return !n ? 0 : n % 2 ? scratch[n / 2] : (scratch[n / 2 - 1] + scratch[n / 2]) / 2;
 }
 
+/* Per name, its time over the ranks: where one rank spends more than the others. */
+static void across_text(const struct report *r, FILE *out)
+{
+	const struct ranks *k = &r->s->ranks;
+	char t[4][TEXTFMT_LEN], name[4 * 32 + 4], cat[4 * 12 + 4];
+
+	fprintf(out, "\nAcross ranks (each name's total time on each of the %zu ranks; a rank "
+		     "without calls: 0)\n%-32s %-12s %6s %11s %11s %11s %8s\n", k->nranks, "Name",
+		"Category", "Ranks", "Min", "Median", "Max", "Slowest");
+	for (size_t i = 0; i < k->nnames && i < TEXT_STEPS; i++) {
+		const struct rank_name *x = &k->names[i];
+		size_t len;
+		const char *s = model_str(r->m, x->name, &len);
+		size_t cols = fmt_name(name, s, len, 32);
+		fputs(name, out);
+		fprintf(out, "%*s ", (int)(32 - cols), "");
+		s = model_str(r->m, x->cat, &len);
+		cols = fmt_name(cat, s, len, 12);
+		fputs(cat, out);
+		fprintf(out, "%*s %6zu %11s %11s %11s %8d\n", (int)(12 - cols), "", x->ranks,
+			fmt_dur(t[0], x->min), fmt_dur(t[1], x->median), fmt_dur(t[2], x->max),
+			(int)x->slowest);
+	}
+	if (k->nnames > TEXT_STEPS)
+		fprintf(out, "(%zu more names in --format json)\n", k->nnames - TEXT_STEPS);
+}
+
 void table_ranks_text(const struct report *r, FILE *out)
 {
 	const struct ranks *k = &r->s->ranks;
 	char a[TEXTFMT_LEN], b[TEXTFMT_LEN], c[TEXTFMT_LEN], name[4 * 34 + 4];
 	uint64_t *scratch;
 
-	if (!k->nranks || !(scratch = malloc(k->nranks * sizeof *scratch)))
+	if (k->nnames)
+		across_text(r, out);
+	if (!k->nranks || !k->collectives || !(scratch = malloc(k->nranks * sizeof *scratch)))
 		return;
 	fprintf(out, "\nRanks: %zu (collectives matched across ranks by name and order; waiting: "
 		     "in a collective before its last rank arrived)\n", k->nranks);
@@ -141,8 +170,34 @@ void table_ranks_json(const struct report *r, struct jw *w)
 	const struct ranks *k = &r->s->ranks;
 	uint64_t *scratch;
 
+	jw_lit(w, ",\n\"across_ranks\":[");
+	for (size_t i = 0; i < k->nnames; i++) {
+		const struct rank_name *x = &k->names[i];
+		if (i)
+			jw_lit(w, ",");
+		jw_lit(w, "\n{\"category\":");
+		jw_cstr(w, model_str(r->m, x->cat, NULL));
+		jw_lit(w, ",\"name\":");
+		jw_cstr(w, model_str(r->m, x->name, NULL));
+		jw_lit(w, ",\"ranks\":");
+		jw_u64(w, x->ranks);
+		jw_lit(w, ",\"min_ns\":");
+		jw_u64(w, x->min);
+		jw_lit(w, ",\"median_ns\":");
+		jw_u64(w, x->median);
+		jw_lit(w, ",\"max_ns\":");
+		jw_u64(w, x->max);
+		jw_lit(w, ",\"slowest_rank\":");
+		jw_i64(w, x->slowest);
+		jw_lit(w, ",\"calls_min\":");
+		jw_u64(w, x->calls_min);
+		jw_lit(w, ",\"calls_max\":");
+		jw_u64(w, x->calls_max);
+		jw_lit(w, "}");
+	}
+	jw_lit(w, "]");
 	jw_lit(w, ",\n\"ranks\":");
-	if (!k->nranks || !(scratch = malloc(k->nranks * sizeof *scratch))) {
+	if (!k->nranks || !k->collectives || !(scratch = malloc(k->nranks * sizeof *scratch))) {
 		jw_lit(w, "null");
 		return;
 	}

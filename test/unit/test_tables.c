@@ -712,6 +712,13 @@ static void test_ranks_straggler(void **state)
 	assert_null(strstr(s, "\"pid\":13,\"collectives\""));
 	assert_non_null(strstr(s, "{\"rank\":2,\"pid\":12,\"collectives\":3,\"matched\":3,"
 				  "\"collective_ns\":30,\"wait_ns\":0,"));
+	/* each name's time over the ranks: rank 1's extra call makes it the slowest */
+	assert_non_null(strstr(s, "{\"category\":\"collective\",\"name\":\"gloo:all_reduce\","
+				  "\"ranks\":3,\"min_ns\":30,\"median_ns\":180,\"max_ns\":182,"
+				  "\"slowest_rank\":1,\"calls_min\":3,\"calls_max\":4}"));
+	assert_non_null(strstr(s, "{\"category\":\"user\",\"name\":\"Optimizer.step#SGD.step\","
+				  "\"ranks\":3,\"min_ns\":30,\"median_ns\":30,\"max_ns\":30,"
+				  "\"slowest_rank\":0,"));
 	assert_non_null(strstr(s, "{\"step\":2,\"slowest_rank\":2,\"slowest_compute_ns\":90,"
 				  "\"median_compute_ns\":40,\"most_waiting_rank\":0,\"most_wait_ns\":50}"));
 	free(s);

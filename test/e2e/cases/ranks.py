@@ -51,8 +51,14 @@ def ranks_named_by_hand(c):
         text = f.read()
     check(re.search(r"^\d+ +rank 1 \(%s\) basic 10 64 " % re.escape(host), text, re.M),
           "the text tables' process rows: %r" % text[-1500:])
-    # no collectives: no table across ranks
+    # no collectives: no Ranks table; each name's time over the three ranks still
     eq(rep["ranks"], None, "ranks without collectives")
+    across = {(x["category"], x["name"]): x for x in rep["across_ranks"]}
+    m = across.get(("memory", "malloc"))
+    check(m and m["ranks"] == 3 and m["min_ns"] <= m["median_ns"] <= m["max_ns"] and
+          m["slowest_rank"] in (0, 1, 5), "malloc across ranks: %r" % m)
+    check(re.search(r"^Across ranks \(each name's total time on each of the 3 ranks", text,
+                    re.M), "no Across ranks section: %r" % text[-1500:])
 
 
 # DDP on CPU (gloo), rank 1 sleeping in every step: a planted straggler.
