@@ -8,6 +8,7 @@
 
 #include "formats/model/model.h"
 #include "formats/model/ranks.h"
+#include "formats/model/stats.h" /* median_u64 */
 #include "formats/util/vec.h"
 #include "preload/common/event.h"
 
@@ -390,16 +391,16 @@ static int across(struct ranks *r)
 		*x = (struct rank_name){.cat = r->rows[a].cat, .name = r->rows[a].name,
 					.ranks = called, .calls_min = UINT64_MAX};
 		size_t slow = 0;
+		x->min = UINT64_MAX;
 		for (size_t i = 0; i < n; i++) {
 			sorted[i] = tot[i];
 			slow = tot[i] > tot[slow] ? i : slow;
+			x->min = tot[i] < x->min ? tot[i] : x->min;
 			x->calls_min = calls[i] < x->calls_min ? calls[i] : x->calls_min;
 			x->calls_max = calls[i] > x->calls_max ? calls[i] : x->calls_max;
 		}
-		qsort(sorted, n, sizeof *sorted, by_u64);
-		x->min = sorted[0];
-		x->max = sorted[n - 1];
-		x->median = n % 2 ? sorted[n / 2] : (sorted[n / 2 - 1] + sorted[n / 2]) / 2;
+		x->max = tot[slow];
+		x->median = median_u64(sorted, n);
 		x->slowest = r->p[slow].rank;
 	}
 	if (!rc && r->nnames)

@@ -23,12 +23,6 @@ struct step_verdict {
 	uint64_t median_compute;       /* over all ranks */
 };
 
-static int cmp_u64(const void *a, const void *b)
-{
-	uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
-	return x < y ? -1 : x > y;
-}
-
 static struct step_verdict verdict(const struct ranks *k, size_t j, uint64_t *scratch)
 {
 	struct step_verdict v = {0, 0, 0};
@@ -40,9 +34,7 @@ static struct step_verdict verdict(const struct ranks *k, size_t j, uint64_t *sc
 		if (s->wait_ns > k->p[v.most_waiting].steps[j].wait_ns)
 			v.most_waiting = i;
 	}
-	qsort(scratch, k->nranks, sizeof *scratch, cmp_u64);
-	size_t n = k->nranks;
-	v.median_compute = n % 2 ? scratch[n / 2] : (scratch[n / 2 - 1] + scratch[n / 2]) / 2;
+	v.median_compute = median_u64(scratch, k->nranks);
 	return v;
 }
 
@@ -74,8 +66,7 @@ static uint64_t others_median_wait(const struct ranks *k, size_t except, uint64_
 	for (size_t i = 0; i < k->nranks; i++)
 		if (i != except)
 			scratch[n++] = waited(k, i);
-	qsort(scratch, n, sizeof *scratch, cmp_u64);
-	return !n ? 0 : n % 2 ? scratch[n / 2] : (scratch[n / 2 - 1] + scratch[n / 2]) / 2;
+	return median_u64(scratch, n);
 }
 
 /* Per name, its time over the ranks: where one rank spends more than the others. */
