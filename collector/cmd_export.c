@@ -113,8 +113,8 @@ static int parse(int argc, char **argv, struct export_args *a)
 
 	if ((rc = opt_parse(&c, argc, argv, &pos, &npos)))
 		return rc;
-	if (npos > 1 && !a->out) /* parts listed: no one name to put the output beside */
-		return bad("a list of parts needs -o OUT");
+	if (npos > 1 && !a->out) /* no one name to put the output beside */
+		return bad("several captures or parts: name the output with -o OUT");
 	if ((rc = opt_capture_parts(&c, pos, npos, &a->capture)))
 		return rc;
 	a->format = (enum export_format)format;
@@ -128,7 +128,8 @@ static int parse(int argc, char **argv, struct export_args *a)
 	return 0;
 }
 
-/* FILE.prof -> FILE.json; any other name gets .json appended. */
+/* FILE.prof -> FILE.json; any other name (a directory: DIR/ -> DIR.json) gets .json
+ * appended. */
 static char *default_out(const char *capture)
 {
 	size_t n = strlen(capture);
@@ -136,7 +137,10 @@ static char *default_out(const char *capture)
 
 	if (!s)
 		return NULL;
-	memcpy(s, capture, n + 1);
+	while (n > 1 && capture[n - 1] == '/')
+		n--;
+	memcpy(s, capture, n);
+	s[n] = '\0';
 	if (n > 5 && !strcmp(s + n - 5, ".prof"))
 		s[n - 5] = '\0';
 	strcat(s, ".json");
@@ -208,7 +212,8 @@ static int export_folded(struct export_args *a)
 		free(buf);
 		if (bad_write)
 			return 2;
-		printf("%s: %llu stacks of %llu calls, weight %s (total %llu) in %s\n", a->capture,
+		printf("%s: %llu stacks of %llu calls, weight %s (total %llu) in %s\n",
+		       opt_capture_shown,
 		       (unsigned long long)sum.lines, (unsigned long long)sum.calls,
 		       folded_weight_name(sum.weight), (unsigned long long)sum.total, a->out);
 	} else {
@@ -230,7 +235,7 @@ int cmd_export(int argc, char **argv)
 		return rc < 0 ? 0 : rc;
 	if (a.format == EXPORT_FOLDED)
 		return export_folded(&a);
-	if (!a.out && !(a.out = made = default_out(a.capture)))
+	if (!a.out && !(a.out = made = default_out(opt_capture_shown)))
 		return bad("out of memory");
 	rc = export_chrome(&a, &sum, err, sizeof(err));
 	if (rc == -2) { /* the line is written */
@@ -241,7 +246,8 @@ int cmd_export(int argc, char **argv)
 		free(made);
 		return bad("%s", err);
 	}
-	printf("%s: %llu events, %llu lost, %llu process%s; trace %s holds %llu events", a.capture,
+	printf("%s: %llu events, %llu lost, %llu process%s; trace %s holds %llu events",
+	       opt_capture_shown,
 	       (unsigned long long)sum.events, (unsigned long long)sum.lost,
 	       (unsigned long long)sum.processes, sum.processes == 1 ? "" : "es", a.out,
 	       (unsigned long long)sum.json_events);

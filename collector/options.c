@@ -1,8 +1,11 @@
 /* The option parser every prof command shares; see options.h. */
+#define _GNU_SOURCE /* strverscmp, reallocarray, asprintf */
 #include "collector/options.h"
+#include "formats/capture/capture.h"
 #include "preload/common/config.h"
 #include "preload/common/session.h"
 
+#include <dirent.h>
 #include <errno.h>
 #include <limits.h>
 #include <stdio.h>
@@ -313,6 +316,8 @@ int opt_session_ids(const struct opt_command *c, char **ids, int n)
 /* The links made by opt_capture_parts, removed at exit. */
 static char parts_dir[PATH_MAX];
 static int parts_made;
+static char shown_name[PATH_MAX + 64];
+const char *opt_capture_shown = "";
 
 static void remove_parts_dir(void)
 {
@@ -324,10 +329,101 @@ static void remove_parts_dir(void)
 	rmdir(parts_dir);
 }
 
+static int add_link(const struct opt_command *c, const char *file)
+{
+	char full[PATH_MAX], link[PATH_MAX + 32];
+	if (!realpath(file, full))
+		return opt_error(c->name, "%s: %s", file, strerror(errno));
+	snprintf(link, sizeof link, "%s/part-%06d.prof", parts_dir, parts_made + 1);
+	if (symlink(full, link))
+		return opt_error(c->name, "%s: %s", link, strerror(errno));
+	parts_made++;
+	return 0;
+}
+
+static int by_version(const void *a, const void *b)
+{
+	return strverscmp(*(char *const *)a, *(char *const *)b);
+}
+
+/* A directory: its parts (a capture in parts), else its captures (rank-0.prof,
+ * rank-1.prof, ...: files ending in .prof, in natural order) and the parts of its
+ * directories that hold parts (per-rank captures rotated). */
+static int add_dir(const struct opt_command *c, const char *dir, int depth)
+{
+	char **names;
+	size_t n;
+	if (cap_parts(dir, &names, &n))
+		return opt_error(c->name, "%s: %s", dir, strerror(errno));
+	int rc = 0;
+	for (size_t i = 0; i < n && !rc; i++)
+		rc = add_link(c, names[i]);
+	cap_parts_free(names, n);
+	if (n || rc || depth)
+		return rc;
+	DIR *d = opendir(dir);
+	if (!d)
+		return opt_error(c->name, "%s: %s", dir, strerror(errno));
+	char **v = NULL;
+	size_t cnt = 0, cap = 0;
+	for (struct dirent *e; (e = readdir(d)) && !rc;) {
+		size_t len = strlen(e->d_name);
+		struct stat st;
+		char *path;
+		if (e->d_name[0] == '.' || asprintf(&path, "%s/%s", dir, e->d_name) < 0)
+			continue;
+		int wanted = !stat(path, &st) && ((S_ISREG(st.st_mode) && len > 5 &&
+						   !strcmp(e->d_name + len - 5, ".prof")) ||
+						  (S_ISDIR(st.st_mode) && cap_is_parts(path)));
+		if (wanted && cnt == cap) {
+			char **nv = reallocarray(v, cap ? 2 * cap : 16, sizeof *v);
+			if (!nv) {
+				free(path);
+				rc = opt_error(c->name, "out of memory");
+				break;
+			}
+			v = nv;
+			cap = cap ? 2 * cap : 16;
+		}
+		if (wanted)
+			v[cnt++] = path;
+		else
+			free(path);
+	}
+	closedir(d);
+	if (!rc && !cnt)
+		rc = opt_error(c->name, "%s: a directory with no capture in it (neither parts "
+				 "part-N.prof nor captures NAME.prof)", dir);
+	if (cnt)
+		qsort(v, cnt, sizeof *v, by_version);
+	for (size_t i = 0; i < cnt; i++) {
+		struct stat st;
+		if (!rc)
+			rc = !stat(v[i], &st) && S_ISDIR(st.st_mode) ? add_dir(c, v[i], 1)
+								     : add_link(c, v[i]);
+		free(v[i]);
+	}
+	free(v);
+	return rc;
+}
+
 int opt_capture_parts(const struct opt_command *c, char **pos, int npos, const char **capture)
 {
-	if (npos <= 1)
-		return opt_one_capture(c, pos, npos, capture);
+	struct stat st;
+	if (npos <= 1) {
+		int rc = opt_one_capture(c, pos, npos, capture);
+		opt_capture_shown = rc ? "" : *capture;
+		/* one file, or one capture's parts: read as they are */
+		if (rc || stat(*capture, &st) || !S_ISDIR(st.st_mode))
+			return rc;
+		char **names;
+		size_t n;
+		if (!cap_parts(*capture, &names, &n)) {
+			cap_parts_free(names, n);
+			if (n)
+				return 0;
+		}
+	}
 	const char *tmp = getenv("TMPDIR");
 	snprintf(parts_dir, sizeof parts_dir, "%s/prof-parts-XXXXXX", tmp && *tmp ? tmp : "/tmp");
 	if (!mkdtemp(parts_dir))
@@ -335,18 +431,19 @@ int opt_capture_parts(const struct opt_command *c, char **pos, int npos, const c
 				 parts_dir, strerror(errno));
 	atexit(remove_parts_dir);
 	for (int i = 0; i < npos; i++) {
-		char full[PATH_MAX], link[PATH_MAX + 32];
-		struct stat st;
-		if (!realpath(pos[i], full) || stat(full, &st))
+		if (stat(pos[i], &st))
 			return opt_error(c->name, "%s: %s", pos[i], strerror(errno));
-		if (!S_ISREG(st.st_mode))
-			return opt_error(c->name, "%s: not a capture file (a list names the parts "
-					 "of one capture, in order)", pos[i]);
-		snprintf(link, sizeof link, "%s/part-%06d.prof", parts_dir, i + 1);
-		if (symlink(full, link))
-			return opt_error(c->name, "%s: %s", link, strerror(errno));
-		parts_made = i + 1;
+		int rc = S_ISDIR(st.st_mode) ? add_dir(c, pos[i], 0)
+		       : S_ISREG(st.st_mode) ? add_link(c, pos[i])
+					     : opt_error(c->name, "%s: not a capture file", pos[i]);
+		if (rc)
+			return rc;
 	}
+	if (npos == 1)
+		snprintf(shown_name, sizeof shown_name, "%s", pos[0]);
+	else
+		snprintf(shown_name, sizeof shown_name, "%s and %d more", pos[0], npos - 1);
+	opt_capture_shown = shown_name;
 	*capture = parts_dir;
 	return 0;
 }

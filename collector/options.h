@@ -90,10 +90,14 @@ int opt_one_capture(const struct opt_command *c, char **pos, int npos, const cha
 /* Positional arguments that must be session ids (prof clean, prof dump): 0, or 2 after
  * one line naming the first that is not. */
 int opt_session_ids(const struct opt_command *c, char **ids, int n);
-/* The same where several files may be given: the parts of one capture in parts
- * (PROFILER_ROTATE), in their order. They are read as one, through a temporary
- * directory of links to them (removed at exit). */
+/* The same where several files or directories may be given: the parts of one capture
+ * in parts (PROFILER_ROTATE), in their order; captures of several sessions (the ranks of
+ * a job), read as one (formats/model/model_sources.c); a directory of parts, or of
+ * captures (NAME.prof, in natural order) and their directories of parts. Several are
+ * read as one through a temporary directory of links to them (removed at exit). */
 int opt_capture_parts(const struct opt_command *c, char **pos, int npos, const char **capture);
+/* What opt_capture_parts read, for messages: the capture, or "FIRST and N more". */
+extern const char *opt_capture_shown;
 
 /* A whole decimal number in [min, max]; 0, or -1 when v is not one. */
 int opt_number(const char *v, uint64_t min, uint64_t max, uint64_t *out);

@@ -76,6 +76,19 @@ static void write_session_header(struct collector *c)
 				 (unsigned long long)s->rotate_ms * 1000000ull,
 				 (unsigned long long)s->rotate_bytes);
 	}
+	/* the boot tells which captures share CLOCK_MONOTONIC (model_sources.c) */
+	char boot[64] = "";
+	FILE *bf = fopen("/proc/sys/kernel/random/boot_id", "re");
+	if (bf) {
+		if (!fgets(boot, sizeof boot, bf))
+			boot[0] = 0;
+		fclose(bf);
+	}
+	boot[strcspn(boot, "\n")] = 0;
+	if (boot[0]) {
+		size_t n = strlen(text);
+		snprintf(text + n, sizeof text - n, "boot_id=%s\n", boot);
+	}
 	put(c, CAP_SESSION, text, strlen(text), 0, 0);
 	if (c->parts) {
 		c->session_text = strdup(text); /* each later part repeats it */

@@ -4,6 +4,7 @@
 #define _GNU_SOURCE
 #include <dirent.h>
 #include <errno.h>
+#include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -116,7 +117,13 @@ int cap_read(const char *path, cap_visit_fn visit, void *ctx, char *err, size_t 
 			total += (uint64_t)st.st_size;
 	int ahead = total >= cap_read_ahead_min_bytes;
 	for (size_t i = 0; i < n; i++) {
-		int rc = cap_read_file_ahead(parts[i], visit, ctx, why, sizeof why, ahead);
+		/* a list's link (prof report a.prof b.prof): read, and named, as given */
+		char real[PATH_MAX];
+		struct stat lst;
+		const char *part = parts[i];
+		if (!lstat(part, &lst) && S_ISLNK(lst.st_mode) && realpath(part, real))
+			part = real;
+		int rc = cap_read_file_ahead(part, visit, ctx, why, sizeof why, ahead);
 		if (rc == CAP_READ_UNUSABLE && access(parts[i], F_OK) && errno == ENOENT)
 			continue; /* dropped by a flight recorder since the listing */
 		if (rc != CAP_READ_OK && rc != CAP_READ_DAMAGED && rc != CAP_READ_UNUSABLE) {

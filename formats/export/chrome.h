@@ -50,6 +50,10 @@ struct chrome {
 	struct u64map flows;
 	uint64_t flows_written;
 	uint32_t kernel_cat; /* gid of "cuda_kernel" in the pass-2 model, or STR_NONE */
+	/* several captures read as one: pass 1's collectives refine the hosts' clocks
+	 * (formats/model/ranks.c), and pass 2 reads with that refinement (fix) */
+	struct ranks *clock_ranks;
+	int64_t *fix;
 };
 
 /* A trace's state for the options (calloc'd, models empty, pm and om at plan and out);

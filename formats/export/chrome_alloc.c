@@ -108,7 +108,7 @@ void chrome_write_alloc_rate(struct chrome *c)
 			uint64_t t = r->origin + k * r->width;
 			chrome_sep(c);
 			jw_lit(&c->w, "{\"ph\":\"C\",\"name\":\"allocator calls/s\",\"pid\":");
-			jw_u64(&c->w, c->pm->img[i].pid);
+			jw_u64(&c->w, c->pm->img[i].tpid);
 			jw_lit(&c->w, ",\"ts\":");
 			jw_us(&c->w, (int64_t)(t > c->origin ? t - c->origin : 0));
 			jw_lit(&c->w, ",\"args\":{\"calls/s\":");

@@ -301,7 +301,7 @@ int chrome_write_events(void *ctx, struct model *m, uint32_t image, uint32_t thr
 	size_t k;
 
 	memcpy(r.pidtid, ",\"pid\":", 7);
-	k = 7 + fmt_u64(r.pidtid + 7, m->img[image].pid);
+	k = 7 + fmt_u64(r.pidtid + 7, m->img[image].tpid);
 	memcpy(r.pidtid + k, ",\"tid\":", 7);
 	k += 7;
 	k += fmt_u64(r.pidtid + k, m->thr[thread].tid);

@@ -89,7 +89,7 @@ int heap_track_build(struct heap_track *h, struct model *m, uint64_t max_points)
 				if (share < 2)
 					share = 2;
 			}
-			if (curve_track(h, c, m->img[i].pid, d, share))
+			if (curve_track(h, c, m->img[i].tpid, d, share))
 				return -1;
 		}
 	return 0;

@@ -22,7 +22,7 @@ static void process_meta(struct chrome *c, const struct image *im)
 
 	chrome_sep(c);
 	jw_lit(&c->w, "{\"ph\":\"M\",\"name\":\"process_name\",\"pid\":");
-	jw_u64(&c->w, im->pid);
+	jw_u64(&c->w, im->tpid);
 	jw_lit(&c->w, ",\"args\":{\"name\":");
 	if (im->label != STR_NONE) {
 		str_gid(&c->w, c->pm, im->label);
@@ -33,7 +33,7 @@ static void process_meta(struct chrome *c, const struct image *im)
 	jw_lit(&c->w, "}}");
 	chrome_sep(c);
 	jw_lit(&c->w, "{\"ph\":\"M\",\"name\":\"process_sort_index\",\"pid\":");
-	jw_u64(&c->w, im->pid);
+	jw_u64(&c->w, im->tpid);
 	jw_lit(&c->w, ",\"args\":{\"sort_index\":");
 	jw_u64(&c->w, im->pid_order);
 	jw_lit(&c->w, "}}");
@@ -45,7 +45,7 @@ static void thread_meta(struct chrome *c, const struct thread *t)
 
 	chrome_sep(c);
 	jw_lit(&c->w, "{\"ph\":\"M\",\"name\":\"thread_name\",\"pid\":");
-	jw_u64(&c->w, c->pm->img[t->image].pid);
+	jw_u64(&c->w, c->pm->img[t->image].tpid);
 	jw_lit(&c->w, ",\"tid\":");
 	jw_u64(&c->w, t->tid);
 	jw_lit(&c->w, ",\"args\":{\"name\":");
@@ -68,7 +68,7 @@ void chrome_write_meta(struct chrome *c)
 	int created;
 
 	for (i = 0; i < m->nimg; i++) {
-		uint64_t *cur = u64map_find(&m->pid_image, m->img[i].pid);
+		uint64_t *cur = u64map_find(&m->pid_image, model_pid_key(&m->img[i]));
 		/* One name per pid: its latest image's (after exec). */
 		if (cur && *cur == i && !m->img[i].folded)
 			process_meta(c, &m->img[i]);
@@ -78,7 +78,7 @@ void chrome_write_meta(struct chrome *c)
 	u64map_init(&last);
 	for (i = 0; i < m->nthr; i++) {
 		const struct thread *t = &m->thr[i];
-		slot = u64map_upsert(&last, (uint64_t)m->img[t->image].pid << 32 | t->tid, &created);
+		slot = u64map_upsert(&last, (uint64_t)m->img[t->image].tpid << 32 | t->tid, &created);
 		if (!slot)
 			thread_meta(c, t); /* out of memory: every entry, rather than none */
 		else if (created || t->name != STR_NONE || m->thr[*slot].name == STR_NONE)
@@ -86,7 +86,7 @@ void chrome_write_meta(struct chrome *c)
 	}
 	for (i = 0; i < m->nthr; i++) {
 		const struct thread *t = &m->thr[i];
-		slot = u64map_find(&last, (uint64_t)m->img[t->image].pid << 32 | t->tid);
+		slot = u64map_find(&last, (uint64_t)m->img[t->image].tpid << 32 | t->tid);
 		if (slot && *slot == i)
 			thread_meta(c, t);
 	}
@@ -101,9 +101,9 @@ static void peak_marker(struct chrome *c, const struct image *im, const struct m
 	jw_lit(&c->w, "{\"ph\":\"i\",\"s\":\"p\",\"name\":");
 	jw_cstr(&c->w, name);
 	jw_lit(&c->w, ",\"cat\":\"memory\",\"pid\":");
-	jw_u64(&c->w, im->pid);
+	jw_u64(&c->w, im->tpid);
 	jw_lit(&c->w, ",\"tid\":");
-	jw_u64(&c->w, im->pid);
+	jw_u64(&c->w, im->tpid);
 	jw_lit(&c->w, ",\"ts\":");
 	jw_us(&c->w, (int64_t)(mi->peak_t - c->origin));
 	jw_lit(&c->w, ",\"args\":{\"bytes\":");
@@ -251,6 +251,8 @@ void chrome_write_other(struct chrome *c)
 	model_window_json(&c->w, m);
 	jw_lit(&c->w, ",\"parts\":");
 	model_parts_json(&c->w, m);
+	jw_lit(&c->w, ",\"captures\":");
+	model_sources_json(&c->w, m);
 	gaps(c);
 	jw_lit(&c->w, ",\n\"processes\":");
 	jw_u64(&c->w, model_npids(m));

@@ -10,6 +10,7 @@
 #include <string.h>
 
 #include "formats/export/chrome.h"
+#include "formats/model/ranks.h"
 
 int chrome_plan_one(struct chrome *c, struct model *m, uint32_t image,
 		    const struct prof_event *e)
@@ -39,13 +40,43 @@ int chrome_plan_one(struct chrome *c, struct model *m, uint32_t image,
 	return 0;
 }
 
+/* A rank's collectives, for the clocks of several captures read as one. */
+static int plan_collective(struct chrome *c, struct model *m, uint32_t image,
+			   const struct prof_event *e)
+{
+	if (!c->clock_ranks || m->img[image].rank < 0 || e->type != PROF_EV_COMPLETE ||
+	    e->cat < PROF_CAT_FIRST_DYNAMIC)
+		return 0;
+	return ranks_event(c->clock_ranks, m, image, model_category(m, image, e->cat),
+			   model_name(m, image, e->name), e);
+}
+
 int chrome_plan_events(void *ctx, struct model *m, uint32_t image, uint32_t thread,
 		       const struct prof_event *ev, uint32_t n)
 {
 	(void)thread;
 	for (uint32_t i = 0; i < n; i++)
-		if (chrome_plan_one(ctx, m, image, &ev[i]) < 0)
+		if (chrome_plan_one(ctx, m, image, &ev[i]) < 0 ||
+		    plan_collective(ctx, m, image, &ev[i]))
 			return -1;
+	return 0;
+}
+
+/* The clocks' refinement pass 1 found, for pass 2 to read with. */
+static int plan_clocks(struct chrome *c)
+{
+	struct model *m = c->pm;
+	if (!c->clock_ranks || m->sources.n < 2 || m == c->om)
+		return 0;
+	if (ranks_finish(c->clock_ranks))
+		return -1;
+	c->fix = calloc(m->sources.n, sizeof *c->fix);
+	if (!c->fix)
+		return -1;
+	for (uint32_t i = 0; i < m->sources.n; i++)
+		c->fix[i] = m->src[i].fix_ns;
+	c->out.given_fix = c->fix;
+	c->out.ngiven_fix = m->sources.n;
 	return 0;
 }
 
@@ -68,7 +99,7 @@ int chrome_plan_done(struct chrome *c)
 {
 	c->origin = model_origin(c->pm);
 	/* The heap track gets at most a quarter of the budget, whatever the rest needs. */
-	if (heap_track_build(&c->heap, c->pm, c->max_events / 4))
+	if (heap_track_build(&c->heap, c->pm, c->max_events / 4) || plan_clocks(c))
 		return -1;
 	plan_rule(c);
 	return 0;
@@ -167,6 +198,12 @@ struct chrome *chrome_new(const struct chrome_options *o)
 	c->om = &c->out;
 	u64map_init(&c->flows);
 	c->kernel_cat = STR_NONE;
+	c->clock_ranks = malloc(sizeof *c->clock_ranks);
+	if (!c->clock_ranks) {
+		chrome_free(c);
+		return NULL;
+	}
+	ranks_init(c->clock_ranks);
 	return c;
 }
 
@@ -180,6 +217,10 @@ void chrome_free(struct chrome *c)
 	heap_track_free(&c->heap);
 	u64map_free(&c->flows);
 	alloc_view_free(&c->alloc);
+	if (c->clock_ranks)
+		ranks_free(c->clock_ranks);
+	free(c->clock_ranks);
+	free(c->fix);
 	free(c->esc.off);
 	free(c->esc.len);
 	free(c->esc.bytes);

@@ -25,6 +25,7 @@
 #include <zstd.h>
 
 #include "formats/capture/capture_internal.h"
+#include "formats/capture/capture_source.h"
 #include "formats/model/model.h"
 #include "formats/util/vec.h"
 
@@ -32,7 +33,7 @@
 #define FOLD_OOM 3 /* the visitor's "stop": not a cap_read result */
 
 struct fimg {
-	uint32_t pid, ppid, exec_seq;
+	uint32_t source, pid, ppid, exec_seq;
 	int ended, helper;
 	uint64_t start_ns, end_ns, last_t;
 	int64_t next;  /* the pid's next image (an exec when its exec_seq > 0), else -1 */
@@ -42,13 +43,19 @@ struct fimg {
 struct fold_read {
 	struct fimg *img;
 	size_t n, cap;
-	struct u64map cur;   /* pid -> its latest image + 1 */
-	struct u64map first; /* pid -> its first image + 1 (the head of its list) */
+	struct u64map cur;   /* source << 32 | pid -> its latest image + 1 */
+	struct u64map first; /* source << 32 | pid -> its first image + 1 (its list's head) */
+	struct cap_sources sources; /* several captures read as one: pids are per source */
 };
+
+static uint64_t key(uint32_t source, uint32_t pid)
+{
+	return (uint64_t)source << 32 | pid;
+}
 
 static struct fimg *current(struct fold_read *r, uint32_t pid)
 {
-	uint64_t *v = u64map_find(&r->cur, pid);
+	uint64_t *v = u64map_find(&r->cur, key(r->sources.cur, pid));
 	return v ? &r->img[*v - 1] : NULL;
 }
 
@@ -59,6 +66,8 @@ static int fold_record(struct fold_read *r, uint32_t type, const void *p, size_t
 {
 	int created;
 
+	if (type == CAP_SESSION)
+		return cap_sources_session(&r->sources, p, (uint32_t)hlen) < 0 ? FOLD_OOM : 0;
 	if (type == CAP_PROCESS) {
 		struct cap_process cp;
 		memcpy(&cp, p, sizeof(cp));
@@ -70,6 +79,7 @@ static int fold_record(struct fold_read *r, uint32_t type, const void *p, size_t
 			return FOLD_OOM;
 		struct fimg *f = &r->img[r->n];
 		memset(f, 0, sizeof(*f));
+		f->source = r->sources.cur;
 		f->pid = cp.pid;
 		f->ppid = cp.ppid;
 		f->exec_seq = cp.exec_seq;
@@ -82,8 +92,8 @@ static int fold_record(struct fold_read *r, uint32_t type, const void *p, size_t
 			if (cp.exec_seq > 0)
 				f->first = prev->first;
 		}
-		uint64_t *c = u64map_upsert(&r->cur, cp.pid, &created);
-		uint64_t *h = c ? u64map_upsert(&r->first, cp.pid, &created) : NULL;
+		uint64_t *c = u64map_upsert(&r->cur, key(f->source, cp.pid), &created);
+		uint64_t *h = c ? u64map_upsert(&r->first, key(f->source, cp.pid), &created) : NULL;
 		if (!h)
 			return FOLD_OOM;
 		if (created)
@@ -124,9 +134,9 @@ static int execd(const struct fold_read *r, size_t i)
 }
 
 /* The image of pid current at time t (the latest started by then), or -1. */
-static int64_t image_at(const struct fold_read *r, uint32_t pid, uint64_t t)
+static int64_t image_at(const struct fold_read *r, uint32_t source, uint32_t pid, uint64_t t)
 {
-	const uint64_t *h = u64map_find(&r->first, pid);
+	const uint64_t *h = u64map_find(&r->first, key(source, pid));
 	int64_t at = -1;
 
 	for (int64_t i = h ? (int64_t)*h - 1 : -1; i >= 0; i = r->img[i].next)
@@ -139,7 +149,7 @@ static int64_t image_at(const struct fold_read *r, uint32_t pid, uint64_t t)
 static int is_helper(const struct fold_read *r, const uint8_t *folded, size_t p0)
 {
 	const struct fimg *p = &r->img[p0];
-	int64_t w = image_at(r, p->ppid, p->start_ns);
+	int64_t w = image_at(r, p->source, p->ppid, p->start_ns);
 
 	if (w < 0 || !folded[w])
 		return 0;
@@ -198,6 +208,7 @@ static void fold_read_free(struct fold_read *r)
 	free(r->img);
 	u64map_free(&r->cur);
 	u64map_free(&r->first);
+	cap_sources_free(&r->sources);
 }
 
 int model_fold_read(struct model_fold *f, const char *path, char *err, size_t errlen)
@@ -212,6 +223,7 @@ int model_fold_read(struct model_fold *f, const char *path, char *err, size_t er
 	memset(&r, 0, sizeof(r));
 	u64map_init(&r.cur);
 	u64map_init(&r.first);
+	cap_sources_init(&r.sources);
 	rc = cap_read(path, visit, &r, err, errlen);
 	/* a damaged capture's complete frames say enough: fold by them */
 	if (rc == CAP_READ_OK || rc == CAP_READ_DAMAGED)
@@ -235,6 +247,7 @@ struct fold_live *fold_live_new(void)
 	if (l) {
 		u64map_init(&l->r.cur);
 		u64map_init(&l->r.first);
+		cap_sources_init(&l->r.sources);
 	}
 	return l;
 }

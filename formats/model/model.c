@@ -30,6 +30,8 @@ void model_init(struct model *m)
 	u64map_init(&m->gpu_blocks);
 	u64map_init(&m->gpu_cupti_blocks);
 	u64map_init(&m->mxnet_blocks);
+	u64map_init(&m->tpids);
+	cap_sources_init(&m->sources);
 	m->first_t = UINT64_MAX;
 }
 
@@ -82,8 +84,34 @@ void model_free(struct model *m)
 	free(m->gaps);
 	free(m->session);
 	free(m->session_end);
+	cap_sources_free(&m->sources);
+	free(m->src);
+	u64map_free(&m->tpids);
+	free(m->shift_buf);
 	model_stacks_free(m);
 	memset(m, 0, sizeof(*m));
+}
+
+static uint64_t pid_key(const struct model *m, uint32_t pid)
+{
+	return (uint64_t)m->sources.cur << 32 | pid;
+}
+
+/* pid itself, unless an earlier capture's process has it: trace viewers key processes
+ * by pid alone. */
+static int trace_pid(struct model *m, uint32_t pid, uint32_t *tpid)
+{
+	int created;
+	uint32_t t = pid;
+	for (uint32_t next = MODEL_TPID_FIRST + (uint32_t)m->tpids.len;; t = next++) {
+		uint64_t *v = u64map_upsert(&m->tpids, t, &created);
+		if (!v)
+			return -1;
+		if (created)
+			break;
+	}
+	*tpid = t;
+	return 0;
 }
 
 static int64_t new_image(struct model *m, uint32_t pid)
@@ -91,15 +119,20 @@ static int64_t new_image(struct model *m, uint32_t pid)
 	struct image *im;
 	uint64_t *slot;
 	int created;
+	uint32_t tpid = 0;
 
 	if (m->nimg >= UINT32_MAX || VEC_RESERVE(m->img, m->img_cap, m->nimg + 1))
 		return -1;
-	slot = u64map_upsert(&m->pid_image, pid, &created);
+	slot = u64map_upsert(&m->pid_image, pid_key(m, pid), &created);
 	if (!slot)
+		return -1;
+	if (created ? trace_pid(m, pid, &tpid) : (tpid = m->img[*slot].tpid, 0))
 		return -1;
 	im = &m->img[m->nimg];
 	memset(im, 0, sizeof(*im));
 	im->pid = pid;
+	im->tpid = tpid;
+	im->source = m->sources.cur;
 	im->command = im->label = im->launcher = im->job = im->host = STR_NONE;
 	im->rank = im->local_rank = im->world_size = -1;
 	im->status = INT32_MIN;
@@ -114,9 +147,20 @@ static int64_t new_image(struct model *m, uint32_t pid)
 
 int64_t model_image_of(struct model *m, uint32_t pid)
 {
-	uint64_t *v = u64map_find(&m->pid_image, pid);
+	uint64_t *v = u64map_find(&m->pid_image, pid_key(m, pid));
 
 	return v ? (int64_t)*v : new_image(m, pid);
+}
+
+static uint64_t exec_key(uint32_t pid_order, uint32_t exec_seq)
+{
+	return (uint64_t)pid_order << 32 | exec_seq;
+}
+
+const uint64_t *model_exec_find(const struct model *m, uint32_t pid, uint32_t exec_seq)
+{
+	const uint64_t *cur = u64map_find(&m->pid_image, pid_key(m, pid));
+	return cur ? u64map_find(&m->pid_exec, exec_key(m->img[*cur].pid_order, exec_seq)) : NULL;
 }
 
 int64_t model_thread_of(struct model *m, uint32_t image, uint32_t tid)
@@ -195,7 +239,9 @@ static void known_fact(struct model *m, const char *k, size_t klen, const char *
 		m->start_ns = number(v, vlen);
 		m->have_start = 1;
 	} else if (end && key_is(k, klen, "end_ns")) {
-		m->end_ns = number(v, vlen);
+		uint64_t e = number(v, vlen);
+		if (!m->have_end || e > m->end_ns) /* a later capture's may have come first */
+			m->end_ns = e;
 		m->have_end = 1;
 	} else if (end && key_is(k, klen, "events")) {
 		m->end_events = number(v, vlen);
@@ -275,7 +321,7 @@ static int process(struct model *m, const unsigned char *p, uint32_t len)
 	memcpy(&cp, p, sizeof(cp));
 	/* A later part's repeat of an image read already: nothing new */
 	if (cp.flags & CAP_PROCESS_CONTINUED) {
-		const uint64_t *seq = u64map_find(&m->pid_exec, (uint64_t)cp.pid << 32 | cp.exec_seq);
+		const uint64_t *seq = model_exec_find(m, cp.pid, cp.exec_seq);
 		if (seq && !m->img[*seq - 1].ended && model_image_of(m, cp.pid) == (int64_t)*seq - 1)
 			return 0;
 	}
@@ -286,12 +332,13 @@ static int process(struct model *m, const unsigned char *p, uint32_t len)
 		return -1;
 	m->img[ix].ppid = cp.ppid;
 	m->img[ix].exec_seq = cp.exec_seq;
-	m->img[ix].start_ns = cp.start_ns;
+	m->img[ix].start_ns = model_source_time(m, cp.start_ns);
 	m->img[ix].announced = 1;
 	m->img[ix].folded = m->fold && m->nannounced < m->fold->n && m->fold->folded[m->nannounced];
 	m->nannounced++;
 	int created;
-	uint64_t *seq = u64map_upsert(&m->pid_exec, (uint64_t)cp.pid << 32 | cp.exec_seq, &created);
+	uint64_t *seq = u64map_upsert(&m->pid_exec, exec_key(m->img[ix].pid_order, cp.exec_seq),
+				      &created);
 	if (!seq)
 		return -1;
 	*seq = (uint64_t)ix + 1;
@@ -309,7 +356,7 @@ static int process_end(struct model *m, const unsigned char *p)
 		return -1;
 	m->img[ix].ended = 1;
 	m->img[ix].status = pe.status;
-	m->img[ix].end_ns = pe.end_ns;
+	m->img[ix].end_ns = model_source_time(m, pe.end_ns);
 	m->img[ix].lost_reported = pe.lost;
 	return 0;
 }
@@ -396,14 +443,21 @@ static int part_record(struct model *m, const char *p, uint32_t len)
 int model_record(struct model *m, uint32_t type, const void *p, uint32_t len)
 {
 	switch (type) {
-	case CAP_SESSION:
-		if (m->have_session)
-			return 0; /* each part of a capture in parts repeats it */
+	case CAP_SESSION: {
+		/* each part of a capture in parts repeats it; a later capture's is its own */
+		int fresh = model_source_session(m, p, len);
+		if (fresh <= 0 || m->sources.cur > 0)
+			return fresh < 0 ? -1 : 0;
 		m->have_session = 1;
 		return parse_facts(m, p, len, 0);
+	}
 	case CAP_PART:
 		return part_record(m, p, len);
 	case CAP_SESSION_END:
+		if (m->sources.cur > 0) {
+			model_source_end(m, p, len);
+			return 0;
+		}
 		m->have_session_end = 1;
 		return parse_facts(m, p, len, 1);
 	case CAP_PROCESS:

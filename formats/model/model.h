@@ -12,6 +12,7 @@
 #include <stdint.h>
 
 #include "formats/capture/capture.h"
+#include "formats/capture/capture_source.h"
 #include "formats/util/strtab.h"
 #include "formats/util/u64map.h"
 
@@ -74,6 +75,10 @@ struct mem_image {
 
 struct image {
 	uint32_t pid, ppid, exec_seq;
+	uint32_t source;    /* the capture it came from, of several read as one (0: the first) */
+	uint32_t tpid;      /* its pid in the trace: pid, unless an earlier capture's process
+			     * had it (MODEL_TPID_FIRST + N then: trace viewers key processes
+			     * by pid alone) */
 	uint32_t command;   /* gid of the command line, args joined by spaces; STR_NONE */
 	uint32_t label;     /* gid of "basename args", shortened, for trace viewers; with a
 			     * rank, "rank R (host) basename args" */
@@ -145,6 +150,30 @@ struct session_kv {
 	uint32_t key, val; /* gids */
 };
 
+/* Pids the trace gives to processes of later captures whose pid an earlier capture's
+ * process has: above any Linux pid (pid_max is at most 2^22). */
+#define MODEL_TPID_FIRST (1u << 22)
+
+enum model_clock_method {
+	MODEL_CLOCK_SAME,        /* the first capture's clock (same host and boot) */
+	MODEL_CLOCK_ANCHORS,     /* moved by the captures' CLOCK_REALTIME anchors */
+	MODEL_CLOCK_COLLECTIVES, /* and refined from collectives' end times */
+	MODEL_CLOCK_NONE,        /* no anchors to go by: left on its own clock */
+};
+
+/* One session of several read as one (formats/capture/capture_source.h): where it ran
+ * and how its times were put on the first capture's clock. */
+struct model_source {
+	uint32_t host, boot, command; /* gids; STR_NONE where the capture has none */
+	uint64_t anchor_mono, anchor_real; /* its CLOCK_MONOTONIC/REALTIME pair; 0: none */
+	uint32_t domain;      /* the first source on the same clock (same boot) */
+	enum model_clock_method method;
+	int64_t offset_ns;    /* added to its times: from the anchors */
+	int64_t fix_ns;       /* added as well: the collectives' refinement */
+	uint64_t fix_err_ns;  /* the refinement's estimated error (robust spread) */
+	uint64_t fix_pairs;   /* end times compared for it */
+};
+
 /* A distinct call stack of an image: frames[at .. at + nframes) in model.frames,
  * innermost first (see struct cap_stack). */
 struct model_stack {
@@ -207,8 +236,8 @@ struct model {
 	uint64_t folded_events; /* events of folded images */
 	struct strtab str;
 	struct u64map names;     /* image << 32 | string id -> gid */
-	struct u64map pid_image; /* pid -> its current image */
-	struct u64map pid_exec;  /* pid << 32 | exec_seq -> the latest such image + 1 */
+	struct u64map pid_image; /* source << 32 | pid -> its current image */
+	struct u64map pid_exec;  /* pid_order << 32 | exec_seq -> the latest such image + 1 */
 	struct u64map thread_ix; /* image << 32 | tid -> thread index */
 	struct image *img;
 	size_t nimg, img_cap;
@@ -216,6 +245,18 @@ struct model {
 	size_t nthr, thr_cap;
 	struct lost_gap *gaps;
 	size_t ngaps, gaps_cap;
+	/* the sessions read (one, or several captures read as one); times of each are put
+	 * on the first's clock as they are read */
+	struct cap_sources sources;
+	struct model_source *src;
+	size_t src_cap;
+	/* set before model_read: each source's fix_ns, from an earlier read's ranks
+	 * (prof export's second pass); given_fix[source] for source < ngiven_fix */
+	const int64_t *given_fix;
+	size_t ngiven_fix;
+	struct u64map tpids;     /* trace pids given */
+	struct prof_event *shift_buf; /* a later source's events, moved onto the clock */
+	size_t shift_cap;
 	struct session_kv *session, *session_end;
 	size_t nsession, session_cap, nsession_end, session_end_cap;
 	int have_session, have_session_end, have_start, have_end;
@@ -287,6 +328,18 @@ uint64_t model_end(const struct model *m);
 uint64_t model_lost(const struct model *m);
 /* Distinct pids. */
 static inline size_t model_npids(const struct model *m) { return m->pid_image.len; }
+/* An image's key in pid_image. */
+static inline uint64_t model_pid_key(const struct image *im)
+{
+	return (uint64_t)im->source << 32 | im->pid;
+}
+/* Sessions read: 1 for a capture (in parts or not), more for several read as one. */
+static inline size_t model_nsources(const struct model *m) { return m->sources.n; }
+const char *model_clock_method_name(enum model_clock_method k);
+struct jw;
+/* The sources as JSON: [{"capture", "host", "command", "clock", "offset_ns",
+ * "error_ns", "collectives"}], or null for one capture. */
+void model_sources_json(struct jw *w, const struct model *m);
 /* Distinct pids whose latest image is shown (not folded). */
 size_t model_shown_pids(const struct model *m);
 /* A session fact (from CAP_SESSION, else CAP_SESSION_END), or NULL. */

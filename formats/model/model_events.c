@@ -256,9 +256,30 @@ static int events_kept(struct model *m, const struct cap_events *ce,
 			       (uint32_t)(sizeof h + sizeof(struct prof_event) * n));
 }
 
+/* A later capture's events on the first capture's clock: a copy of the record, moved. */
+static const void *shifted(struct model *m, const void *payload, uint32_t len)
+{
+	int64_t shift = model_source_shift(m);
+	if (!shift)
+		return payload;
+	struct cap_events ce;
+	memcpy(&ce, payload, sizeof(ce));
+	if (VEC_RESERVE(m->shift_buf, m->shift_cap, (size_t)ce.count + 1))
+		return NULL;
+	memcpy(m->shift_buf, payload, len);
+	struct prof_event *ev = (struct prof_event *)(void *)((char *)m->shift_buf + sizeof(ce));
+	for (uint32_t i = 0; i < ce.count; i++) {
+		ev[i].t0 = model_source_time(m, ev[i].t0);
+		ev[i].t1 = model_source_time(m, ev[i].t1);
+	}
+	return m->shift_buf;
+}
+
 int model_events(struct model *m, const void *payload, uint32_t len)
 {
 	struct cap_events ce;
+	if (!(payload = shifted(m, payload, len)))
+		return -1;
 	const struct prof_event *ev = (const struct prof_event *)((const char *)payload +
 								  sizeof(ce));
 	memcpy(&ce, payload, sizeof(ce));

@@ -77,7 +77,7 @@ size_t model_shown_pids(const struct model *m)
 	size_t n = 0;
 
 	for (size_t i = 0; i < m->nimg; i++) {
-		const uint64_t *cur = u64map_find(&m->pid_image, m->img[i].pid);
+		const uint64_t *cur = u64map_find(&m->pid_image, model_pid_key(&m->img[i]));
 		n += cur && *cur == i && !m->img[i].folded;
 	}
 	return n;

@@ -34,4 +34,15 @@ int model_record(struct model *m, uint32_t type, const void *payload, uint32_t l
  * GPU memory's source picked, the modules indexed. model_read's result. */
 int model_read_finish(struct model *m, int rc, const char *path, char *err, size_t errlen);
 
+/* model_sources.c: at a CAP_SESSION record, its source made current: 1 when it is new,
+ * 0 when a part's repeat, -1 when out of memory. */
+int model_source_session(struct model *m, const char *p, uint32_t len);
+/* A later source's CAP_SESSION_END: its end, events and losses. */
+void model_source_end(struct model *m, const char *p, uint32_t len);
+/* What the current source's times are moved by; a time of it moved (0 stays 0). */
+int64_t model_source_shift(const struct model *m);
+uint64_t model_source_time(const struct model *m, uint64_t t);
+/* The latest image + 1 of (current source, pid, exec_seq), or NULL. */
+const uint64_t *model_exec_find(const struct model *m, uint32_t pid, uint32_t exec_seq);
+
 #endif

@@ -47,7 +47,7 @@ int model_job_record(struct model *m, const void *payload, uint32_t len)
 	if (len < sizeof cj)
 		return 0;
 	memcpy(&cj, payload, sizeof cj);
-	const uint64_t *seq = u64map_find(&m->pid_exec, (uint64_t)cj.pid << 32 | cj.exec_seq);
+	const uint64_t *seq = model_exec_find(m, cj.pid, cj.exec_seq);
 	if (!seq)
 		return 0; /* no such image: damaged, skipped */
 	struct image *im = &m->img[*seq - 1];

@@ -75,7 +75,7 @@ int model_frame_name_record(struct model *m, const void *payload, uint32_t len)
 	/* written when the session ended: the image it names may not be the pid's last
 	 * (a map, not a walk over the images: a capture of many processes and names of
 	 * images it lacks would take quadratic time) */
-	const uint64_t *seq = u64map_find(&m->pid_exec, (uint64_t)cf.pid << 32 | cf.exec_seq);
+	const uint64_t *seq = model_exec_find(m, cf.pid, cf.exec_seq);
 	int64_t im = seq ? (int64_t)*seq - 1 : model_image_of(m, cf.pid);
 	if (im < 0 || strtab_intern(&m->str, (const char *)payload + sizeof cf, len - sizeof cf,
 				    &gid))
@@ -174,7 +174,7 @@ const struct model_module *model_module_of(const struct model *m, uint32_t image
 		const struct image *im = &m->img[image];
 		if (d || im->exec_seq)
 			return d;
-		const uint64_t *parent = u64map_find(&m->pid_image, im->ppid);
+		const uint64_t *parent = u64map_find(&m->pid_image, (uint64_t)im->source << 32 | im->ppid);
 		if (!parent || *parent == image)
 			return 0;
 		image = (uint32_t)*parent;

@@ -158,7 +158,7 @@ int ranks_event(struct ranks *r, struct model *m, uint32_t image, uint32_t cat, 
 	struct rank_proc *p = proc_of(r, m, image);
 	if (!p)
 		return -1;
-	r->m = m; /* the names, for ranks_finish */
+	r->m = r->mw = m; /* the names and clocks, for ranks_finish */
 	if (k != RANK_STEPS_NONE)
 		return add_bound(p, k, k == RANK_STEPS_OPTIMIZER ? e->t1 : e->t0, name);
 	if (p->ncoll >= RANKS_MAX_COLLECTIVES) {
@@ -231,15 +231,115 @@ static void align_start(struct ranks *r, size_t *at, const size_t *end)
 	}
 }
 
+static uint32_t domain_of(const struct model *m, const struct rank_proc *p)
+{
+	return m->nimg > p->image && m->sources.n ? m->src[m->img[p->image].source].domain : 0;
+}
+
+/* The range of name in a rank's collectives (sorted by name): [*lo, return). */
+static size_t name_run(const struct rank_proc *p, uint32_t name, size_t *lo)
+{
+	size_t a = 0, b = p->ncoll;
+	while (a < b) {
+		size_t mid = (a + b) / 2;
+		if (p->coll[mid].name < name)
+			a = mid + 1;
+		else
+			b = mid;
+	}
+	*lo = a;
+	while (b < p->ncoll && p->coll[b].name == name)
+		b++;
+	return b;
+}
+
+static void shift_rank(struct rank_proc *p, int64_t by)
+{
+	for (size_t c = 0; c < p->ncoll; c++) {
+		p->coll[c].t0 += (uint64_t)by;
+		p->coll[c].t1 += (uint64_t)by;
+	}
+	for (int k = 0; k < RANK_STEPS_KINDS; k++)
+		for (size_t b = 0; b < p->nbound[k]; b++)
+			p->bound[k][b] += (uint64_t)by;
+}
+
+#define FIT_MAX_PAIRS 200000 /* end times compared per clock: plenty for a median */
+
+/* Ranks on another host's clock (moved there by the captures' realtime anchors, as good
+ * as the hosts' time sync): a synchronizing collective ends at about the same moment on
+ * every rank, so the median difference of its end times on those ranks and on the ranks
+ * of the first clock is what that clock is still off by. The spread of the differences
+ * (1.4826 x their median absolute deviation: a standard deviation's worth) is the error
+ * stated; ranks that always leave a collective some microseconds apart bias the median
+ * by about that much, which no capture can tell from a clock's offset. */
+static int fit_clocks(struct ranks *r)
+{
+	struct model *m = r->mw;
+	if (!m || m->sources.n < 2)
+		return 0;
+	size_t ref = SIZE_MAX;
+	for (size_t i = 0; i < r->nranks && ref == SIZE_MAX; i++)
+		if (r->p[i].ncoll && !domain_of(m, &r->p[i]))
+			ref = i;
+	for (size_t i = 0; i < r->nranks && ref == SIZE_MAX; i++)
+		if (r->p[i].ncoll)
+			ref = i;
+	if (ref == SIZE_MAX)
+		return 0;
+	uint32_t ref_domain = domain_of(m, &r->p[ref]);
+	uint64_t *d = malloc(FIT_MAX_PAIRS * sizeof *d);
+	if (!d)
+		return -1;
+	for (uint32_t dom = 0; dom < m->sources.n; dom++) {
+		if (dom == ref_domain || m->src[dom].domain != dom)
+			continue;
+		size_t nd = 0;
+		for (size_t i = 0; i < r->nranks * r->nranks; i++) {
+			/* every rank on the first clock with every rank on this one */
+			const struct rank_proc *a = &r->p[i / r->nranks], *b = &r->p[i % r->nranks];
+			if (domain_of(m, a) != ref_domain || domain_of(m, b) != dom)
+				continue;
+			for (size_t x = 0; x < a->ncoll && nd < FIT_MAX_PAIRS;) {
+				uint32_t name = a->coll[x].name;
+				size_t alo = x, aend = name_run(a, name, &alo), blo, bend = name_run(b, name, &blo);
+				x = aend;
+				if (!synchronizing(m, name))
+					continue;
+				for (size_t k = 0; alo + k < aend && blo + k < bend && nd < FIT_MAX_PAIRS; k++)
+					/* signed difference, kept in order as unsigned */
+					d[nd++] = (a->coll[alo + k].t1 - b->coll[blo + k].t1) ^ (1ull << 63);
+			}
+		}
+		if (nd < 3)
+			continue; /* too few to say: the anchors stand */
+		int64_t fix = (int64_t)(median_u64(d, nd) ^ (1ull << 63));
+		for (size_t j = 0; j < nd; j++) {
+			int64_t off = (int64_t)(d[j] ^ (1ull << 63)) - fix;
+			d[j] = off < 0 ? (uint64_t)-off : (uint64_t)off;
+		}
+		uint64_t spread = median_u64(d, nd) * 14826 / 10000;
+		for (uint32_t s = 0; s < m->sources.n; s++)
+			if (m->src[s].domain == dom) {
+				m->src[s].fix_ns += fix;
+				m->src[s].fix_err_ns = spread;
+				m->src[s].fix_pairs = nd;
+				m->src[s].method = MODEL_CLOCK_COLLECTIVES;
+			}
+		for (size_t i = 0; i < r->nranks; i++)
+			if (domain_of(m, &r->p[i]) == dom)
+				shift_rank(&r->p[i], fix);
+	}
+	free(d);
+	return 0;
+}
+
 /* The k-th call of each name on every rank is one collective. */
 static int match(struct ranks *r, const struct model *m)
 {
 	size_t n = r->nranks, *at = calloc(2 * n, sizeof *at), *end = at + n;
 	if (!at)
 		return -1;
-	for (size_t i = 0; i < n; i++)
-		if (r->p[i].ncoll) /* a rank with steps only has no array */
-			qsort(r->p[i].coll, r->p[i].ncoll, sizeof *r->p[i].coll, by_name_then_time);
 	for (;;) {
 		/* the smallest name any rank has left */
 		uint32_t name = STR_NONE;
@@ -438,5 +538,8 @@ int ranks_finish(struct ranks *r)
 			r->p[i].coll_ns += r->p[i].coll[c].t1 > r->p[i].coll[c].t0
 						   ? r->p[i].coll[c].t1 - r->p[i].coll[c].t0
 						   : 0;
-	return match(r, r->m) || steps(r) ? -1 : 0;
+	for (size_t i = 0; i < r->nranks; i++)
+		if (r->p[i].ncoll) /* a rank with steps only has no array */
+			qsort(r->p[i].coll, r->p[i].ncoll, sizeof *r->p[i].coll, by_name_then_time);
+	return fit_clocks(r) || match(r, r->m) || steps(r) ? -1 : 0;
 }

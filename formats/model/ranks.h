@@ -74,6 +74,7 @@ struct ranks {
 	uint32_t coll_cat;      /* gid of "collective"; STR_NONE until known */
 	uint64_t dropped;       /* collectives beyond RANKS_MAX_COLLECTIVES */
 	const struct model *m;  /* whose names the gids are */
+	struct model *mw;       /* the same: ranks_finish puts the clocks' refinement there */
 	struct rank_row *rows;  /* per (image, table row) */
 	size_t nrows, rows_cap;
 	struct u64map row_ix;   /* image << 32 | row index -> rows index + 1 */

@@ -417,7 +417,7 @@ static int mxnet_api_call(struct stats *s, struct model *m, uint32_t image,
 	    (strtab_intern_str(&m->str, "MXNet C API Calls", &s->mxnet_counter[0]) ||
 	     strtab_intern_str(&m->str, "MXNet C API Concurrency", &s->mxnet_counter[1])))
 		return -1;
-	return concurrency_add(&s->mxnet_api, m->img[image].pid, e->t0, e->t1);
+	return concurrency_add(&s->mxnet_api, m->img[image].tpid, e->t0, e->t1);
 }
 
 static int mxnet_counters(struct stats *s)
@@ -498,7 +498,7 @@ static int one_event(struct stats *s, struct model *m, uint32_t image, struct th
 		    ranks_event(&s->ranks, m, image, STR_NONE, name, e))
 			return -1;
 		if (e->cat == PROF_CAT_STEP)
-			return step(s, m->img[image].pid, e->t0);
+			return step(s, m->img[image].tpid, e->t0);
 		return mark(s, name, e->t0);
 	case PROF_EV_COUNTER:
 		return counter(s, name, e);

@@ -72,6 +72,8 @@ static void header(struct jw *w, const struct report *r)
 	} else {
 		jw_lit(w, "null");
 	}
+	jw_lit(w, ",\"captures\":");
+	model_sources_json(w, r->m);
 	jw_lit(w, ",\"start_ns\":");
 	jw_u64(w, r->origin);
 	jw_lit(w, ",\"duration_ns\":");
@@ -191,6 +193,8 @@ static void process(struct jw *w, const struct report *r, struct stack_names *sn
 
 	jw_lit(w, "{\"pid\":");
 	jw_u64(w, im->pid);
+	jw_lit(w, ",\"capture\":");
+	jw_u64(w, im->source);
 	jw_lit(w, ",\"ppid\":");
 	jw_u64(w, im->ppid);
 	jw_lit(w, ",\"exec_seq\":");

@@ -13,6 +13,55 @@
 #define NAME_MIN 16
 #define NAME_MAX_COLS 48
 
+/* A signed duration: "+1.50s", "-3.00ms". */
+static char *fmt_signed(char buf[TEXTFMT_LEN + 1], int64_t ns)
+{
+	buf[0] = ns < 0 ? '-' : '+';
+	fmt_dur(buf + 1, ns < 0 ? (uint64_t)-ns : (uint64_t)ns);
+	return buf;
+}
+
+/* Several captures read as one: how many, from which hosts, and how each host's clock
+ * was put on the first's. */
+static void captures(const struct model *m, FILE *out)
+{
+	size_t n = model_nsources(m), hosts = 0;
+	if (n < 2)
+		return;
+	for (size_t i = 0; i < n; i++)
+		hosts += m->src[i].domain == i;
+	const char *h0 = m->src[0].host != STR_NONE ? model_str(m, m->src[0].host, NULL) : "?";
+	char name[4 * 64 + 4], a[TEXTFMT_LEN + 1], b[TEXTFMT_LEN + 1], c[TEXTFMT_LEN],
+		e[TEXTFMT_LEN];
+	fmt_name(name, h0, strlen(h0), 64);
+	fprintf(out, "Captures: %zu read as one, %zu clock%s (host and boot)%s%s%s\n", n, hosts,
+		hosts == 1 ? "" : "s", hosts > 1 ? "; times on " : "", hosts > 1 ? name : "",
+		hosts > 1 ? "'s clock:" : "");
+	for (size_t i = 1; i < n; i++) {
+		const struct model_source *s = &m->src[i];
+		if (s->domain != i)
+			continue;
+		size_t count = 0;
+		for (size_t j = i; j < n; j++)
+			count += m->src[j].domain == i;
+		const char *h = s->host != STR_NONE ? model_str(m, s->host, NULL) : "?";
+		fmt_name(name, h, strlen(h), 64);
+		if (s->method == MODEL_CLOCK_NONE)
+			fprintf(out, "  %s (%zu capture%s): left on its own clock (no clock anchors "
+				"recorded)\n", name, count, count == 1 ? "" : "s");
+		else if (s->method == MODEL_CLOCK_ANCHORS)
+			fprintf(out, "  %s (%zu capture%s): %s from the realtime anchors (as good as "
+				"the hosts' time sync; no collectives to refine it)\n", name, count,
+				count == 1 ? "" : "s", fmt_signed(a, s->offset_ns));
+		else
+			fprintf(out, "  %s (%zu capture%s): %s from the realtime anchors, %s from %s "
+				"collectives' end times (error about %s)\n", name, count,
+				count == 1 ? "" : "s", fmt_signed(a, s->offset_ns),
+				fmt_signed(b, s->fix_ns), fmt_count(c, s->fix_pairs),
+				fmt_dur(e, s->fix_err_ns));
+	}
+}
+
 static void header(const struct report *r, FILE *out)
 {
 	char a[TEXTFMT_LEN], b[TEXTFMT_LEN], cmd[4 * 100 + 4], host[4 * 64 + 4];
@@ -26,6 +75,7 @@ static void header(const struct report *r, FILE *out)
 		np == 1 ? "" : "es", fmt_dur(a, r->duration));
 	fprintf(out, "Events: %s captured, %s lost\n", fmt_count(a, r->m->events),
 		fmt_count(b, r->lost));
+	captures(r->m, out);
 	const char *sched = model_fact(r->m, "schedule");
 	if (sched) {
 		char spec[4 * 96 + 4];

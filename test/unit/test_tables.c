@@ -548,7 +548,7 @@ static void test_memory_and_json(void **state)
 	s = tables(f.path, FORMAT_JSON, SORT_TOTAL, 0, NULL, &rc, err);
 	assert_int_equal(rc, 0);
 	assert_true(json_valid(s, strlen(s)));
-	assert_non_null(strstr(s, "{\"pid\":5,\"ppid\":1,\"exec_seq\":0,\"command\":\"/bin/worker "
+	assert_non_null(strstr(s, "{\"pid\":5,\"capture\":0,\"ppid\":1,\"exec_seq\":0,\"command\":\"/bin/worker "
 				  "-j 2\",\"label\":\"worker -j 2\",\"rank\":null,\"local_rank\":null,"
 				  "\"world_size\":null,\"launcher\":null,\"job\":null,\"host\":null,"
 				  "\"exit_status\":null,\"allocations\":3,\"frees\":1,"
@@ -629,8 +629,8 @@ static void test_exec_replaces_names(void **state)
 	free(s);
 	/* One process entry per image. */
 	s = tables(f.path, FORMAT_JSON, SORT_TOTAL, 0, NULL, &rc, err);
-	assert_non_null(strstr(s, "{\"pid\":7,\"ppid\":1,\"exec_seq\":0,\"command\":\"sh\""));
-	assert_non_null(strstr(s, "{\"pid\":7,\"ppid\":1,\"exec_seq\":1,\"command\":\"python3\""));
+	assert_non_null(strstr(s, "{\"pid\":7,\"capture\":0,\"ppid\":1,\"exec_seq\":0,\"command\":\"sh\""));
+	assert_non_null(strstr(s, "{\"pid\":7,\"capture\":0,\"ppid\":1,\"exec_seq\":1,\"command\":\"python3\""));
 	free(s);
 	tables_all = 0;
 	unlink(f.path);

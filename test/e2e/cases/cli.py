@@ -262,9 +262,9 @@ def cli_record_leaves_program_arguments(c):
 
 @case
 def cli_one_capture(c):
-    # prof report and prof export read one capture, or the parts of one listed in order
-    # (a capture in parts): none, a missing part or a directory among them is one line
-    # naming the problem and exit status 2
+    # prof report and prof export read one capture, or several listed (the parts of one
+    # in order, the captures of a job's ranks): none, a missing one or an empty directory
+    # among them is one line naming the problem and exit status 2
     os.mkdir(c.path("d.prof"))
     for cmd in ("report", "export"):
         r = c.prof(cmd)
@@ -277,8 +277,9 @@ def cli_one_capture(c):
            "prof %s with two missing parts" % cmd)
         if cmd == "export":
             r = c.prof(cmd, "a.prof", "b.prof")
-            eq(r.err, "prof export: a list of parts needs -o OUT\n", "prof export of a list, no -o")
+            eq(r.err, "prof export: several captures or parts: name the output with -o OUT\n",
+               "prof export of a list, no -o")
         r = c.prof(cmd, "d.prof", "d.prof", "-o", c.path("out"))
         eq(r.rc, 2, "prof %s with directories listed: exit status (%r)" % (cmd, r))
-        eq(r.err, "prof %s: d.prof: not a capture file (a list names the parts of one "
-           "capture, in order)\n" % cmd, "prof %s with directories listed" % cmd)
+        eq(r.err, "prof %s: d.prof: a directory with no capture in it (neither parts "
+           "part-N.prof nor captures NAME.prof)\n" % cmd, "prof %s with directories listed" % cmd)
