@@ -19,6 +19,7 @@ import time
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import continuous_dump  # noqa: E402
 import long_run  # noqa: E402
+import merge_ranks  # noqa: E402
 import thread_cost  # noqa: E402
 
 B = os.environ.get("BUILD", os.path.join(os.path.dirname(__file__), "..", "build"))
@@ -381,6 +382,7 @@ if __name__ == "__main__":
              "long_run": lambda: long_run.long_run(B, WORK, clean_env),
              "long_run_paced": lambda: long_run.long_run_paced(B, WORK, clean_env),
              "continuous_dump": lambda: continuous_dump.continuous_dump(B, WORK, clean_env),
+             "merge_ranks": lambda: merge_ranks.merge_ranks(B, WORK, clean_env),
              "thread_start": lambda: thread_cost.thread_start(B, clean_env, min(ROUNDS, 3),
                                                               WORK)}
     only = [p for p in os.environ.get("BENCH_ONLY", "").split(",") if p]

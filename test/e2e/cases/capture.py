@@ -12,23 +12,28 @@ CAP_KINDS = ["undefined_ids", "unknown_pid", "end_before_start", "huge_values",
 
 
 @one_at_a_time
-def damaged_capture_tool():
-    """Builds the helper into $BUILD/e2e/damaged_capture when missing or older than its
-    source or libprofcore.a. Returns its path."""
+def core_tool(src):
+    """Builds a helper program linked with libprofcore.a (the real capture writer) into
+    $BUILD/e2e/NAME when missing or older than its source or libprofcore.a. Returns its
+    path."""
     core = os.path.join(BUILD, "libprofcore.a")
-    out = os.path.join(BIN, "damaged_capture")
+    out = os.path.join(BIN, os.path.basename(src)[:-2])
     check(os.path.exists(core), "%s is missing (make all builds it)" % core)
-    newest = max(os.path.getmtime(CAP_SRC), os.path.getmtime(core))
+    newest = max(os.path.getmtime(src), os.path.getmtime(core))
     if not os.path.exists(out) or os.path.getmtime(out) < newest:
         san = ["-fsanitize=address,undefined"] if sanitizers(PROF) else []
         cmd = ([os.environ.get("CC", "cc"), "-O1", "-g", "-std=gnu11", "-pthread",
                 "-I", os.path.join(ROOT, "include"), "-I", ROOT]
-               + san + ["-o", out + ".tmp", CAP_SRC, core, "-lzstd", "-lm", "-lpthread",
+               + san + ["-o", out + ".tmp", src, core, "-lzstd", "-lm", "-lpthread",
                         "-lstdc++"])
         r = subprocess.run(cmd, capture_output=True, text=True)
-        check(r.returncode == 0, "cannot build damaged_capture: %s" % r.stderr[-2000:])
+        check(r.returncode == 0, "cannot build %s: %s" % (out, r.stderr[-2000:]))
         os.replace(out + ".tmp", out)
     return out
+
+
+def damaged_capture_tool():
+    return core_tool(CAP_SRC)
 
 
 def damaged(c, kind):

@@ -127,16 +127,38 @@ def ranks_torchrun_straggler(c):
            % (version, ", ".join("%.3f" % w for w in waits), RANKS_SLEEP))
 
 
+def mpirun_two():
+    """(mpirun's arguments for two ranks on this host, the MPI test program)."""
+    prog, mpirun = build_mpi_program()
+    argv = [mpirun, "--oversubscribe", "-np", "2"]
+    if os.getuid() == 0:
+        argv.append("--allow-run-as-root")
+    return argv, prog
+
+
+def mpi_straggler_found(c, rep, steps, slow_ms):
+    """The tables of mpi_steps' two ranks name rank 1 the straggler, rank 0 waiting for
+    it about slow_ms in every step."""
+    k = rep["ranks"]
+    check(k, "no table across ranks")
+    eq((k["count"], k["slowest_rank"], k["steps_from"], k["unmatched"], len(k["steps"])),
+       (2, 1, "steps", 0, steps), "ranks, slowest, steps, unmatched, steps compared")
+    waits = [s["most_wait_ns"] / 1e6 for s in k["steps"]]
+    for s in k["steps"]:
+        eq((s["slowest_rank"], s["most_waiting_rank"]), (1, 0), "step %d" % s["step"])
+    check(abs(statistics.median(waits) - slow_ms) <= 0.1 * slow_ms,
+          "rank 0's waits per step %r ms, planted %d ms" % (waits, slow_ms))
+    c.note("rank 0 waited %s ms per step for the planted %d ms"
+           % (", ".join("%.1f" % w for w in waits), slow_ms))
+
+
 @case(serial=True)
 def ranks_mpirun_straggler(c):
     # the bare command around Open MPI's mpirun and a C program: MPI calls recorded with
     # no setting (the mpi preset), with bytes, datatype, communicator size and peer; the
     # last rank computes 100 ms longer each step and the others wait for it
-    prog, mpirun = build_mpi_program()
     steps, n, slow_ms = 5, 1000, 100
-    argv = [mpirun, "--oversubscribe", "-np", "2"]
-    if os.getuid() == 0:
-        argv.append("--allow-run-as-root")
+    argv, prog = mpirun_two()
     r = c.run(argv + [prog, steps, n, slow_ms], env=dict(NO_LAUNCHER, PROFILER_OUTPUT="mpi-%r"),
               timeout=180)
     eq(r.rc, 0, "mpirun (%r)" % r)
@@ -167,14 +189,121 @@ def ranks_mpirun_straggler(c):
     eq(args("MPI_Bcast", pids[1]),
        [{"bytes": 4, "datatype": "MPI_INT", "comm_size": 2, "peer": 0}], "MPI_Bcast's args")
     eq({a["peer"] for a in args("MPI_Sendrecv", pids[1])}, {0}, "rank 1 sends to rank 0")
+    mpi_straggler_found(c, rep, steps, slow_ms)
+
+
+# Synthetic per-rank captures (test/e2e/cases/ranks/gen_ranks.c, with the real capture
+# writer): hosts with their own monotonic clocks, pids that clash between hosts, realtime
+# clocks off by a planted amount, a rank computing longer in every step.
+GEN_RANKS_SRC = os.path.join(HERE, "cases", "ranks", "gen_ranks.c")
+
+
+def gen_ranks(c, folder, ranks, hosts, steps, filler, skew_us, slow_rank, slow_us):
+    """Writes c.path(folder)/rank-R.prof; returns {host: its true clock offset in ns}."""
+    os.makedirs(c.path(folder), exist_ok=True)
+    r = c.run([core_tool(GEN_RANKS_SRC), c.path(folder), ranks, hosts, steps, filler, skew_us,
+               slow_rank, slow_us], preload=False, autostart=False, timeout=300)
+    eq(r.rc, 0, "gen_ranks (%r)" % r)
+    return {h: int(v) for h, v in re.findall(r"^offset (\S+) (-?\d+)$", r.out, re.M)}
+
+
+@case
+def ranks_merged_across_hosts(c):
+    # four ranks' captures on two hosts, read as one job: every rank kept apart (pids
+    # 100 and 101 on both hosts), host-1's times moved onto host-0's clock by the realtime
+    # anchors and then by the all-reduces' end times, which undo its clock's planted 3 ms
+    # error; the straggler table as one capture with one clock would give it
+    truth = gen_ranks(c, "job", ranks=4, hosts=2, steps=12, filler=20, skew_us=3000,
+                      slow_rank=3, slow_us=5000)
+    files = [c.path("job", "rank-%d.prof" % i) for i in range(4)]
+    for args in (files, [c.path("job")]):
+        r = c.prof("report", "--format", "json", *args)
+        eq(r.rc, 0, "prof report of %d arguments (%r)" % (len(args), r))
+        rep = json.loads(r.out)
+        caps = rep["captures"]
+        eq([(x["capture"], x["host"], x["clock"]) for x in caps],
+           [(0, "host-0", "same"), (1, "host-0", "same"), (2, "host-1", "collectives"),
+            (3, "host-1", "collectives")], "the captures' clocks")
+        for x in caps[2:]:
+            # every rank leaves an all-reduce within 4 us of the others: the median end
+            # time is that good
+            off = x["offset_ns"] - truth["host-1"]
+            check(abs(off) <= 5000 and x["error_ns"] < 5000 and x["collectives"] >= 12,
+                  "host-1's clock off by %d ns after alignment: %r" % (off, x))
+        procs = sorted((p["rank"], p["pid"], p["host"], p["capture"]) for p in rep["processes"])
+        eq(procs, [(0, 100, "host-0", 0), (1, 101, "host-0", 1), (2, 100, "host-1", 2),
+                   (3, 101, "host-1", 3)], "one process per rank, pids as captured")
+        k = rep["ranks"]
+        eq((k["count"], k["slowest_rank"], k["unmatched"], len(k["steps"])), (4, 3, 0, 11),
+           "ranks, slowest, unmatched, steps")
+        for p in k["ranks"]:
+            # without the alignment host-1's ranks would wait 3 ms more or less
+            want = 0 if p["rank"] == 3 else 12 * 5e6
+            check(abs(p["wait_ns"] - want) <= 0.02 * 12 * 5e6,
+                  "rank %d waited %d ns in all, want about %d" % (p["rank"], p["wait_ns"], want))
+    with open(c.path("job.txt"), "w") as f:
+        f.write(c.prof("report", c.path("job")).out)
+    text = open(c.path("job.txt")).read()
+    check(re.search(r"^Captures: 4 read as one, 2 clocks .*host-0's clock:\n  host-1 \(2 captures\): "
+                    r"\+1\.50s from the realtime anchors, -3\.00ms from \d+ collectives' end times",
+                    text, re.M), "the captures' line: %r" % text[:600])
+    # the trace: a process per rank (the second host's pids given new ones), the
+    # all-reduces ending together on every rank
+    r = c.prof("export", c.path("job"), "-o", c.path("job.json"))
+    eq(r.rc, 0, "prof export of the directory (%r)" % r)
+    check(r.out.startswith(c.path("job") + ": "), "the summary names the directory: %r" % r.out)
+    t = Trace(load_json(c.path("job.json")))
+    names = t.process_names()
+    eq(sorted(names.values()), ["rank %d (host-%d) python3 train.py" % (i, i // 2)
+                                for i in range(4)], "process names")
+    pid_of = {int(n.split()[1]): p for p, n in names.items()}
+    eq(len(set(pid_of.values())), 4, "four processes in the trace")
+    ends = [sorted(e["ts"] + e["dur"] for e in t.select("X", "allreduce", pid=pid_of[i]))
+            for i in range(4)]
+    eq({len(e) for e in ends}, {12}, "all-reduces per rank")
+    worst = max(max(e[k] for e in ends) - min(e[k] for e in ends) for k in range(12))
+    check(worst <= 10, "all-reduce ends differ by %.1f us across ranks in the trace" % worst)
+
+
+@case
+def ranks_merge_64_bounded(c):
+    # 64 ranks on 8 hosts, 6.4 M events: prof report and prof export read them as one job
+    # in memory that does not grow with the ranks' events (the model keeps per-process
+    # figures and each rank's collectives; events stream through)
+    truth = gen_ranks(c, "job64", ranks=64, hosts=8, steps=200, filler=500, skew_us=1000,
+                      slow_rank=17, slow_us=20000)
+    r, rss = prof_maxrss(c, "report", "--format", "json", c.path("job64"))
+    eq(r.rc, 0, "prof report (%r)" % r.err)
+    rep = json.loads(r.out[:r.out.rindex("maxrss_kb=")])
+    eq(rep["events"], 64 * 200 * 503, "events")
+    check(rss < 256 << 10, "prof report of 64 ranks peaked at %d MiB" % (rss >> 10))
+    for x in rep["captures"]:
+        off = x["offset_ns"] - truth[x["host"]]
+        check(abs(off) <= 5000, "%s's clock off by %d ns after alignment" % (x["host"], off))
     k = rep["ranks"]
-    check(k, "no table across ranks")
-    eq((k["count"], k["slowest_rank"], k["steps_from"], k["unmatched"], len(k["steps"])),
-       (2, 1, "steps", 0, steps), "ranks, slowest, steps, unmatched, steps compared")
-    waits = [s["most_wait_ns"] / 1e6 for s in k["steps"]]
-    for s in k["steps"]:
-        eq((s["slowest_rank"], s["most_waiting_rank"]), (1, 0), "step %d" % s["step"])
-    check(abs(statistics.median(waits) - slow_ms) <= 0.1 * slow_ms,
-          "rank 0's waits per step %r ms, planted %d ms" % (waits, slow_ms))
-    c.note("rank 0 waited %s ms per step for the planted %d ms"
-           % (", ".join("%.1f" % w for w in waits), slow_ms))
+    eq((k["count"], k["slowest_rank"], k["unmatched"]), (64, 17, 0), "ranks, slowest, unmatched")
+    r2, rss2 = prof_maxrss(c, "export", c.path("job64"), "-o", c.path("job64.json"))
+    eq(r2.rc, 0, "prof export (%r)" % r2.err)
+    check(rss2 < 256 << 10, "prof export of 64 ranks peaked at %d MiB" % (rss2 >> 10))
+    c.note("report %d MiB, export %d MiB peak" % (rss >> 10, rss2 >> 10))
+
+
+@case(serial=True)
+def ranks_per_rank_captures_mpirun(c):
+    # each rank preloaded by mpirun itself (-x LD_PRELOAD), not the launcher: one session
+    # and one capture per rank (%r: its own rank), read back as one job
+    steps, n, slow_ms = 4, 1000, 60
+    argv, prog = mpirun_two()
+    argv += ["-x", "LD_PRELOAD=" + Setup.preload_value(), "-x", "PROFILER_AUTOSTART=1",
+             "-x", "PROFILER_OUTPUT=rank-%r"]
+    r = c.run(argv + [prog, steps, n, slow_ms], env=NO_LAUNCHER, preload=False,
+              autostart=False, timeout=180)
+    eq(r.rc, 0, "mpirun (%r)" % r)
+    eq(sorted(f for f in os.listdir(c.path()) if f.endswith(".prof")),
+       ["rank-0.prof", "rank-1.prof"], "a capture per rank")
+    rep = c.report_json(c.path("rank-0.prof"), c.path("rank-1.prof"))
+    eq([(x["capture"], x["clock"]) for x in rep["captures"]], [(0, "same"), (1, "same")],
+       "one host, one boot: one clock")
+    eq(sorted((p["rank"], p["capture"]) for p in rep["processes"] if p["rank"] is not None),
+       [(0, 0), (1, 1)], "the ranks and their captures")
+    mpi_straggler_found(c, rep, steps, slow_ms)
