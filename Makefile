@@ -18,7 +18,7 @@ WARN     = -Wall -Wextra -Werror
 CFLAGS  ?= -O2 -g
 # what the build needs whatever CFLAGS the user gives
 # Includes name their path from the repository root ("preload/common/ring.h").
-BASE_CFLAGS = -std=gnu11 $(WARN) -fPIC -I. -Iinclude
+BASE_CFLAGS = -std=gnu11 $(WARN) -fPIC -I. -Iinclude -I$(BUILD)/gen
 # header dependencies, written next to each object
 DEPFLAGS = -MMD -MP
 XCFLAGS  = $(BASE_CFLAGS) $(SAN)
@@ -70,6 +70,12 @@ $(LIB): $(call libobj,$(PRELOAD_SRC)) preload/libprof.map
 	@echo "  LD $@"
 	@$(CC) -shared -o $@ $(filter %.o,$^) $(PRELOAD_SAN) -ldl -lpthread \
 	  -Wl,--version-script=preload/libprof.map
+
+# prof export --format parquet's Python half, inside prof as a C string
+$(BUILD)/gen/parquet_export_py.h: formats/export/parquet_export.py
+	@mkdir -p $(dir $@)
+	@sed 's/\\/\\\\/g; s/"/\\"/g; s/^/"/; s/$$/\\n"/' $< > $@
+$(BUILD)/obj/collector/export_parquet.o: $(BUILD)/gen/parquet_export_py.h
 
 $(CORE): $(call obj,$(CORE_SRC))
 	@rm -f $@
@@ -167,6 +173,8 @@ install: all
 	install -m 0644 include/prof.h $(DESTDIR)$(PREFIX)/include/prof.h
 	install -d $(DESTDIR)$(PREFIX)/lib/libprof/python
 	install -m 0644 scripts/libprof.py $(DESTDIR)$(PREFIX)/lib/libprof/python/libprof.py
+	install -d $(DESTDIR)$(PREFIX)/share/libprof/sql
+	install -m 0644 scripts/sql/straggler.sql $(DESTDIR)$(PREFIX)/share/libprof/sql/straggler.sql
 	@site=$$($(PYTHON) -c 'import sysconfig;print(sysconfig.get_path("purelib",vars={"base":"$(PREFIX)"}))' 2>/dev/null); \
 	  if [ -n "$$site" ]; then install -d $(DESTDIR)$$site && \
 	  install -m 0644 scripts/libprof.py $(DESTDIR)$$site/libprof.py && echo "python module: $$site/libprof.py"; fi

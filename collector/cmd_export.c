@@ -8,6 +8,7 @@
 #include <unistd.h>
 
 #include "collector/commands.h"
+#include "collector/export_parquet.h"
 #include "collector/options.h"
 #include "collector/output/cmd_save.h"
 #include "formats/export/folded.h"
@@ -16,7 +17,7 @@
 
 #define bad(...) opt_error("export", __VA_ARGS__)
 
-enum export_format { EXPORT_CHROME, EXPORT_FOLDED };
+enum export_format { EXPORT_CHROME, EXPORT_FOLDED, EXPORT_PARQUET };
 
 struct export_args {
 	const char *capture, *out;
@@ -27,7 +28,7 @@ struct export_args {
 	int alloc;           /* --trace-alloc: enum in struct chrome_options */
 };
 
-static const char *const formats[] = { "chrome", "folded" }; /* enum export_format order */
+static const char *const formats[] = { "chrome", "folded", "parquet" }; /* enum order */
 static const char *const alloc_views[] = { "auto", "all" };
 /* in enum folded_weight order, after FOLDED_AUTO */
 static const char *const weights[] = { "time", "bytes", "count" };
@@ -51,12 +52,13 @@ static int parse(int argc, char **argv, struct export_args *a)
 		{ .name = "output", .letter = 'o', .kind = OPT_TEXT, .value = "OUT", .dest = &a->out,
 		  .needs = "a file name",
 		  .help = "the output file (chrome: FILE with .prof replaced by .json\n"
-			  "by default; folded: standard output by default)" },
+			  "by default; folded: standard output by default); parquet:\n"
+			  "the output directory (FILE with .prof replaced by .parquet)" },
 		{ .name = "force-overwrite", .kind = OPT_FLAG, .dest = &a->force_overwrite,
 		  .help = "replace OUT when it exists (else: an error, exit 2)" },
 		{ .name = "format", .kind = OPT_CHOICE, .value = "FORMAT", .dest = &format,
 		  .choices = formats, .nchoices = ARRAY_LEN(formats),
-		  .help = "chrome (default) or folded" },
+		  .help = "chrome (default), folded or parquet" },
 		{ .name = "max-events", .kind = OPT_NUMBER, .value = "N", .dest = &a->max_events,
 		  .min = 1, .max = UINT64_MAX, .needs = "a positive number", .help = max_help },
 		{ .name = "trace-alloc", .kind = OPT_CHOICE, .value = "WHICH", .dest = &alloc,
@@ -88,7 +90,8 @@ static int parse(int argc, char **argv, struct export_args *a)
 		.usage = "prof export CAPTURE... [-o OUT.json] [--max-events N] [--trace-alloc all]\n"
 			 "                   [--all-processes]\n"
 			 "       prof export FILE.prof --format folded [--weight time|bytes|count]\n"
-			 "                   [--threads] [--all-processes] [-o OUT]",
+			 "                   [--threads] [--all-processes] [-o OUT]\n"
+			 "       prof export CAPTURE... --format parquet [-o DIR] [--all-processes]",
 		.about = "--format chrome (the default) writes the Chrome Trace Event JSON of a raw\n"
 			 "capture, for ui.perfetto.dev or chrome://tracing: process and thread names, one\n"
 			 "slice per call or range (with bytes and pointers for allocator calls), marks and\n"
@@ -102,7 +105,13 @@ static int parse(int argc, char **argv, struct export_args *a)
 			 "\"process (pid);outermost frame;...;innermost frame;call VALUE\" per distinct\n"
 			 "stack, where call is the allocator function or the traced function. Calls\n"
 			 "without a stack are left out. Frames read \"function (file:line)\"; ';' in a\n"
-			 "name becomes ':'.\n",
+			 "name becomes ':'.\n"
+			 "\n"
+			 "--format parquet writes a directory of Parquet files for DuckDB, Spark, Trino or\n"
+			 "Dask: events.parquet (every event, one row each), processes, captures, rows,\n"
+			 "ranks, steps and across_ranks (the tables); scripts/sql/straggler.sql computes\n"
+			 "the straggler table from the events. It runs python3 (or $PROF_PYTHON) with\n"
+			 "pyarrow.\n",
 		.after = "Exit status: 0 ok; 1 the capture is damaged (the output covers every complete\n"
 			 "frame before the damage, which is named on standard error); 2 bad arguments, an\n"
 			 "unusable file, or (folded) a capture without call stacks. docs/FORMATS.md\n"
@@ -129,11 +138,11 @@ static int parse(int argc, char **argv, struct export_args *a)
 }
 
 /* FILE.prof -> FILE.json; any other name (a directory: DIR/ -> DIR.json) gets .json
- * appended. */
-static char *default_out(const char *capture)
+ * appended (ext: .json, or .parquet). */
+static char *default_out(const char *capture, const char *ext)
 {
 	size_t n = strlen(capture);
-	char *s = malloc(n + 6);
+	char *s = malloc(n + 10);
 
 	if (!s)
 		return NULL;
@@ -143,7 +152,7 @@ static char *default_out(const char *capture)
 	s[n] = '\0';
 	if (n > 5 && !strcmp(s + n - 5, ".prof"))
 		s[n - 5] = '\0';
-	strcat(s, ".json");
+	strcat(s, ext);
 	return s;
 }
 
@@ -235,8 +244,15 @@ int cmd_export(int argc, char **argv)
 		return rc < 0 ? 0 : rc;
 	if (a.format == EXPORT_FOLDED)
 		return export_folded(&a);
-	if (!a.out && !(a.out = made = default_out(opt_capture_shown)))
+	if (!a.out && !(a.out = made = default_out(opt_capture_shown, a.format == EXPORT_PARQUET
+										     ? ".parquet" : ".json")))
 		return bad("out of memory");
+	if (a.format == EXPORT_PARQUET) {
+		rc = export_parquet(a.capture, opt_capture_shown, a.out, a.force_overwrite,
+				    a.folded.all_processes);
+		free(made);
+		return rc;
+	}
 	rc = export_chrome(&a, &sum, err, sizeof(err));
 	if (rc == -2) { /* the line is written */
 		free(made);

@@ -56,6 +56,17 @@ if ! "$T2ENV/bin/python" -c 'import torch' 2>/dev/null; then
 	"$T2ENV/bin/python" -c 'import torch' 2>/dev/null ||
 		echo "install-deps: torch could not be installed in $T2ENV (the torch2_* tests will fail)"
 fi
+# pyarrow (prof export --format parquet) and DuckDB (the tests' check of the shipped SQL)
+# in a small venv of their own.
+ARROWENV=${LIBPROF_ARROWENV:-${HOME:-/tmp}/.cache/libprof/arrowenv}
+if ! "$ARROWENV/bin/python" -c 'import pyarrow, duckdb' 2>/dev/null; then
+	echo "installing: pyarrow duckdb (pip, venv $ARROWENV)"
+	{ "$PYTHON" -m venv "$ARROWENV" &&
+		"$ARROWENV/bin/python" -m pip install -q pyarrow duckdb; } 2>&1 |
+		grep -v "as the 'root' user" || true
+	"$ARROWENV/bin/python" -c 'import pyarrow, duckdb' 2>/dev/null ||
+		echo "install-deps: pyarrow and duckdb could not be installed in $ARROWENV (the parquet tests will fail)"
+fi
 # The CUDA 13 toolkit (headers, libcudart.so.13, libcupti.so.13) is part of this
 # project's machine image; the NVTX, CUDA and CUPTI tests build against it and say so
 # when it is missing.

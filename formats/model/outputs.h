@@ -37,6 +37,12 @@ struct output_summary {
  * (the tables cover every complete frame; err says what is wrong), 2 when unusable. */
 int tables_write(const char *capture_path, FILE *out, const struct table_options *opt,
 		 struct output_summary *sum, char *err, size_t errlen);
+/* The same; several captures read as one also give each one's clock refinement from
+ * collectives (model_source.fix_ns; calloc'd, *nfix of them; NULL for one capture), for
+ * a later read of them to start from (model.given_fix). */
+int tables_write_fixes(const char *capture_path, FILE *out, const struct table_options *opt,
+		       struct output_summary *sum, int64_t **fix, size_t *nfix, char *err,
+		       size_t errlen);
 
 struct model;
 struct model_fold;

@@ -331,6 +331,13 @@ int tables_write_model(struct model *m, struct stats *s, const struct model_fold
 int tables_write(const char *capture_path, FILE *out, const struct table_options *opt,
 		 struct output_summary *sum, char *err, size_t errlen)
 {
+	return tables_write_fixes(capture_path, out, opt, sum, NULL, NULL, err, errlen);
+}
+
+int tables_write_fixes(const char *capture_path, FILE *out, const struct table_options *opt,
+		       struct output_summary *sum, int64_t **fix, size_t *nfix, char *err,
+		       size_t errlen)
+{
 	struct model m;
 	struct stats s;
 	struct model_fold fold = {0};
@@ -354,6 +361,18 @@ int tables_write(const char *capture_path, FILE *out, const struct table_options
 	} else {
 		rc = tables_write_model(&m, &s, &fold, rc, damage, capture_path, out, opt, sum,
 					err, errlen);
+	}
+	if (fix) {
+		*fix = NULL;
+		*nfix = 0;
+		if (rc != 2 && m.sources.n > 1 && (*fix = calloc(m.sources.n, sizeof **fix))) {
+			for (size_t i = 0; i < m.sources.n; i++)
+				(*fix)[i] = m.src[i].fix_ns;
+			*nfix = m.sources.n;
+		} else if (rc != 2 && m.sources.n > 1) {
+			snprintf(err, errlen, "%s: out of memory", capture_path);
+			rc = 2;
+		}
 	}
 	stats_free(&s);
 	model_free(&m);

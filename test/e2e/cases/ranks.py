@@ -81,6 +81,39 @@ dist.destroy_process_group()
 RANKS_SLEEP = 0.1
 
 
+# The straggler table again from the Parquet export, by the shipped SQL on DuckDB.
+STRAGGLER_SQL = os.path.join(ROOT, "scripts", "sql", "straggler.sql")
+DUCKDB_QUERY = """
+import duckdb, json, sys
+con = duckdb.connect()
+con.execute("CREATE VIEW events AS SELECT * FROM read_parquet(%r)" % sys.argv[1])
+rows = con.execute(open(sys.argv[2]).read()).fetchall()
+cols = [d[0] for d in con.description]
+n = con.execute("SELECT count(*) FROM events").fetchone()[0]
+print(json.dumps({"steps": [dict(zip(cols, r)) for r in rows], "events": n}))
+"""
+
+
+def parquet_straggler_matches(c, rep, *captures):
+    """prof export --format parquet of captures; the shipped SQL over its events gives
+    rep's straggler table (prof report's), row for row."""
+    py = arrow_python()
+    out = c.path("export.parquet")
+    r = c.prof("export", "--format", "parquet", *captures, "-o", out,
+               env={"PROF_PYTHON": py})
+    eq(r.rc, 0, "prof export --format parquet (%r)" % r)
+    eq(sorted(os.listdir(out)), ["across_ranks.parquet", "captures.parquet", "events.parquet",
+                                 "processes.parquet", "ranks.parquet", "rows.parquet",
+                                 "steps.parquet"], "the Parquet files")
+    q = c.run([py, "-c", DUCKDB_QUERY, os.path.join(out, "events.parquet"), STRAGGLER_SQL],
+              preload=False, autostart=False, timeout=300)
+    eq(q.rc, 0, "DuckDB (%r)" % q)
+    got = json.loads(q.out)
+    eq(got["events"], rep["events"], "events in events.parquet")
+    eq(got["steps"], rep["ranks"]["steps"], "the straggler table by SQL on DuckDB")
+    return len(got["steps"])
+
+
 @case(serial=True)
 def ranks_torchrun_straggler(c):
     # the bare headline command around torchrun: one capture, each rank labelled, gloo's
@@ -123,8 +156,10 @@ def ranks_torchrun_straggler(c):
     again = c.prof("report", c.path("libprof.prof"))
     eq(again.rc, 0, "prof report")
     check(again.out.split("\n", 3)[3] == live, "the run's tables differ from prof report's")
-    c.note("torch %s: rank 0 waited %s s per step for the planted %.1f s"
-           % (version, ", ".join("%.3f" % w for w in waits), RANKS_SLEEP))
+    n = parquet_straggler_matches(c, rep, c.path("libprof.prof"))
+    c.note("torch %s: rank 0 waited %s s per step for the planted %.1f s; DuckDB's straggler "
+           "table equal to prof's (%d steps)"
+           % (version, ", ".join("%.3f" % w for w in waits), RANKS_SLEEP, n))
 
 
 def mpirun_two():
@@ -263,6 +298,8 @@ def ranks_merged_across_hosts(c):
     eq({len(e) for e in ends}, {12}, "all-reduces per rank")
     worst = max(max(e[k] for e in ends) - min(e[k] for e in ends) for k in range(12))
     check(worst <= 10, "all-reduce ends differ by %.1f us across ranks in the trace" % worst)
+    # the Parquet export: its events on the aligned clock, the same straggler table by SQL
+    parquet_straggler_matches(c, rep, c.path("job"))
 
 
 @case
@@ -307,3 +344,42 @@ def ranks_per_rank_captures_mpirun(c):
     eq(sorted((p["rank"], p["capture"]) for p in rep["processes"] if p["rank"] is not None),
        [(0, 0), (1, 1)], "the ranks and their captures")
     mpi_straggler_found(c, rep, steps, slow_ms)
+
+
+@case
+def export_parquet_errors(c):
+    # prof export --format parquet: no pyarrow, no python, an existing directory, a
+    # damaged capture: one line each, nothing half-written left at OUT
+    gen_ranks(c, "job", ranks=2, hosts=1, steps=3, filler=2, skew_us=0, slow_rank=1,
+              slow_us=1000)
+    cap, out = c.path("job", "rank-0.prof"), c.path("out.parquet")
+    no_arrow = c.path("no-arrow")
+    with open(no_arrow, "w") as f:
+        f.write("#!/bin/sh\ncat >/dev/null\nexit 3\n")  # parquet_export.py without pyarrow
+    os.chmod(no_arrow, 0o755)
+    r = c.prof("export", "--format", "parquet", cap, "-o", out, env={"PROF_PYTHON": no_arrow})
+    eq((r.rc, r.err), (2, "prof export: --format parquet needs Python's pyarrow in %s (pip "
+                          "install pyarrow, or set PROF_PYTHON to a python that has it)\n"
+                       % no_arrow), "without pyarrow")
+    r = c.prof("export", "--format", "parquet", cap, "-o", out,
+               env={"PROF_PYTHON": c.path("nowhere", "python")})
+    eq((r.rc, r.err), (2, "prof export: cannot run %s: No such file or directory\n"
+                       % c.path("nowhere", "python")), "without python")
+    eq([f for f in os.listdir(c.path()) if f.startswith("out")], [], "nothing left at OUT")
+    arrow = {"PROF_PYTHON": arrow_python()}
+    r = c.prof("export", "--format", "parquet", cap, env=arrow)
+    eq(r.rc, 0, "the default OUT (%r)" % r)
+    check(os.path.exists(c.path("job", "rank-0.parquet", "events.parquet")), "no rank-0.parquet")
+    r = c.prof("export", "--format", "parquet", cap, env=arrow)
+    eq((r.rc, r.err), (2, "prof export: %s exists; not replacing it (use --force-overwrite)\n"
+                       % c.path("job", "rank-0.parquet")), "an existing OUT")
+    r = c.prof("export", "--format", "parquet", cap, "--force-overwrite", env=arrow)
+    eq(r.rc, 0, "--force-overwrite (%r)" % r)
+    with open(cap, "rb") as f:
+        data = f.read()
+    with open(c.path("cut.prof"), "wb") as f:
+        f.write(data[:len(data) * 2 // 3])
+    r = c.prof("export", "--format", "parquet", c.path("cut.prof"), env=arrow)
+    eq(r.rc, 1, "a damaged capture (%r)" % r)
+    check(r.err.startswith("prof export: ") and r.err.count("\n") == 1, "one line: %r" % r.err)
+    check(os.path.exists(c.path("cut.parquet", "events.parquet")), "the complete frames' events")

@@ -47,3 +47,16 @@ def torch2_python():
           "PyTorch 2.x is not importable from %s (%s): scripts/install-deps.sh installs it "
           "(python3 -m venv %s && %s -m pip install torch numpy)" % (py, last, env, py))
     return py, last
+
+
+def arrow_python():
+    """The venv's python that scripts/install-deps.sh made with pyarrow and duckdb
+    (LIBPROF_ARROWENV, default ~/.cache/libprof/arrowenv): prof export --format parquet
+    runs it (PROF_PYTHON), the tests query its output with DuckDB. Fails when missing."""
+    env = _cache_dir("LIBPROF_ARROWENV", "arrowenv")
+    py = os.path.join(env, "bin", "python")
+    rc, last = _probe(py, "import pyarrow, duckdb; print(pyarrow.__version__, duckdb.__version__)")
+    check(rc == 0, "pyarrow and duckdb are not importable from %s (%s): scripts/install-deps.sh "
+          "installs them (python3 -m venv %s && %s -m pip install pyarrow duckdb)"
+          % (py, last, env, py))
+    return py
