@@ -1,8 +1,10 @@
 """BENCH_ONLY=merge_ranks: reading a job's per-rank captures as one (issue 16): jobs of 8,
 16 and 64 synthetic ranks (test/e2e/cases/ranks/gen_ranks.c: 200 steps of 503 events per
-rank, 8 ranks per host, each host on its own clock) given to `prof report` and
-`prof export` as a directory: wall time, events per second, peak RSS. The events stream
-through; what grows with the ranks is per process (figures, each rank's collectives)."""
+rank, 8 ranks per host, each host on its own clock) given to `prof report`, `prof export`
+and, where the pyarrow venv of scripts/install-deps.sh is, `prof export --format parquet`
+as a directory: wall time, events per second, peak RSS (of prof and its children). The
+events stream through; what grows with the ranks is per process (figures, each rank's
+collectives)."""
 import os
 import shutil
 
@@ -18,8 +20,12 @@ def merge_ranks(build, work, clean_env):
     print()
     print(f"Per-rank captures read as one job ({STEPS} steps x {FILLER + 3} events per rank, "
           f"8 ranks a host)")
+    arrow = os.path.join(os.environ.get("LIBPROF_ARROWENV") or os.path.join(
+        os.environ.get("HOME", "/tmp"), ".cache", "libprof", "arrowenv"), "bin", "python")
+    parquet = os.path.exists(arrow)
     print(f"{'ranks':>6} {'events':>11} {'capture MB':>11}   {'report s':>9} {'M ev/s':>7} "
-          f"{'peak MiB':>9}   {'export s':>9} {'M ev/s':>7} {'peak MiB':>9}")
+          f"{'peak MiB':>9}   {'export s':>9} {'M ev/s':>7} {'peak MiB':>9}"
+          + (f"   {'parquet s':>9} {'M ev/s':>7} {'peak MiB':>9}" if parquet else ""))
     for n in RANKS:
         job = os.path.join(work, f"job{n}")
         os.makedirs(job)
@@ -32,7 +38,16 @@ def merge_ranks(build, work, clean_env):
         ew, er, _ = measured([prof, "export", job, "-o", trace], env, work)
         if not os.path.exists(trace):
             raise SystemExit(f"bench: prof export {job} wrote no trace")
-        print(f"{n:>6} {events:>11,} {size:>11.1f}   {rw:>9.2f} {events / rw / 1e6:>7.1f} "
-              f"{rr:>9.0f}   {ew:>9.2f} {events / ew / 1e6:>7.1f} {er:>9.0f}")
+        line = (f"{n:>6} {events:>11,} {size:>11.1f}   {rw:>9.2f} {events / rw / 1e6:>7.1f} "
+                f"{rr:>9.0f}   {ew:>9.2f} {events / ew / 1e6:>7.1f} {er:>9.0f}")
+        if parquet:
+            pq_dir = job + ".parquet"
+            pw, pr, _ = measured([prof, "export", "--format", "parquet", job, "-o", pq_dir],
+                                 dict(env, PROF_PYTHON=arrow), work)
+            if not os.path.exists(os.path.join(pq_dir, "events.parquet")):
+                raise SystemExit(f"bench: prof export --format parquet {job} wrote nothing")
+            line += f"   {pw:>9.2f} {events / pw / 1e6:>7.1f} {pr:>9.0f}"
+            shutil.rmtree(pq_dir)
+        print(line)
         shutil.rmtree(job)
         os.unlink(trace)
