@@ -347,19 +347,21 @@ static int by_version(const void *a, const void *b)
 }
 
 /* A directory: its parts (a capture in parts), else its captures (rank-0.prof,
- * rank-1.prof, ...: files ending in .prof, in natural order) and the parts of its
- * directories that hold parts (per-rank captures rotated). */
+ * rank-1.prof, ...: files ending in .prof, in natural order) and those of its
+ * directories (their parts, or their .prof files: per-rank captures rotated, or kept one
+ * folder a host); a folder beside them holding neither (an export) is passed over. */
 static int add_dir(const struct opt_command *c, const char *dir, int depth)
 {
 	char **names;
 	size_t n;
+	int before = parts_made;
 	if (cap_parts(dir, &names, &n))
 		return opt_error(c->name, "%s: %s", dir, strerror(errno));
 	int rc = 0;
 	for (size_t i = 0; i < n && !rc; i++)
 		rc = add_link(c, names[i]);
 	cap_parts_free(names, n);
-	if (n || rc || depth)
+	if (n || rc)
 		return rc;
 	DIR *d = opendir(dir);
 	if (!d)
@@ -368,13 +370,12 @@ static int add_dir(const struct opt_command *c, const char *dir, int depth)
 	size_t cnt = 0, cap = 0;
 	for (struct dirent *e; (e = readdir(d)) && !rc;) {
 		size_t len = strlen(e->d_name);
-		struct stat st;
+		int prof = len > 5 && !strcmp(e->d_name + len - 5, ".prof");
 		char *path;
+		struct stat st;
 		if (e->d_name[0] == '.' || asprintf(&path, "%s/%s", dir, e->d_name) < 0)
 			continue;
-		int wanted = !stat(path, &st) && ((S_ISREG(st.st_mode) && len > 5 &&
-						   !strcmp(e->d_name + len - 5, ".prof")) ||
-						  (S_ISDIR(st.st_mode) && cap_is_parts(path)));
+		int wanted = prof || (!depth && !stat(path, &st) && S_ISDIR(st.st_mode));
 		if (wanted && cnt == cap) {
 			char **nv = reallocarray(v, cap ? 2 * cap : 16, sizeof *v);
 			if (!nv) {
@@ -391,19 +392,20 @@ static int add_dir(const struct opt_command *c, const char *dir, int depth)
 			free(path);
 	}
 	closedir(d);
-	if (!rc && !cnt)
-		rc = opt_error(c->name, "%s: a directory with no capture in it (neither parts "
-				 "part-N.prof nor captures NAME.prof)", dir);
 	if (cnt)
 		qsort(v, cnt, sizeof *v, by_version);
 	for (size_t i = 0; i < cnt; i++) {
 		struct stat st;
-		if (!rc)
-			rc = !stat(v[i], &st) && S_ISDIR(st.st_mode) ? add_dir(c, v[i], 1)
-								     : add_link(c, v[i]);
+		if (!rc && stat(v[i], &st))
+			rc = opt_error(c->name, "%s: %s", v[i], strerror(errno));
+		else if (!rc)
+			rc = S_ISDIR(st.st_mode) ? add_dir(c, v[i], depth + 1) : add_link(c, v[i]);
 		free(v[i]);
 	}
 	free(v);
+	if (!rc && !depth && parts_made == before)
+		rc = opt_error(c->name, "%s: a directory with no capture in it (neither parts "
+				 "part-N.prof nor captures NAME.prof)", dir);
 	return rc;
 }
 

@@ -54,6 +54,8 @@ struct chrome {
 	 * (formats/model/ranks.c), and pass 2 reads with that refinement (fix) */
 	struct ranks *clock_ranks;
 	int64_t *fix;
+	int64_t *given_fix; /* pass 1 read again with the refinement found (refined()) */
+	int several; /* the capture is a directory: maybe several sessions (and clocks) */
 };
 
 /* A trace's state for the options (calloc'd, models empty, pm and om at plan and out);

@@ -44,7 +44,7 @@ int chrome_plan_one(struct chrome *c, struct model *m, uint32_t image,
 static int plan_collective(struct chrome *c, struct model *m, uint32_t image,
 			   const struct prof_event *e)
 {
-	if (!c->clock_ranks || m->img[image].rank < 0 || e->type != PROF_EV_COMPLETE ||
+	if (!c->several || m->img[image].rank < 0 || e->type != PROF_EV_COMPLETE ||
 	    e->cat < PROF_CAT_FIRST_DYNAMIC)
 		return 0;
 	return ranks_event(c->clock_ranks, m, image, model_category(m, image, e->cat),
@@ -59,6 +59,15 @@ int chrome_plan_events(void *ctx, struct model *m, uint32_t image, uint32_t thre
 		if (chrome_plan_one(ctx, m, image, &ev[i]) < 0 ||
 		    plan_collective(ctx, m, image, &ev[i]))
 			return -1;
+	return 0;
+}
+
+/* Whether pass 1 refined a clock it was not given. */
+static int refined(const struct chrome *c)
+{
+	for (size_t i = 0; c->fix && !c->given_fix && i < c->plan.sources.n; i++)
+		if (c->fix[i])
+			return 1;
 	return 0;
 }
 
@@ -111,6 +120,7 @@ static int pass1(struct chrome *c, const char *path, char *damage, size_t len)
 
 	c->plan.track_memory = 1;
 	c->plan.keep_curves = 1;
+	c->several = cap_is_parts(path); /* a file is one session: no clocks to line up */
 	c->plan.on_events = chrome_plan_events;
 	c->plan.ctx = c;
 	rc = c->all_processes ? model_read(&c->plan, path, damage, len)
@@ -221,6 +231,7 @@ void chrome_free(struct chrome *c)
 		ranks_free(c->clock_ranks);
 	free(c->clock_ranks);
 	free(c->fix);
+	free(c->given_fix);
 	free(c->esc.off);
 	free(c->esc.len);
 	free(c->esc.bytes);
@@ -281,6 +292,26 @@ int chrome_export_opts(const char *capture_path, const char *json_path, FILE *ou
 		return 2;
 	}
 	rc = pass1(c, capture_path, damage, sizeof(damage));
+	if ((rc == CAP_READ_OK || rc == CAP_READ_DAMAGED) && refined(c)) {
+		/* another host's clock was refined from the collectives: pass 1 again on the
+		 * refined clock, so that the origin, the memory tracks and markers and the
+		 * events all agree (a third read, for jobs of several hosts only) */
+		int64_t *fix = c->fix;
+		size_t nfix = c->plan.sources.n;
+		c->fix = NULL;
+		chrome_free(c);
+		if (!(c = chrome_new(o))) {
+			free(fix);
+			if (out)
+				fclose(out);
+			snprintf(err, errlen, "%s: out of memory", capture_path);
+			return 2;
+		}
+		c->given_fix = fix;
+		c->plan.given_fix = fix;
+		c->plan.ngiven_fix = nfix;
+		rc = pass1(c, capture_path, damage, sizeof(damage));
+	}
 	if (rc != CAP_READ_OK && rc != CAP_READ_DAMAGED) {
 		snprintf(err, errlen, "%s", damage);
 		chrome_free(c);

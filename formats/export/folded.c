@@ -71,7 +71,12 @@ static int root_frame(struct sbuf *b, const struct model *m, const struct image 
 			break;
 		w = end + 1; /* the script */
 	}
-	snprintf(text, sizeof(text), "%.*s (%u)", (int)(n > 400 ? 400 : n), base, im->pid);
+	/* a rank by its rank: two hosts' ranks may have one pid */
+	if (im->rank >= 0)
+		snprintf(text, sizeof(text), "%.*s (rank %d, %u)", (int)(n > 400 ? 400 : n), base,
+			 (int)im->rank, im->pid);
+	else
+		snprintf(text, sizeof(text), "%.*s (%u)", (int)(n > 400 ? 400 : n), base, im->pid);
 	return put_cstr(b, text);
 }
 

@@ -555,7 +555,17 @@ static int finish_memory(struct model *m)
  * flight_ns before its end (the session end, else its last event). */
 struct flight_scan {
 	uint64_t flight_ns, end_ns, last_t;
+	struct cap_sources sessions; /* the sessions seen: one, or several captures */
 };
+
+/* The first record of a part: its session, counted in f->sessions. */
+static int session_visit(void *ctx, uint32_t type, const void *p, uint32_t len)
+{
+	struct flight_scan *f = ctx;
+	if (type == CAP_SESSION && cap_sources_session(&f->sessions, p, len) < 0)
+		return VISIT_OOM;
+	return 1; /* done */
+}
 
 static uint64_t text_number(const char *p, uint32_t len, const char *key)
 {
@@ -601,15 +611,27 @@ static void flight_window(struct model *m, const char *path)
 	size_t n;
 	if (m->keep_from || !cap_is_parts(path) || cap_parts(path, &parts, &n))
 		return;
-	struct flight_scan f = {0, 0, 0};
+	struct flight_scan f;
+	memset(&f, 0, sizeof f);
+	cap_sources_init(&f.sessions);
+	/* several captures read as one (a list, a directory of ranks' captures): the window
+	 * of one would cut the others, on another clock; each keeps what its parts hold */
+	if (n > 1) {
+		cap_read_file(parts[0], session_visit, &f, err, sizeof err);
+		cap_read_file(parts[n - 1], session_visit, &f, err, sizeof err);
+	}
 	/* the last part still there (a flight recorder drops old ones meanwhile) */
-	for (size_t i = n; i-- > 0;) {
+	for (size_t i = n; f.sessions.n < 2 && i-- > 0;) {
 		int rc = cap_read_file(parts[i], flight_visit, &f, err, sizeof err);
 		/* not a flight recorder's, or its end found */
 		if (rc != CAP_READ_UNUSABLE && (!f.flight_ns || f.end_ns || f.last_t))
 			break;
 	}
 	cap_parts_free(parts, n);
+	int several = f.sessions.n > 1;
+	cap_sources_free(&f.sessions);
+	if (several)
+		return;
 	uint64_t end = f.end_ns ? f.end_ns : f.last_t;
 	if (f.flight_ns && end > f.flight_ns)
 		m->keep_from = end - f.flight_ns;

@@ -166,6 +166,7 @@ enum model_clock_method {
 struct model_source {
 	uint32_t host, boot, command; /* gids; STR_NONE where the capture has none */
 	uint64_t anchor_mono, anchor_real; /* its CLOCK_MONOTONIC/REALTIME pair; 0: none */
+	uint64_t start_ns;    /* its session's start, on its own clock */
 	uint32_t domain;      /* the first source on the same clock (same boot) */
 	enum model_clock_method method;
 	int64_t offset_ns;    /* added to its times: from the anchors */
@@ -336,6 +337,8 @@ static inline uint64_t model_pid_key(const struct image *im)
 /* Sessions read: 1 for a capture (in parts or not), more for several read as one. */
 static inline size_t model_nsources(const struct model *m) { return m->sources.n; }
 const char *model_clock_method_name(enum model_clock_method k);
+/* Once the sources' clocks were refined (fix_ns): the timeline's start again. */
+void model_sources_refined(struct model *m);
 struct jw;
 /* The sources as JSON: [{"capture", "host", "command", "clock", "offset_ns",
  * "error_ns", "collectives"}], or null for one capture. */

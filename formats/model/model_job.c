@@ -24,10 +24,12 @@ static int32_t number(const char *v, size_t n)
 
 static int relabel(struct model *m, struct image *im)
 {
-	/* its own host (a capture of another host may be read with this one), else the
-	 * session's */
-	const char *host = im->host != STR_NONE ? strtab_get(&m->str, im->host, NULL)
-						  : model_fact(m, "host");
+	/* its own host (a capture of another host may be read with this one), else its
+	 * capture's */
+	uint32_t src_host = m->sources.n > im->source ? m->src[im->source].host : STR_NONE;
+	const char *host = im->host != STR_NONE   ? strtab_get(&m->str, im->host, NULL)
+			 : src_host != STR_NONE ? strtab_get(&m->str, src_host, NULL)
+						: model_fact(m, "host");
 	const char *old = im->label != STR_NONE ? strtab_get(&m->str, im->label, NULL) : "";
 	char buf[200];
 	int n = host && *host ? snprintf(buf, sizeof buf, "rank %d (%.60s) %s", (int)im->rank, host,

@@ -163,6 +163,7 @@ static int record(struct model_live *l, uint32_t type, const void *p, uint32_t l
 	if (type == CAP_PROCESS) {
 		struct cap_process cp;
 		memcpy(&cp, p, sizeof cp);
+		/* one session: the pid is its key (source 0) */
 		const uint64_t *cur = cp.exec_seq ? u64map_find(&m->pid_image, cp.pid) : NULL;
 		if (cur && *cur < l->nimg && l->img[*cur].state == SHOWN && l->img[*cur].given &&
 		    l->img[*cur].announce >= 0) {

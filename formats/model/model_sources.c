@@ -80,8 +80,8 @@ static void place_on_clock(struct model *m, uint32_t ix)
 	} else if (s->anchor_real && first->anchor_real) {
 		s->method = MODEL_CLOCK_ANCHORS;
 		/* realtime - monotonic is when each clock's zero was, in wall time */
-		s->offset_ns = (int64_t)(s->anchor_real - s->anchor_mono) -
-			       (int64_t)(first->anchor_real - first->anchor_mono);
+		s->offset_ns = (int64_t)((s->anchor_real - s->anchor_mono) -
+					 (first->anchor_real - first->anchor_mono));
 	} else {
 		s->method = MODEL_CLOCK_NONE;
 	}
@@ -103,12 +103,13 @@ int model_source_session(struct model *m, const char *p, uint32_t len)
 	    intern_value(m, p, len, "boot_id", &s->boot) ||
 	    intern_value(m, p, len, "command", &s->command))
 		return -1;
+	s->start_ns = value_number(p, len, "start_ns");
 	s->anchor_mono = value_number(p, len, "anchor_monotonic_ns");
 	s->anchor_real = value_number(p, len, "anchor_realtime_ns");
 	place_on_clock(m, ix);
 	if (ix > 0) {
 		/* the timeline starts with the earliest session */
-		uint64_t start = model_source_time(m, value_number(p, len, "start_ns"));
+		uint64_t start = model_source_time(m, s->start_ns);
 		if (!m->have_start || start < m->start_ns)
 			m->start_ns = start;
 		m->have_start = 1;
@@ -116,20 +117,43 @@ int model_source_session(struct model *m, const char *p, uint32_t len)
 	return 1;
 }
 
+static int64_t shift_of(const struct model_source *s)
+{
+	return (int64_t)((uint64_t)s->offset_ns + (uint64_t)s->fix_ns); /* wraps, never UB */
+}
+
 int64_t model_source_shift(const struct model *m)
 {
-	if (!m->sources.n)
-		return 0;
-	const struct model_source *s = &m->src[m->sources.cur];
-	return s->offset_ns + s->fix_ns;
+	return m->sources.n ? shift_of(&m->src[m->sources.cur]) : 0;
+}
+
+static uint64_t moved(uint64_t t, int64_t shift)
+{
+	if (!shift || !t)
+		return t;
+	uint64_t by = shift < 0 ? 0 - (uint64_t)shift : (uint64_t)shift;
+	if (shift < 0)
+		return by > t ? 0 : t - by;
+	return t + by < t ? UINT64_MAX : t + by;
 }
 
 uint64_t model_source_time(const struct model *m, uint64_t t)
 {
-	int64_t shift = model_source_shift(m);
-	if (!shift || !t)
-		return t;
-	return shift < 0 && (uint64_t)-shift > t ? 0 : t + (uint64_t)shift;
+	return moved(t, model_source_shift(m));
+}
+
+void model_sources_refined(struct model *m)
+{
+	if (m->sources.n < 2)
+		return;
+	uint64_t start = m->src[0].start_ns;
+	for (uint32_t i = 1; i < m->sources.n; i++) {
+		uint64_t t = moved(m->src[i].start_ns, shift_of(&m->src[i]));
+		if (t && t < start)
+			start = t;
+	}
+	if (start)
+		m->start_ns = start;
 }
 
 void model_source_end(struct model *m, const char *p, uint32_t len)

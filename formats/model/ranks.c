@@ -266,71 +266,90 @@ static void shift_rank(struct rank_proc *p, int64_t by)
 
 #define FIT_MAX_PAIRS 200000 /* end times compared per clock: plenty for a median */
 
+/* Of a's calls [lo, end) (one name, in time order), the end time nearest t. */
+static uint64_t nearest_end(const struct rank_proc *a, size_t lo, size_t end, uint64_t t)
+{
+	size_t l = lo, h = end;
+	while (l < h) {
+		size_t mid = l + (h - l) / 2;
+		if (a->coll[mid].t1 < t)
+			l = mid + 1;
+		else
+			h = mid;
+	}
+	if (l == end || (l > lo && t - a->coll[l - 1].t1 < a->coll[l].t1 - t))
+		l--;
+	return a->coll[l].t1;
+}
+
 /* Ranks on another host's clock (moved there by the captures' realtime anchors, as good
  * as the hosts' time sync): a synchronizing collective ends at about the same moment on
- * every rank, so the median difference of its end times on those ranks and on the ranks
- * of the first clock is what that clock is still off by. The spread of the differences
- * (1.4826 x their median absolute deviation: a standard deviation's worth) is the error
- * stated; ranks that always leave a collective some microseconds apart bias the median
- * by about that much, which no capture can tell from a clock's offset. */
+ * every rank, so the median difference between the end times of such calls on those
+ * ranks and the nearest end of a call of the same name on the ranks of the first clock is
+ * what that clock is still off by. Nearest, not the k-th: a rank that missed calls (a
+ * late start, a window, a full ring) does not shift every pair; this needs the anchors
+ * to be better than half the time between two calls of a name, which NTP (a millisecond)
+ * is for training steps. The spread of the differences (1.4826 x their median absolute
+ * deviation: a standard deviation's worth) is the error stated; ranks that always leave
+ * a collective some microseconds apart bias the median by about that much, which no
+ * capture can tell from a clock's offset. Only with ranks on the first clock to compare
+ * with: its times are the job's. */
 static int fit_clocks(struct ranks *r)
 {
 	struct model *m = r->mw;
 	if (!m || m->sources.n < 2)
 		return 0;
-	size_t ref = SIZE_MAX;
-	for (size_t i = 0; i < r->nranks && ref == SIZE_MAX; i++)
-		if (r->p[i].ncoll && !domain_of(m, &r->p[i]))
-			ref = i;
-	for (size_t i = 0; i < r->nranks && ref == SIZE_MAX; i++)
-		if (r->p[i].ncoll)
-			ref = i;
-	if (ref == SIZE_MAX)
+	int first_clock = 0;
+	for (size_t i = 0; i < r->nranks && !first_clock; i++)
+		first_clock = r->p[i].ncoll && !domain_of(m, &r->p[i]);
+	if (!first_clock)
 		return 0;
-	uint32_t ref_domain = domain_of(m, &r->p[ref]);
 	uint64_t *d = malloc(FIT_MAX_PAIRS * sizeof *d);
 	if (!d)
 		return -1;
-	for (uint32_t dom = 0; dom < m->sources.n; dom++) {
-		if (dom == ref_domain || m->src[dom].domain != dom)
+	for (uint32_t dom = 1; dom < m->sources.n; dom++) {
+		if (m->src[dom].domain != dom)
 			continue;
 		size_t nd = 0;
 		for (size_t i = 0; i < r->nranks * r->nranks; i++) {
 			/* every rank on the first clock with every rank on this one */
 			const struct rank_proc *a = &r->p[i / r->nranks], *b = &r->p[i % r->nranks];
-			if (domain_of(m, a) != ref_domain || domain_of(m, b) != dom)
+			if (domain_of(m, a) || domain_of(m, b) != dom)
 				continue;
-			for (size_t x = 0; x < a->ncoll && nd < FIT_MAX_PAIRS;) {
-				uint32_t name = a->coll[x].name;
-				size_t alo = x, aend = name_run(a, name, &alo), blo, bend = name_run(b, name, &blo);
-				x = aend;
-				if (!synchronizing(m, name))
+			for (size_t x = 0; x < b->ncoll && nd < FIT_MAX_PAIRS;) {
+				uint32_t name = b->coll[x].name;
+				size_t blo = x, bend = name_run(b, name, &blo), alo, aend = name_run(a, name, &alo);
+				x = bend;
+				if (!synchronizing(m, name) || alo == aend)
 					continue;
-				for (size_t k = 0; alo + k < aend && blo + k < bend && nd < FIT_MAX_PAIRS; k++)
+				for (size_t k = blo; k < bend && nd < FIT_MAX_PAIRS; k++) {
+					uint64_t t = b->coll[k].t1;
 					/* signed difference, kept in order as unsigned */
-					d[nd++] = (a->coll[alo + k].t1 - b->coll[blo + k].t1) ^ (1ull << 63);
+					d[nd++] = (nearest_end(a, alo, aend, t) - t) ^ (1ull << 63);
+				}
 			}
 		}
 		if (nd < 3)
 			continue; /* too few to say: the anchors stand */
-		int64_t fix = (int64_t)(median_u64(d, nd) ^ (1ull << 63));
+		uint64_t fix = median_u64(d, nd) ^ (1ull << 63);
 		for (size_t j = 0; j < nd; j++) {
-			int64_t off = (int64_t)(d[j] ^ (1ull << 63)) - fix;
-			d[j] = off < 0 ? (uint64_t)-off : (uint64_t)off;
+			uint64_t off = (d[j] ^ (1ull << 63)) - fix;
+			d[j] = (int64_t)off < 0 ? 0 - off : off;
 		}
 		uint64_t spread = median_u64(d, nd) * 14826 / 10000;
 		for (uint32_t s = 0; s < m->sources.n; s++)
 			if (m->src[s].domain == dom) {
-				m->src[s].fix_ns += fix;
+				m->src[s].fix_ns = (int64_t)((uint64_t)m->src[s].fix_ns + fix);
 				m->src[s].fix_err_ns = spread;
 				m->src[s].fix_pairs = nd;
 				m->src[s].method = MODEL_CLOCK_COLLECTIVES;
 			}
 		for (size_t i = 0; i < r->nranks; i++)
 			if (domain_of(m, &r->p[i]) == dom)
-				shift_rank(&r->p[i], fix);
+				shift_rank(&r->p[i], (int64_t)fix);
 	}
 	free(d);
+	model_sources_refined(m);
 	return 0;
 }
 

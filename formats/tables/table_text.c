@@ -53,6 +53,11 @@ static void captures(const struct model *m, FILE *out)
 			fprintf(out, "  %s (%zu capture%s): %s from the realtime anchors (as good as "
 				"the hosts' time sync; no collectives to refine it)\n", name, count,
 				count == 1 ? "" : "s", fmt_signed(a, s->offset_ns));
+		else if (!s->anchor_real || !m->src[0].anchor_real)
+			fprintf(out, "  %s (%zu capture%s): %s from %s collectives' end times (no "
+				"clock anchors; error about %s)\n", name, count,
+				count == 1 ? "" : "s", fmt_signed(b, s->fix_ns),
+				fmt_count(c, s->fix_pairs), fmt_dur(e, s->fix_err_ns));
 		else
 			fprintf(out, "  %s (%zu capture%s): %s from the realtime anchors, %s from %s "
 				"collectives' end times (error about %s)\n", name, count,

@@ -272,3 +272,19 @@ def dump_signal_at_start(c):
         r = c.finish(["prof", "record"], p, out, err, t0, 30)
         eq(r.rc, 0, "prof record under SIGUSR2s (%r)" % r)
         c.outputs("s%d" % i)
+
+
+@case
+def flight_captures_read_together(c):
+    # two flight-recorder runs read as one (prof report a.prof b.prof, each a directory of
+    # parts): each keeps what its own parts hold; the window of the last run (1 s before
+    # its end) must not cut the first run's events, 1.5 s older
+    for name in ("a", "b"):
+        r = c.prof("record", "--flight", "1s", "-o", name, "--", c.prog("ticks"), "10", "20",
+                   timeout=60)
+        eq(r.rc, 0, "prof record --flight (%r)" % r)
+        time.sleep(1.5)
+    alone = [c.report_json(c.path(n + ".prof"))["events"] for n in ("a", "b")]
+    both = c.report_json(c.path("a.prof"), c.path("b.prof"))
+    eq(both["events"], sum(alone), "events of both runs (alone: %r)" % alone)
+    eq(len(both["captures"]), 2, "two captures")

@@ -7,7 +7,10 @@
  * which the readers' alignment from collectives must undo. Rank SLOW_RANK computes SLOW_US
  * longer in every step: the others wait that long in each all-reduce.
  *
- * usage: gen_ranks DIR RANKS HOSTS STEPS FILLER SKEW_US SLOW_RANK SLOW_US
+ * With LATE, the ranks of hosts other than the first record from step LATE on (they
+ * started late): the readers must not pair their calls with the first host's by count.
+ *
+ * usage: gen_ranks DIR RANKS HOSTS STEPS FILLER SKEW_US SLOW_RANK SLOW_US [LATE]
  * writes DIR/rank-R.prof and prints each host's true clock offset to host 0's, in ns:
  * "offset host-H NS". */
 #include <inttypes.h>
@@ -57,11 +60,12 @@ static uint64_t arrival(unsigned r, unsigned s, unsigned slow_rank, uint64_t slo
 
 int main(int argc, char **argv)
 {
-	if (argc != 9) {
+	if (argc != 9 && argc != 10) {
 		fprintf(stderr, "usage: gen_ranks DIR RANKS HOSTS STEPS FILLER SKEW_US SLOW_RANK "
-				"SLOW_US\n");
+				"SLOW_US [LATE]\n");
 		return 2;
 	}
+	unsigned late = argc == 10 ? (unsigned)atoi(argv[9]) : 0;
 	const char *dir = argv[1];
 	unsigned ranks = (unsigned)atoi(argv[2]), hosts = (unsigned)atoi(argv[3]);
 	unsigned steps = (unsigned)atoi(argv[4]), filler = (unsigned)atoi(argv[5]);
@@ -113,7 +117,7 @@ int main(int argc, char **argv)
 		string(CAP_STRING, pid, NAME_COMPUTE, "compute");
 		string(CAP_STRING, pid, NAME_ALLREDUCE, "allreduce");
 		string(CAP_STRING, pid, NAME_FILLER, "aten::add");
-		for (unsigned s = 0; s < steps; s++) {
+		for (unsigned s = host ? late : 0; s < steps; s++) {
 			uint64_t t = TRUE_START + 1000000ull + s * step_ns, last = 0;
 			for (unsigned q = 0; q < ranks; q++) {
 				uint64_t a = arrival(q, s, slow_rank, slow_ns, step_ns);
