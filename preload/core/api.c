@@ -41,6 +41,18 @@ EXPORT void prof_range_pop(void)
 	prof_range_close();
 }
 
+/* A range's event: with its bytes where it is a collective that said them. */
+static void emit_range(struct prof_thread *t, uint32_t n, uint32_t depth, uint64_t now)
+{
+	uint32_t name = t->range_name[n] - 1;
+	if (t->range_bytes[n])
+		prof_emit(t, t->range_cat[n], PROF_EV_COMPLETE, PROF_EVF_COMM, name, depth,
+			  t->range_t0[n], now, 0, t->range_bytes[n] - 1, PROF_COMM_WHERE(0, -1));
+	else
+		prof_emit(t, t->range_cat[n], PROF_EV_COMPLETE, 0, name, depth, t->range_t0[n], now,
+			  0, 0, 0);
+}
+
 void prof_range_open(uint8_t cat, const char *name)
 {
 	struct prof_thread *t = &prof_thr;
@@ -51,6 +63,7 @@ void prof_range_open(uint8_t cat, const char *name)
 	struct prof_thread *on = enter();
 	t->range_name[n] = on ? prof_intern(name) + 1 : 0; /* 0: not recorded */
 	t->range_cat[n] = cat;
+	t->range_bytes[n] = 0;
 	if (on) {
 		/* only a recorded range is a level: what is recorded inside an unrecorded one
 		 * must not be left to the next sibling's self time */
@@ -88,8 +101,7 @@ void prof_range_end_at(uint32_t level, int emit)
 		/* its depth when it began: the recorded levels opened since are above it */
 		if (emit && enter()) {
 			uint32_t depth = t->depth >= above ? t->depth - above : 0;
-			prof_emit(t, t->range_cat[level], PROF_EV_COMPLETE, 0, name - 1, depth,
-				  t->range_t0[level], prof_now(), 0, 0, 0);
+			emit_range(t, level, depth, prof_now());
 			t->busy = 0;
 		}
 	}
@@ -97,6 +109,7 @@ void prof_range_end_at(uint32_t level, int emit)
 		t->range_name[i] = t->range_name[i + 1];
 		t->range_t0[i] = t->range_t0[i + 1];
 		t->range_cat[i] = t->range_cat[i + 1];
+		t->range_bytes[i] = t->range_bytes[i + 1];
 	}
 	if (t->nranges > PROF_MAX_RANGES)
 		t->range_name[kept_top] = 0; /* the level that slides in was never kept */
@@ -118,10 +131,15 @@ void prof_range_close(void)
 		t->depth--;
 	if (!enter())
 		return;
-	uint64_t now = prof_now();
-	prof_emit(t, t->range_cat[n], PROF_EV_COMPLETE, 0, name - 1, t->depth, t->range_t0[n],
-		  now, 0, 0, 0);
+	emit_range(t, n, t->depth, prof_now());
 	t->busy = 0;
+}
+
+void prof_range_set_bytes(uint64_t bytes)
+{
+	struct prof_thread *t = &prof_thr;
+	if (t->nranges && t->nranges <= PROF_MAX_RANGES && bytes != PROF_COMM_UNKNOWN)
+		t->range_bytes[t->nranges - 1] = bytes + 1;
 }
 
 EXPORT void prof_mark(const char *name)

@@ -30,6 +30,8 @@ struct prof_thread {
 	uint32_t range_name[PROF_MAX_RANGES];
 	uint64_t range_t0[PROF_MAX_RANGES];
 	uint8_t range_cat[PROF_MAX_RANGES];
+	/* a collective's bytes + 1 (prof_range_set_bytes), 0: not a message */
+	uint64_t range_bytes[PROF_MAX_RANGES];
 };
 
 extern __thread struct prof_thread prof_thr __attribute__((tls_model("initial-exec")));
@@ -78,6 +80,9 @@ void prof_range_close(void);
  * (emit 0) forgotten; ranges opened after it stay open: PyTorch's ranges need not nest
  * (a ProfilerStep begun inside a label ends after it). */
 void prof_range_end_at(uint32_t level, int emit);
+/* The innermost open range is a message or collective of so many bytes: its event says
+ * so (PROF_EVF_COMM, communicator and peer not known). */
+void prof_range_set_bytes(uint64_t bytes);
 
 /* thread.c */
 int prof_thread_claim(struct prof_thread *t);

@@ -60,12 +60,22 @@ struct cxx_vector {
 typedef void (*input_sizes_fn)(struct cxx_vector *ret, const void *record_function,
 			       bool flatten);
 typedef void (*cxx_delete_fn)(void *);
+/* libstdc++'s std::string: its text, length, then a local buffer for short ones */
+struct cxx_string {
+	char *p;
+	size_t len;
+	char local[16];
+};
+/* torch::profiler::impl::inputTypes(const RecordFunction &): std::vector<std::string>, a
+ * tensor's dtype name ("float", "c10::Half", ...) per input */
+typedef void (*input_types_fn)(struct cxx_vector *ret, const void *record_function);
 
 static record_function_name_fn record_function_name;
 static callback_switch_fn disable_callback, reenable_callback;
 static uint64_t function_handle; /* the FUNCTION callback's, 0: none */
 static int shapes;                /* PROFILER_RECORD_SHAPES: the FUNCTION callback stays on */
 static input_sizes_fn input_sizes;
+static input_types_fn input_types; /* with input_sizes: a collective's bytes */
 static cxx_delete_fn cxx_delete;
 static int installed;
 static uint32_t operator_cat_once;
@@ -168,15 +178,78 @@ static int is_collective(const char *name)
 	return 0;
 }
 
+static void release_sizes(struct cxx_vector *v);
+static void busy_done(uint32_t **busy);
+
+/* Bytes per element of a tensor dtype as caffe2::TypeMeta names it; 0: not known. */
+static uint64_t dtype_bytes(const struct cxx_string *s)
+{
+	static const struct {
+		const char *name;
+		uint8_t bytes;
+	} sizes[] = {{"float", 4}, {"double", 8}, {"c10::Half", 2}, {"c10::BFloat16", 2},
+		     {"long int", 8}, {"long", 8}, {"int", 4}, {"short int", 2}, {"short", 2},
+		     {"signed char", 1}, {"unsigned char", 1}, {"bool", 1},
+		     {"c10::complex<float>", 8}, {"c10::complex<double>", 16},
+		     {"c10::complex<c10::Half>", 4}, {"unsigned int", 4}, {"unsigned short", 2},
+		     {"long unsigned int", 8}};
+	for (size_t i = 0; i < sizeof sizes / sizeof *sizes; i++)
+		if (s->len == strlen(sizes[i].name) && !memcmp(s->p, sizes[i].name, s->len))
+			return sizes[i].bytes;
+	if (s->len >= 11 && !memcmp(s->p, "c10::Float8", 11))
+		return 1;
+	return 0;
+}
+
+static void release_types(struct cxx_vector *v)
+{
+	for (struct cxx_string *s = (void *)v->begin; s < (struct cxx_string *)(void *)v->end; s++)
+		if (s->p != s->local)
+			cxx_delete(s->p);
+	if (v->begin)
+		cxx_delete(v->begin);
+}
+
+/* A collective's tensors (ProcessGroup's Work hands them to its RecordFunction): the sum
+ * of elements x element size over its tensor inputs; PROF_COMM_UNKNOWN when an input's
+ * type is not known. */
+static uint64_t collective_bytes(const void *fn)
+{
+	struct cxx_vector sizes = {0}, types = {0};
+	uint32_t *busy __attribute__((cleanup(busy_done))) = &prof_thr.busy;
+	(*busy)++; /* what torch allocates here is libprof's doing */
+	input_sizes(&sizes, fn, false);
+	input_types(&types, fn);
+	const struct cxx_vector *shape = (const void *)sizes.begin;
+	const struct cxx_string *type = (const void *)types.begin;
+	size_t n = (size_t)((const struct cxx_vector *)(const void *)sizes.end - shape);
+	uint64_t bytes = n == (size_t)((const struct cxx_string *)(const void *)types.end - type)
+				 ? 0 : PROF_COMM_UNKNOWN;
+	for (size_t i = 0; i < n && bytes != PROF_COMM_UNKNOWN; i++) {
+		if (!type[i].len)
+			continue; /* not a tensor */
+		uint64_t elems = 1, size = dtype_bytes(&type[i]);
+		for (const int64_t *d = (const void *)shape[i].begin;
+		     d < (const int64_t *)(const void *)shape[i].end; d++)
+			elems *= *d > 0 ? (uint64_t)*d : 0;
+		bytes = size ? bytes + elems * size : PROF_COMM_UNKNOWN;
+	}
+	release_sizes(&sizes);
+	release_types(&types);
+	return bytes;
+}
+
 static void **user_start(void **ret, const void *fn)
 {
 	*ret = 0;
 	const char *name = name_of(fn);
+	int coll = is_collective(name);
 	open_range(fn,
-		   is_collective(name)
-			   ? prof_category_once(PROF_CATNAME_COLLECTIVE, &collective_cat_once)
-			   : PROF_CAT_USER,
+		   coll ? prof_category_once(PROF_CATNAME_COLLECTIVE, &collective_cat_once)
+			: PROF_CAT_USER,
 		   name);
+	if (coll && input_types && !prof_thr.busy)
+		prof_range_set_bytes(collective_bytes(fn));
 	return ret;
 }
 
@@ -345,6 +418,8 @@ void prof_torch_callbacks_install(const struct dl_phdr_info *libtorch_cpu)
 							      "_ZN2at16reenableCallbackEm");
 	input_sizes = (input_sizes_fn)prof_elf_symbol(
 		libtorch_cpu, "_ZN5torch8profiler4impl10inputSizesERKN2at14RecordFunctionEb");
+	input_types = (input_types_fn)prof_elf_symbol(
+		libtorch_cpu, "_ZN5torch8profiler4impl10inputTypesB5cxx11ERKN2at14RecordFunctionE");
 	/* the operator delete of the libstdc++ torch uses (loaded locally with it) */
 	cxx_delete = (cxx_delete_fn)prof_elf_symbol_in("libstdc++.so.6", "_ZdlPv");
 	if (!cxx_delete)
@@ -354,7 +429,12 @@ void prof_torch_callbacks_install(const struct dl_phdr_info *libtorch_cpu)
 		prof_warn("PROFILER_RECORD_SHAPES: %s not found; no shapes are recorded",
 			  input_sizes ? "libstdc++'s operator delete"
 				      : "torch::profiler::impl::inputSizes");
-	int ok = add(add_global, (void *)user_start, (void *)range_end, SCOPE_USER, false) &&
+	if (!input_sizes || !cxx_delete)
+		input_types = 0;
+	/* the user scope's inputs: a collective's tensors, for its bytes (labels and torch's
+	 * own user ranges pass none) */
+	int ok = add(add_global, (void *)user_start, (void *)range_end, SCOPE_USER,
+		     input_types != 0) &&
 		 add(add_global, (void *)backward_start, (void *)range_end,
 		     SCOPE_BACKWARD_FUNCTION, false);
 	/* off until torch's own profiler turns the dispatcher's RecordFunction on, unless

@@ -137,6 +137,10 @@ def ranks_torchrun_straggler(c):
     ar = rows.get(("collective", "gloo:all_reduce"))
     check(ar and ar["count"] >= 2 * 6, "gloo:all_reduce rows: %r"
           % [k for k in rows if "gloo" in k[1]])
+    # with their bytes: DDP's one bucket of Linear(64, 64)'s gradients, 4160 floats
+    msgs = {m["name"]: (m["count"], m["bytes"]) for m in rep["messages"]}
+    eq(msgs.get("gloo:all_reduce"), (ar["count"], ar["count"] * 4160 * 4),
+       "gloo:all_reduce's calls and bytes")
     k = rep["ranks"]
     check(k, "no table across ranks")
     eq((k["count"], k["slowest_rank"], k["steps_from"], k["unmatched"]),
