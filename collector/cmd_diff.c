@@ -22,7 +22,21 @@ struct diff_args {
 	int no_drift, same_machine;
 	int format; /* enum diff_format */
 	int force_overwrite; /* OUT may replace an existing file */
+	uint64_t rank, base_rank; /* --rank, --base-rank + 1; 0: not given */
+	const char *job;          /* with --rank: the job's capture(s), read as one */
+	char label[2][64];        /* with --rank: "rank R", "rank Q" or "the other ranks" */
 };
+
+/* --rank R, --base-rank Q: kept as R + 1 (0: not given). */
+static int rank_option(const struct opt *o, const char *v, void *dest)
+{
+	uint64_t n;
+	(void)o;
+	if (opt_number(v, 0, INT32_MAX - 1, &n))
+		return -1;
+	*(uint64_t *)dest = n + 1;
+	return 0;
+}
 
 /* --threshold, as often as given: the values are read by configure(). */
 static int add_threshold(const struct opt *o, const char *v, void *dest)
@@ -74,6 +88,15 @@ static int parse(int argc, char **argv, struct diff_args *a)
 		  .help = "judge whole-program time (common, wall) even when the sides\n"
 			  "were not measured together, interleaved on one host (a\n"
 			  "quiet, dedicated machine)" },
+		{ .name = "rank", .kind = OPT_CALL, .value = "R", .call = rank_option,
+		  .dest = &a->rank, .needs = "a rank (0 or more)",
+		  .help = "compare ranks of one job instead (CAPTURE... as prof report\n"
+			  "reads them): rank R's steps (the steps prof report's \"Steps\n"
+			  "across ranks\" compares) as the current runs, the other ranks'\n"
+			  "steps as the base runs (at most 400 a side, spread evenly)" },
+		{ .name = "base-rank", .kind = OPT_CALL, .value = "Q", .call = rank_option,
+		  .dest = &a->base_rank, .needs = "a rank (0 or more)",
+		  .help = "with --rank: rank Q's steps as the base runs, not the others'" },
 		{ .name = "output", .letter = 'o', .kind = OPT_TEXT, .value = "OUT", .dest = &a->out,
 		  .needs = "a file name",
 		  .help = "write the report to OUT instead of standard output" },
@@ -84,7 +107,8 @@ static int parse(int argc, char **argv, struct diff_args *a)
 		.name = "diff",
 		.usage = "prof diff BASE CUR [--threshold PCT|METRIC=VALUE] [--metric LIST]\n"
 			 "                 [--config FILE] [--top N] [--format text|markdown|json|junit]\n"
-			 "                 [--no-drift] [--same-machine] [-o OUT]",
+			 "                 [--no-drift] [--same-machine] [-o OUT]\n"
+			 "       prof diff CAPTURE... --rank R [--base-rank Q] [options as above]",
 		.about = "Compares the runs of BASE with those of CUR, name by name, and says which changes\n"
 			 "are regressions. Each side is a raw capture, a summary (prof summary), or a\n"
 			 "directory holding several of either: repeated runs, which time needs (at least\n"
@@ -111,6 +135,22 @@ static int parse(int argc, char **argv, struct diff_args *a)
 
 	if ((rc = opt_parse(&c, argc, argv, &pos, &npos)))
 		return rc;
+	if (a->base_rank && !a->rank)
+		return bad("--base-rank needs --rank");
+	if (a->rank) {
+		if (a->base_rank == a->rank)
+			return bad("--rank and --base-rank name the same rank");
+		snprintf(a->label[1], sizeof a->label[1], "rank %llu",
+			 (unsigned long long)a->rank - 1);
+		if (a->base_rank)
+			snprintf(a->label[0], sizeof a->label[0], "rank %llu",
+				 (unsigned long long)a->base_rank - 1);
+		else
+			snprintf(a->label[0], sizeof a->label[0], "the other ranks");
+		a->side[0] = a->label[0];
+		a->side[1] = a->label[1];
+		return opt_capture_parts(&c, pos, npos, &a->job);
+	}
 	if (npos > 2)
 		return bad("more than two sides given ('%s'); put repeated runs in a "
 			   "directory", pos[2]);
@@ -155,6 +195,20 @@ static int load(struct summary *s, const char *path)
 	return 0;
 }
 
+/* --rank: both sides from the steps of one job's ranks. */
+static int load_ranks(const struct diff_args *a, struct summary *base, struct summary *cur)
+{
+	char err[1024];
+	int rc = summary_add_rank_steps(base, cur, a->job, opt_capture_shown,
+					(int32_t)(a->rank - 1),
+					(int32_t)a->base_rank - 1, err, sizeof err);
+	if (rc == 2)
+		return bad("%s", err);
+	if (rc == 1)
+		fprintf(stderr, "prof diff: warning: %s\n", err);
+	return 0;
+}
+
 int cmd_diff(int argc, char **argv)
 {
 	struct diff_args a = { .format = DIFF_TEXT };
@@ -173,8 +227,9 @@ int cmd_diff(int argc, char **argv)
 	summary_init(&base);
 	summary_init(&cur);
 	base.tool = cur.tool = PROF_VERSION;
-	if ((rc = configure(&a, &cfg)) || (rc = load(&base, a.side[0])) ||
-	    (rc = load(&cur, a.side[1])))
+	if ((rc = configure(&a, &cfg)) ||
+	    (rc = a.rank ? load_ranks(&a, &base, &cur)
+			 : load(&base, a.side[0]) || load(&cur, a.side[1]) ? 2 : 0))
 		goto out;
 	if (diff_compare(&base, &cur, &cfg, &r)) {
 		rc = bad("out of memory");

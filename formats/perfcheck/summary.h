@@ -82,6 +82,15 @@ int summary_load(struct summary *s, const char *path, char *err, size_t errlen);
 
 /* One run from a raw capture (summary_capture.c). Same return values. */
 int summary_add_capture(struct summary *s, const char *path, char *err, size_t errlen);
+/* prof diff --rank: the steps of a job's rank (the ranks' step boundaries, as prof
+ * report's "Steps across ranks" finds them) as runs of cur, and those of base_rank, or
+ * with base_rank -1 those of every other rank (at most 400 a side, spread evenly), as
+ * runs of base: each step a run, so that the tests across runs compare the ranks. A call
+ * belongs to the step it began in. Messages and the runs' sources name shown. 0, 1
+ * (damaged: err says so) or 2 (err). */
+int summary_add_rank_steps(struct summary *base, struct summary *cur, const char *path,
+			   const char *shown, int32_t rank, int32_t base_rank, char *err,
+			   size_t errlen);
 
 /* The runs of a summary file (summary_json.c): 0, or 2 with err. */
 int summary_read_json(struct summary *s, const char *path, char *err, size_t errlen);

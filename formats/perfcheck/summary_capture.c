@@ -13,6 +13,8 @@
 
 #include "formats/model/memtrack.h"
 #include "formats/model/model.h"
+#include "formats/model/ranks.h"
+#include "formats/model/stats.h"
 #include "formats/util/vec.h"
 
 /* What a level of a thread's nesting gathered from the calls that ended inside it. */
@@ -366,5 +368,232 @@ int summary_add_capture(struct summary *s, const char *path, char *err, size_t e
 	u64map_free(&c.calls);
 	u64map_free(&c.instants);
 	model_free(&m);
+	return rc;
+}
+
+/* ---- prof diff --rank: a job's ranks compared step by step ---- */
+
+#define RANK_RUNS_MAX 400 /* step runs a side: the others' steps are sampled evenly */
+
+struct rank_pick {
+	uint32_t image;
+	int side;            /* 0 base, 1 current */
+	size_t first;        /* its runs: ctx[first ..] */
+	size_t nsteps;       /* steps kept */
+	uint64_t *t0, *t1;   /* their bounds */
+};
+
+struct step_read {
+	struct rank_pick *pick;
+	size_t npick;
+	struct u64map by_image; /* image -> pick + 1 */
+	struct ctx *runs;       /* one per (pick, kept step) */
+	size_t nruns;
+};
+
+static int step_events(void *arg, struct model *m, uint32_t image, uint32_t thread,
+		       const struct prof_event *ev, uint32_t n)
+{
+	struct step_read *sr = arg;
+	const uint64_t *v = u64map_find(&sr->by_image, image);
+	if (!v)
+		return 0;
+	const struct rank_pick *p = &sr->pick[*v - 1];
+	for (uint32_t i = 0; i < n; i++) {
+		/* the step its start lies in (a call that began in one step belongs to it) */
+		size_t lo = 0, hi = p->nsteps;
+		while (lo < hi) {
+			size_t mid = (lo + hi) / 2;
+			if (p->t1[mid] <= ev[i].t0)
+				lo = mid + 1;
+			else
+				hi = mid;
+		}
+		if (lo < p->nsteps && ev[i].t0 >= p->t0[lo] &&
+		    on_events(&sr->runs[p->first + lo], m, image, thread, &ev[i], 1))
+			return -1;
+	}
+	return 0;
+}
+
+/* The steps of compared rank i to keep: every one, or `want` spread evenly. */
+static size_t keep_steps(const struct rank_proc *p, size_t nsteps, size_t want,
+			 struct rank_pick *out)
+{
+	size_t n = want < nsteps ? want : nsteps;
+	out->t0 = malloc((n ? n : 1) * sizeof *out->t0);
+	out->t1 = malloc((n ? n : 1) * sizeof *out->t1);
+	if (!out->t0 || !out->t1)
+		return SIZE_MAX;
+	for (size_t k = 0; k < n; k++) {
+		size_t j = n == nsteps ? k : k * nsteps / n;
+		out->t0[k] = p->steps[j].t0;
+		out->t1[k] = p->steps[j].t1;
+	}
+	out->image = p->image;
+	out->nsteps = n;
+	return n;
+}
+
+static int step_run(struct summary *s, struct ctx *c, struct model *m, const char *path,
+		    const struct rank_pick *p, size_t k, int32_t rank)
+{
+	struct sum_run *run = c->run;
+	char src[4352];
+	snprintf(src, sizeof src, "%s rank %d step %zu", path, (int)rank, k + 1);
+	run->source = strdup(src);
+	if (!run->source || facts(s, run, m))
+		return -1;
+	struct sum_row *r = sum_add_row(run, "program", "run", SUM_PROGRAM);
+	if (!r)
+		return -1;
+	r->wall = p->t1[k] - p->t0[k];
+	for (size_t i = 0; i + 1 < run->nrows; i++)
+		if (run->rows[i].kind == SUM_CALLS && !strcmp(run->rows[i].cat, "memory")) {
+			r = &run->rows[run->nrows - 1];
+			r->allocs += run->rows[i].allocs;
+			r->bytes += run->rows[i].bytes;
+		}
+	run->duration = p->t1[k] - p->t0[k];
+	run->start_ns = p->t0[k]; /* with the rank's pid: no two runs alike */
+	run->root_pid = m->img[p->image].pid;
+	for (size_t i = 0; i < run->nrows; i++)
+		if (run->rows[i].min == UINT64_MAX)
+			run->rows[i].min = 0;
+	sum_sort_rows(run);
+	return 0;
+}
+
+/* A read of path into m with on_events: 0, 1 (damaged: damage says so) or 2 (err). */
+static int read_pass(struct model *m, const char *path, model_events_fn on, void *ctx,
+		     char damage[512], char *err, size_t errlen)
+{
+	m->on_events = on;
+	m->ctx = ctx;
+	int rc = model_read(m, path, damage, 512);
+	if (rc == CAP_READ_OK || rc == CAP_READ_DAMAGED)
+		return rc == CAP_READ_DAMAGED;
+	snprintf(err, errlen, "%s", damage);
+	return 2;
+}
+
+int summary_add_rank_steps(struct summary *base, struct summary *cur, const char *path,
+			   const char *shown, int32_t rank, int32_t base_rank, char *err,
+			   size_t errlen)
+{
+	struct model m1, m2;
+	struct stats st;
+	struct step_read sr;
+	char damage[512] = "";
+	int rc;
+
+	memset(&sr, 0, sizeof sr);
+	u64map_init(&sr.by_image);
+	model_init(&m1);
+	model_init(&m2);
+	stats_init(&st);
+	/* pass 1: the ranks and their steps, as the tables find them */
+	if ((rc = read_pass(&m1, path, stats_on_events, &st, damage, err, errlen)) == 2)
+		goto out;
+	if (stats_finish(&st)) {
+		snprintf(err, errlen, "%s: out of memory", shown);
+		rc = 2;
+		goto out;
+	}
+	const struct ranks *k = &st.ranks;
+	size_t me = SIZE_MAX, other = SIZE_MAX, others = 0;
+	for (size_t i = 0; i < k->nranks; i++) {
+		if (k->p[i].rank == rank)
+			me = i;
+		else if (k->p[i].rank == base_rank)
+			other = i;
+		others += k->p[i].rank != rank;
+	}
+	if (me == SIZE_MAX || (base_rank >= 0 && other == SIZE_MAX)) {
+		snprintf(err, errlen, "%s: no rank %d among the ranks compared (%zu: %s)", shown,
+			 (int)(me == SIZE_MAX ? rank : base_rank), k->nranks,
+			 k->nranks ? "see prof report's Ranks" : "no launcher's ranks");
+		rc = 2;
+		goto out;
+	}
+	if (k->nsteps < 3) {
+		snprintf(err, errlen, "%s: %zu steps across ranks: comparing ranks needs 3 or more "
+			 "(step marks, ProfilerStep#N or Optimizer.step)", shown, k->nsteps);
+		rc = 2;
+		goto out;
+	}
+	sr.pick = calloc(k->nranks, sizeof *sr.pick);
+	if (!sr.pick)
+		goto oom;
+	size_t per_other = base_rank >= 0 ? RANK_RUNS_MAX : RANK_RUNS_MAX / others;
+	for (size_t i = 0; i < k->nranks; i++) {
+		int side = i == me ? 1 : (base_rank < 0 || i == other) ? 0 : -1;
+		if (side < 0)
+			continue;
+		struct rank_pick *p = &sr.pick[sr.npick++];
+		p->side = side;
+		p->first = sr.nruns;
+		size_t n = keep_steps(&k->p[i], k->nsteps,
+				      side ? RANK_RUNS_MAX : (per_other ? per_other : 1), p);
+		int created;
+		uint64_t *v = n == SIZE_MAX ? NULL : u64map_upsert(&sr.by_image, p->image, &created);
+		if (!v)
+			goto oom;
+		*v = sr.npick;
+		sr.nruns += n;
+	}
+	sr.runs = calloc(sr.nruns, sizeof *sr.runs);
+	struct sum_run *runs = calloc(sr.nruns, sizeof *runs);
+	if (!sr.runs || !runs) {
+		free(runs);
+		goto oom;
+	}
+	for (size_t i = 0; i < sr.nruns; i++) {
+		sr.runs[i].run = &runs[i];
+		u64map_init(&sr.runs[i].calls);
+		u64map_init(&sr.runs[i].instants);
+	}
+	/* pass 2: each rank's events into the run of their step */
+	if ((rc = read_pass(&m2, path, step_events, &sr, damage, err, errlen)) != 2) {
+		int bad = 0;
+		for (size_t i = 0; i < sr.npick && !bad; i++) {
+			const struct rank_pick *p = &sr.pick[i];
+			int32_t r = m2.img[p->image].rank;
+			for (size_t j = 0; j < p->nsteps && !bad; j++)
+				bad = step_run(p->side ? cur : base, &sr.runs[p->first + j], &m2, shown,
+					       p, j, r) ||
+				      summary_take_run(p->side ? cur : base, &runs[p->first + j]);
+		}
+		if (bad) {
+			snprintf(err, errlen, "%s: out of memory", shown);
+			rc = 2;
+		} else if (rc == 1) {
+			snprintf(err, errlen, "%s", damage);
+		}
+	}
+	for (size_t i = 0; i < sr.nruns; i++) {
+		sum_run_free(&runs[i]);
+		for (size_t t = 0; t < sr.runs[i].nthr; t++)
+			free(sr.runs[i].thr[t].l);
+		free(sr.runs[i].thr);
+		u64map_free(&sr.runs[i].calls);
+		u64map_free(&sr.runs[i].instants);
+	}
+	free(runs);
+	goto out;
+oom:
+	snprintf(err, errlen, "%s: out of memory", shown);
+	rc = 2;
+out:
+	for (size_t i = 0; sr.pick && i < sr.npick; i++) {
+		free(sr.pick[i].t0);
+		free(sr.pick[i].t1);
+	}
+	free(sr.pick);
+	free(sr.runs);
+	u64map_free(&sr.by_image);
+	stats_free(&st);
+	model_free(&m1);
+	model_free(&m2);
 	return rc;
 }

@@ -167,6 +167,8 @@ def cli_every_option_in_help_is_accepted(c):
         ("diff", "--config"): [conf],
         ("diff", "--top"): ["2"],
         ("diff", "--format"): ["text", "markdown", "json", "junit"],
+        ("diff", "--rank"): ["1"],
+        ("diff", "--base-rank"): ["0"],
         ("clean", "--min-age"): ["60"],
         ("record", "--ring-size"): ["64K"],
         ("record", "--max-json-events"): ["1000"],
@@ -189,6 +191,13 @@ def cli_every_option_in_help_is_accepted(c):
             return c.prof("export", cap, *(extra + opt)), (0,)
         if cmd == "summary":
             return c.prof("summary", cap, *opt), (0,)
+        if cmd == "diff" and opt[0].startswith(("--rank", "--base-rank")):
+            # ranks of one job (test/e2e/cases/ranks.py's synthetic ones)
+            if not os.path.isdir(c.path("job")):
+                gen_ranks(c, "job", ranks=2, hosts=1, steps=4, filler=2, skew_us=0,
+                          slow_rank=1, slow_us=100)
+            more = ["--rank", "1"] if opt[0].startswith("--base-rank") else []
+            return c.prof("diff", c.path("job"), *(opt + more)), (0, 1)
         if cmd == "diff":
             return c.prof("diff", cap, cap, *opt), (0, 1)
         if cmd == "clean":

@@ -433,3 +433,27 @@ def ranks_directory_layouts(c):
     r = c.prof("report", c.path("job"))
     eq((r.rc, r.err), (2, "prof report: %s: No such file or directory\n"
                        % c.path("job", "host1", "lost.prof")), "a broken link among them")
+
+
+@case
+def ranks_diff(c):
+    # prof diff between ranks of one job, step by step: rank 3 computes longer (its
+    # operators 3.5x slower) and is flagged against the other ranks; rank 1 against rank 0
+    # is not; bad ranks are one line
+    gen_ranks(c, "job", ranks=4, hosts=1, steps=30, filler=20, skew_us=0, slow_rank=3,
+              slow_us=5000)
+    r = c.prof("diff", c.path("job"), "--rank", "3", "--format", "json")
+    eq(r.rc, 1, "rank 3 vs the others (%r)" % r)
+    d = json.loads(r.out)
+    regressed = sorted("%s/%s" % (x["category"], x["name"]) for x in d["names"]
+                       if x["status"] == "regression")
+    eq(regressed, ["operator/aten::add"], "rank 3's regressions")
+    r = c.prof("diff", c.path("job"), "--rank", "1", "--base-rank", "0")
+    eq(r.rc, 0, "rank 1 vs rank 0 (%r)" % r)
+    check(r.out.startswith("prof diff: base rank 0 (29 runs), current rank 1 (29 runs)\n"),
+          "the sides: %r" % r.out[:200])
+    r = c.prof("diff", c.path("job"), "--rank", "9")
+    eq((r.rc, r.err), (2, "prof diff: %s: no rank 9 among the ranks compared (4: see prof "
+                          "report's Ranks)\n" % c.path("job")), "a rank not in the job")
+    r = c.prof("diff", c.path("job"), "--base-rank", "0")
+    eq((r.rc, r.err), (2, "prof diff: --base-rank needs --rank\n"), "--base-rank alone")
