@@ -2,8 +2,8 @@
  * for DuckDB, Spark, Trino or Dask. The columnar encoding is pyarrow's (Apache Arrow's
  * own writer), run in a Python child: prof hands it the tables (prof report's JSON) and
  * then streams the events as CSV into its standard input, so neither side holds them.
- * The files are written into a temporary directory beside OUT and moved into OUT once all
- * are complete. */
+ * The files are written into a temporary directory beside OUT, which becomes OUT in one
+ * rename once all are complete. */
 #define _GNU_SOURCE /* open_memstream, mkdtemp */
 #include <dirent.h>
 #include <errno.h>
@@ -48,47 +48,53 @@ static void remove_dir(const char *dir)
 	rmdir(dir);
 }
 
-/* The files of tmp moved into out (made when missing): each rename is whole. */
-static int place_files(const char *tmp, const char *out)
+/* The complete directory tmp put at out in one rename; an existing out (replaced with
+ * --force-overwrite) is moved aside first and removed once the new one is in place. */
+static int place_dir(const char *tmp, const char *out)
 {
-	if (mkdir(out, 0777) && errno != EEXIST)
-		return bad("%s: %s", out, strerror(errno));
-	DIR *d = opendir(tmp);
-	if (!d)
-		return bad("%s: %s", tmp, strerror(errno));
-	int rc = 0;
-	char from[PATH_MAX + 256], to[PATH_MAX + 256];
-	for (struct dirent *e; !rc && (e = readdir(d));) {
-		if (e->d_name[0] == '.')
-			continue;
-		snprintf(from, sizeof from, "%s/%s", tmp, e->d_name);
-		snprintf(to, sizeof to, "%s/%s", out, e->d_name);
-		if (rename(from, to))
-			rc = bad("%s: %s", to, strerror(errno));
+	char old[PATH_MAX + 16];
+	int aside = 0;
+	snprintf(old, sizeof old, "%s.old-XXXXXX", out);
+	if (!access(out, F_OK)) {
+		if (!mkdtemp(old) || rename(out, old)) {
+			int e = errno;
+			rmdir(old);
+			remove_dir(tmp);
+			return bad("%s: %s", out, strerror(e));
+		}
+		aside = 1;
 	}
-	closedir(d);
-	remove_dir(tmp);
-	return rc;
+	if (rename(tmp, out)) {
+		int e = errno;
+		if (aside)
+			rename(old, out); /* as it was */
+		remove_dir(tmp);
+		return bad("%s: %s", out, strerror(e));
+	}
+	if (aside)
+		remove_dir(old);
+	return 0;
 }
 
-/* The Python half, its standard input a pipe: its pid, or -1. */
+/* The Python half, its standard input a pipe: its pid, or -1 with errno. */
 static pid_t start_python(const char *python, const char *dir, int *in)
 {
-	int p[2];
+	int p[2], e;
 	pid_t pid = -1;
 	posix_spawn_file_actions_t fa;
 	if (pipe2(p, O_CLOEXEC))
 		return -1;
 	char *argv[] = {(char *)python, "-c", (char *)script, (char *)dir, NULL};
-	if (!posix_spawn_file_actions_init(&fa)) {
-		if (!posix_spawn_file_actions_adddup2(&fa, p[0], 0) &&
-		    posix_spawnp(&pid, python, &fa, NULL, argv, environ))
-			pid = -1;
+	if (!(e = posix_spawn_file_actions_init(&fa))) {
+		e = posix_spawn_file_actions_adddup2(&fa, p[0], 0);
+		if (!e && (e = posix_spawnp(&pid, python, &fa, NULL, argv, environ)))
+			pid = -1; /* its error is its result, not errno */
 		posix_spawn_file_actions_destroy(&fa);
 	}
 	close(p[0]);
 	if (pid < 0) {
 		close(p[1]);
+		errno = e;
 		return -1;
 	}
 	*in = p[1];
@@ -192,7 +198,7 @@ int export_parquet(const char *capture, const char *shown, const char *out, int 
 		remove_dir(tmp);
 		return bad("%s", damage);
 	}
-	if (place_files(tmp, out))
+	if (place_dir(tmp, out))
 		return 2;
 	printf("%s: %llu events in %s/events.parquet, and the tables beside it\n", shown,
 	       (unsigned long long)events, out);

@@ -3,10 +3,12 @@
 #include "formats/export/events_csv.h"
 
 #include <errno.h>
+#include <math.h>
 #include <string.h>
 
 #include "formats/model/model.h"
 #include "formats/util/json_writer.h"
+#include "formats/util/utf8.h"
 #include "preload/common/event.h"
 
 struct csv {
@@ -15,19 +17,35 @@ struct csv {
 };
 
 /* A quoted CSV field: quotes doubled; line breaks (none in real names) made spaces, so
- * that the reader need not allow them inside values. */
+ * that the reader need not allow them inside values; bytes that are not UTF-8 (Arrow's
+ * strings must be) made U+FFFD, as the JSON tables make them. */
 static void quoted(struct jw *w, const char *s, size_t n)
 {
-	char *p = jw_space(w, 2 * n + 2);
+	char *p = jw_space(w, 3 * n + 2);
 	if (!p)
 		return;
+	const unsigned char *u = (const unsigned char *)s;
 	size_t k = 0;
 	p[k++] = '"';
-	for (size_t i = 0; i < n; i++) {
+	for (size_t i = 0; i < n;) {
+		size_t len = u[i] < 0x80 ? 1 : utf8_seq_len(u + i, n - i);
+		if (!len) {
+			memcpy(p + k, "\xef\xbf\xbd", 3);
+			k += 3;
+			i++;
+			continue;
+		}
+		if (len > 1) {
+			memcpy(p + k, s + i, len);
+			k += len;
+			i += len;
+			continue;
+		}
 		char ch = s[i] == '\n' || s[i] == '\r' ? ' ' : s[i];
 		if (ch == '"')
 			p[k++] = '"';
 		p[k++] = ch;
+		i++;
 	}
 	p[k++] = '"';
 	w->len += k;
@@ -83,8 +101,12 @@ static int rows(void *ctx, struct model *m, uint32_t image, uint32_t thread,
 		if (e->type == PROF_EV_COUNTER) {
 			double v;
 			memcpy(&v, &e->a, sizeof v);
-			if (e->flags & PROF_EVF_DOUBLE)
-				jw_double(w, v);
+			if (e->flags & PROF_EVF_DOUBLE) {
+				if (isfinite(v))
+					jw_double(w, v);
+				else /* Arrow reads these, not JSON's null */
+					jw_text(w, isnan(v) ? "nan" : v < 0 ? "-inf" : "inf");
+			}
 			else
 				jw_i64(w, (int64_t)e->a);
 		}

@@ -5,9 +5,10 @@
 # It writes OUT/{events,processes,captures,rows,ranks,steps,across_ranks}.parquet
 # (docs/FORMATS.md, "Parquet"). The events stream through in record batches: memory does
 # not grow with the capture. Exit status 3: pyarrow is missing.
-import json
-import os
 import sys
+sys.path[:] = [p for p in sys.path if p]  # python -c: not the user's directory's modules
+import json  # noqa: E402
+import os  # noqa: E402
 
 ROW_GROUP = 1 << 16  # events per Parquet row group (what it holds bounds the peak)
 

@@ -485,6 +485,7 @@ int summary_add_rank_steps(struct summary *base, struct summary *cur, const char
 	struct stats st;
 	struct step_read sr;
 	char damage[512] = "";
+	int64_t *fix = NULL;
 	int rc;
 
 	memset(&sr, 0, sizeof sr);
@@ -523,8 +524,11 @@ int summary_add_rank_steps(struct summary *base, struct summary *cur, const char
 		goto out;
 	}
 	sr.pick = calloc(k->nranks, sizeof *sr.pick);
-	if (!sr.pick)
+	fix = calloc(m1.sources.n ? m1.sources.n : 1, sizeof *fix);
+	if (!sr.pick || !fix)
 		goto oom;
+	for (size_t i = 0; i < m1.sources.n; i++)
+		fix[i] = m1.src[i].fix_ns;
 	size_t per_other = base_rank >= 0 ? RANK_RUNS_MAX : RANK_RUNS_MAX / others;
 	for (size_t i = 0; i < k->nranks; i++) {
 		int side = i == me ? 1 : (base_rank < 0 || i == other) ? 0 : -1;
@@ -553,7 +557,10 @@ int summary_add_rank_steps(struct summary *base, struct summary *cur, const char
 		u64map_init(&sr.runs[i].calls);
 		u64map_init(&sr.runs[i].instants);
 	}
-	/* pass 2: each rank's events into the run of their step */
+	/* pass 2: each rank's events into the run of their step, on the clocks pass 1
+	 * refined (the steps' bounds are on them) */
+	m2.given_fix = fix;
+	m2.ngiven_fix = m1.sources.n;
 	if ((rc = read_pass(&m2, path, step_events, &sr, damage, err, errlen)) != 2) {
 		int bad = 0;
 		for (size_t i = 0; i < sr.npick && !bad; i++) {
@@ -591,6 +598,7 @@ out:
 	}
 	free(sr.pick);
 	free(sr.runs);
+	free(fix);
 	u64map_free(&sr.by_image);
 	stats_free(&st);
 	model_free(&m1);

@@ -66,6 +66,7 @@ struct cxx_string {
 	size_t len;
 	char local[16];
 };
+_Static_assert(sizeof(struct cxx_string) == 32, "libstdc++'s std::string (the cxx11 ABI)");
 /* torch::profiler::impl::inputTypes(const RecordFunction &): std::vector<std::string>, a
  * tensor's dtype name ("float", "c10::Half", ...) per input */
 typedef void (*input_types_fn)(struct cxx_vector *ret, const void *record_function);
@@ -215,7 +216,9 @@ static void release_types(struct cxx_vector *v)
  * type is not known. */
 static uint64_t collective_bytes(const void *fn)
 {
-	struct cxx_vector sizes = {0}, types = {0};
+	/* released whatever happens: inputTypes may throw after inputSizes gave its vector */
+	struct cxx_vector sizes __attribute__((cleanup(release_sizes))) = {0};
+	struct cxx_vector types __attribute__((cleanup(release_types))) = {0};
 	uint32_t *busy __attribute__((cleanup(busy_done))) = &prof_thr.busy;
 	(*busy)++; /* what torch allocates here is libprof's doing */
 	input_sizes(&sizes, fn, false);
@@ -234,8 +237,6 @@ static uint64_t collective_bytes(const void *fn)
 			elems *= *d > 0 ? (uint64_t)*d : 0;
 		bytes = size ? bytes + elems * size : PROF_COMM_UNKNOWN;
 	}
-	release_sizes(&sizes);
-	release_types(&types);
 	return bytes;
 }
 
@@ -244,12 +245,18 @@ static void **user_start(void **ret, const void *fn)
 	*ret = 0;
 	const char *name = name_of(fn);
 	int coll = is_collective(name);
+	/* counted before the range opens, so that its cost is not the collective's time; and
+	 * only for a range that is recorded */
+	uint64_t bytes = coll && input_types && !prof_thr.busy &&
+				 __atomic_load_n(&prof_on, __ATOMIC_RELAXED)
+			 ? collective_bytes(fn)
+			 : PROF_COMM_UNKNOWN;
 	open_range(fn,
 		   coll ? prof_category_once(PROF_CATNAME_COLLECTIVE, &collective_cat_once)
 			: PROF_CAT_USER,
 		   name);
-	if (coll && input_types && !prof_thr.busy)
-		prof_range_set_bytes(collective_bytes(fn));
+	if (bytes != PROF_COMM_UNKNOWN)
+		prof_range_set_bytes(bytes);
 	return ret;
 }
 

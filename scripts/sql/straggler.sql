@@ -8,9 +8,10 @@
 -- job's captures together to put other hosts on the first one's clock.)
 -- Per step: the rank with the most compute (the step's time out of collectives), its
 -- compute, the median compute, the rank that waited longest in collectives (from its
--- arrival to the last rank's) and that wait. The same rules as prof's, but for one: a
--- rank's leading calls of a collective with no partner (cut by a window) are not set
--- aside first.
+-- arrival to the last rank's) and that wait. The same rules as prof's, but: a rank's
+-- leading calls of a collective with no partner (cut by a window, a late start) are not
+-- set aside first; a process's images before and after an exec are one process here; and
+-- where prof gives no table (no collectives, fewer than two ranks) this gives steps.
 WITH
 rank_events AS (SELECT * FROM events WHERE rank IS NOT NULL),
 -- one process per rank: the one with the most collectives (its workers share its rank)

@@ -90,7 +90,10 @@ con.execute("CREATE VIEW events AS SELECT * FROM read_parquet(%r)" % sys.argv[1]
 rows = con.execute(open(sys.argv[2]).read()).fetchall()
 cols = [d[0] for d in con.description]
 n = con.execute("SELECT count(*) FROM events").fetchone()[0]
-print(json.dumps({"steps": [dict(zip(cols, r)) for r in rows], "events": n}))
+table = con.execute("SELECT * FROM read_parquet(%r) ORDER BY step" % sys.argv[3])
+tcols = [d[0] for d in table.description]
+print(json.dumps({"steps": [dict(zip(cols, r)) for r in rows], "events": n,
+                  "steps_file": [dict(zip(tcols, r)) for r in table.fetchall()]}))
 """
 
 
@@ -105,34 +108,25 @@ def parquet_straggler_matches(c, rep, *captures):
     eq(sorted(os.listdir(out)), ["across_ranks.parquet", "captures.parquet", "events.parquet",
                                  "processes.parquet", "ranks.parquet", "rows.parquet",
                                  "steps.parquet"], "the Parquet files")
-    q = c.run([py, "-c", DUCKDB_QUERY, os.path.join(out, "events.parquet"), STRAGGLER_SQL],
-              preload=False, autostart=False, timeout=300)
+    q = c.run([py, "-c", DUCKDB_QUERY, os.path.join(out, "events.parquet"), STRAGGLER_SQL,
+               os.path.join(out, "steps.parquet")], preload=False, autostart=False, timeout=300)
     eq(q.rc, 0, "DuckDB (%r)" % q)
     got = json.loads(q.out)
     eq(got["events"], rep["events"], "events in events.parquet")
     eq(got["steps"], rep["ranks"]["steps"], "the straggler table by SQL on DuckDB")
+    eq(got["steps_file"], rep["ranks"]["steps"], "steps.parquet")
     return len(got["steps"])
 
 
-@case(serial=True)
-def ranks_torchrun_straggler(c):
-    # the bare headline command around torchrun: one capture, each rank labelled, gloo's
-    # collectives in their category, rank 1 the slowest in every step and rank 0 waiting
-    # about the planted sleep in each
-    py, version = torch2_python()
-    torchrun = os.path.join(os.path.dirname(py), "torchrun")
-    script = c.path("ddp.py")
-    with open(script, "w") as f:
-        f.write(RANKS_DDP % {"sleep": RANKS_SLEEP})
-    r = c.run([torchrun, "--standalone", "--nproc_per_node=2", script],
-              env=dict(NO_LAUNCHER, OMP_NUM_THREADS="1"), timeout=300)
-    eq(r.rc, 0, "torchrun (%r)" % r)
-    rep = c.report_json(c.path("libprof.prof"))
+def ddp_straggler_found(rep, launcher):
+    """RANKS_DDP's two ranks in rep, labelled by launcher: gloo's all-reduces with their
+    bytes, rank 1 the slowest in every step, rank 0 waiting about RANKS_SLEEP in each.
+    Returns rank 0's waits per step, in seconds."""
     host = socket.gethostname()
     ranks = sorted((p["rank"], p["world_size"], p["launcher"], p["label"].split(" ", 3)[:3])
                    for p in rep["processes"] if p["rank"] is not None)
-    eq(ranks, [(0, 2, "torchrun", ["rank", "0", "(%s)" % host]),
-               (1, 2, "torchrun", ["rank", "1", "(%s)" % host])], "the ranks")
+    eq(ranks, [(0, 2, launcher, ["rank", "0", "(%s)" % host]),
+               (1, 2, launcher, ["rank", "1", "(%s)" % host])], "the ranks")
     rows = {(x["category"], x["name"]): x for x in rep["rows"]}
     ar = rows.get(("collective", "gloo:all_reduce"))
     check(ar and ar["count"] >= 2 * 6, "gloo:all_reduce rows: %r"
@@ -153,6 +147,24 @@ def ranks_torchrun_straggler(c):
     # the median step: one step's wait moves with the scheduler on a loaded machine
     check(abs(statistics.median(waits) - RANKS_SLEEP) <= 0.1 * RANKS_SLEEP,
           "rank 0's waits per step %r, planted %.3f s" % (waits, RANKS_SLEEP))
+    return waits
+
+
+@case(serial=True)
+def ranks_torchrun_straggler(c):
+    # the bare headline command around torchrun: one capture, each rank labelled, gloo's
+    # collectives in their category, rank 1 the slowest in every step and rank 0 waiting
+    # about the planted sleep in each
+    py, version = torch2_python()
+    torchrun = os.path.join(os.path.dirname(py), "torchrun")
+    script = c.path("ddp.py")
+    with open(script, "w") as f:
+        f.write(RANKS_DDP % {"sleep": RANKS_SLEEP})
+    r = c.run([torchrun, "--standalone", "--nproc_per_node=2", script],
+              env=dict(NO_LAUNCHER, OMP_NUM_THREADS="1"), timeout=300)
+    eq(r.rc, 0, "torchrun (%r)" % r)
+    rep = c.report_json(c.path("libprof.prof"))
+    waits = ddp_straggler_found(rep, "torchrun")
     with open(c.path("libprof.txt")) as f:
         text = f.read()
     check(re.search(r"^Slowest: rank 1 ", text, re.M), "text: %r" % text[-2000:])
@@ -164,6 +176,37 @@ def ranks_torchrun_straggler(c):
     c.note("torch %s: rank 0 waited %s s per step for the planted %.1f s; DuckDB's straggler "
            "table equal to prof's (%d steps)"
            % (version, ", ".join("%.3f" % w for w in waits), RANKS_SLEEP, n))
+
+
+# Two ranks started as srun's step daemon starts tasks: each with its Slurm variables,
+# the script taking its rank from them (as Slurm users' scripts do); sh is preloaded.
+RANKS_SLURM = ('SLURM_JOB_ID=42 SLURM_NTASKS=2 SLURM_PROCID=0 SLURM_LOCALID=0 "$0" "$1" & '
+               'SLURM_JOB_ID=42 SLURM_NTASKS=2 SLURM_PROCID=1 SLURM_LOCALID=1 "$0" "$1" & '
+               'wait')
+SLURM_TO_TORCH = ('import os\nos.environ["RANK"] = os.environ["SLURM_PROCID"]\n'
+                  'os.environ["WORLD_SIZE"] = os.environ["SLURM_NTASKS"]\n')
+
+
+@case(serial=True)
+def ranks_slurm_by_hand_straggler(c):
+    # the DDP straggler again, launched with Slurm's variables set by hand: the ranks are
+    # Slurm's (job 42), the tables the same
+    py, version = torch2_python()
+    script = c.path("ddp.py")
+    with open(script, "w") as f:
+        f.write(SLURM_TO_TORCH + RANKS_DDP % {"sleep": RANKS_SLEEP})
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    r = c.run(["sh", "-c", RANKS_SLURM, py, script],
+              env=dict(NO_LAUNCHER, OMP_NUM_THREADS="1", MASTER_ADDR="127.0.0.1",
+                       MASTER_PORT=str(port)), timeout=300)
+    eq(r.rc, 0, "the two ranks (%r)" % r)
+    rep = c.report_json(c.path("libprof.prof"))
+    waits = ddp_straggler_found(rep, "Slurm")
+    eq({p["job"] for p in rep["processes"] if p["rank"] is not None}, {"42"}, "the job id")
+    c.note("torch %s under Slurm's variables: rank 0 waited %s s per step for the planted "
+           "%.1f s" % (version, ", ".join("%.3f" % w for w in waits), RANKS_SLEEP))
 
 
 def mpirun_two():
@@ -399,8 +442,22 @@ def export_parquet_errors(c):
     r = c.prof("export", "--format", "parquet", cap, env=arrow)
     eq((r.rc, r.err), (2, "prof export: %s exists; not replacing it (use --force-overwrite)\n"
                        % c.path("job", "rank-0.parquet")), "an existing OUT")
+    with open(c.path("job", "rank-0.parquet", "stale.txt"), "w") as f:
+        f.write("from before\n")
     r = c.prof("export", "--format", "parquet", cap, "--force-overwrite", env=arrow)
     eq(r.rc, 0, "--force-overwrite (%r)" % r)
+    eq(sorted(os.listdir(c.path("job", "rank-0.parquet")))[-1], "steps.parquet",
+       "the directory replaced whole (no stale.txt)")
+    # a Python half that dies half way: nothing at OUT, nothing beside it
+    dies = c.path("dies")
+    with open(dies, "w") as f:
+        f.write("#!/bin/sh\nhead -c 100 >/dev/null\nexit 1\n")
+    os.chmod(dies, 0o755)
+    r = c.prof("export", "--format", "parquet", cap, "-o", c.path("half.parquet"),
+               env={"PROF_PYTHON": dies})
+    eq((r.rc, r.err), (2, "prof export: --format parquet: %s failed (exit status 1)\n" % dies),
+       "a child that died")
+    eq([f for f in os.listdir(c.path()) if f.startswith("half")], [], "nothing left of it")
     with open(cap, "rb") as f:
         data = f.read()
     with open(c.path("cut.prof"), "wb") as f:
@@ -452,8 +509,42 @@ def ranks_diff(c):
     eq(r.rc, 0, "rank 1 vs rank 0 (%r)" % r)
     check(r.out.startswith("prof diff: base rank 0 (29 runs), current rank 1 (29 runs)\n"),
           "the sides: %r" % r.out[:200])
+    # across hosts (host-1's clock refined for the steps and the events alike): rank 2's
+    # steps have rank 0's 20 operator calls each
+    gen_ranks(c, "hosts", ranks=4, hosts=2, steps=30, filler=20, skew_us=3000, slow_rank=3,
+              slow_us=5000)
+    r = c.prof("diff", c.path("hosts"), "--rank", "2", "--base-rank", "0", "--metric", "count")
+    eq(r.rc, 0, "rank 2 (host-1) vs rank 0, calls per step (%r)" % r)
     r = c.prof("diff", c.path("job"), "--rank", "9")
     eq((r.rc, r.err), (2, "prof diff: %s: no rank 9 among the ranks compared (4: see prof "
                           "report's Ranks)\n" % c.path("job")), "a rank not in the job")
     r = c.prof("diff", c.path("job"), "--base-rank", "0")
     eq((r.rc, r.err), (2, "prof diff: --base-rank needs --rank\n"), "--base-rank alone")
+
+
+ODD_NAMES_QUERY = """
+import duckdb, json, sys
+rows = duckdb.sql("SELECT name, type, value FROM read_parquet(%r) WHERE category IN "
+                  "('user', 'counter') ORDER BY start_ns" % sys.argv[1]).fetchall()
+print(json.dumps([[n, t, v if v is None or v == v else "nan"] for n, t, v in rows]))
+"""
+
+
+@case
+def export_parquet_odd_names(c):
+    # names with commas, quotes, a line break, no text at all or bytes that are not
+    # UTF-8, and counters that are not finite: the Parquet export carries them (bad bytes
+    # as U+FFFD, a line break as a space, as the JSON tables do)
+    r = c.run([c.prog("odd_names")])
+    eq(r.rc, 0, "odd_names (%r)" % r)
+    py = arrow_python()
+    r = c.prof("export", "--format", "parquet", c.path("libprof.prof"), env={"PROF_PYTHON": py})
+    eq(r.rc, 0, "prof export --format parquet (%r)" % r)
+    q = c.run([py, "-c", ODD_NAMES_QUERY, c.path("libprof.parquet", "events.parquet")],
+              preload=False, autostart=False)
+    eq(q.rc, 0, "DuckDB (%r)" % q)
+    eq(json.loads(q.out), [["a,b", "X", None], ['say "hi"', "X", None], ["", "X", None],
+                           ["two lines", "X", None], ["bad \ufffd\ufffd bytes", "X", None],
+                           ["\ufffd\ufffd", "X", None], ["loss", "C", 1.5],
+                           ["loss", "C", "nan"], ["loss", "C", float("inf")]],
+       "names and counters in events.parquet")
