@@ -46,8 +46,12 @@ static void emit_range(struct prof_thread *t, uint32_t n, uint32_t depth, uint64
 {
 	uint32_t name = t->range_name[n] - 1;
 	if (t->range_bytes[n])
-		prof_emit(t, t->range_cat[n], PROF_EV_COMPLETE, PROF_EVF_COMM, name, depth,
-			  t->range_t0[n], now, 0, t->range_bytes[n] - 1, PROF_COMM_WHERE(0, -1));
+		prof_emit(t, t->range_cat[n], PROF_EV_COMPLETE,
+			  PROF_EVF_COMM | (t->range_type[n] ? PROF_EVF_DETAIL : 0), name, depth,
+			  t->range_t0[n], now, t->range_type[n],
+			  t->range_bytes[n] == PROF_COMM_UNKNOWN ? PROF_COMM_UNKNOWN
+								 : t->range_bytes[n] - 1,
+			  PROF_COMM_WHERE(0, -1));
 	else
 		prof_emit(t, t->range_cat[n], PROF_EV_COMPLETE, 0, name, depth, t->range_t0[n], now,
 			  0, 0, 0);
@@ -64,6 +68,7 @@ void prof_range_open(uint8_t cat, const char *name)
 	t->range_name[n] = on ? prof_intern(name) + 1 : 0; /* 0: not recorded */
 	t->range_cat[n] = cat;
 	t->range_bytes[n] = 0;
+	t->range_type[n] = 0;
 	if (on) {
 		/* only a recorded range is a level: what is recorded inside an unrecorded one
 		 * must not be left to the next sibling's self time */
@@ -110,6 +115,7 @@ void prof_range_end_at(uint32_t level, int emit)
 		t->range_t0[i] = t->range_t0[i + 1];
 		t->range_cat[i] = t->range_cat[i + 1];
 		t->range_bytes[i] = t->range_bytes[i + 1];
+		t->range_type[i] = t->range_type[i + 1];
 	}
 	if (t->nranges > PROF_MAX_RANGES)
 		t->range_name[kept_top] = 0; /* the level that slides in was never kept */
@@ -135,11 +141,14 @@ void prof_range_close(void)
 	t->busy = 0;
 }
 
-void prof_range_set_bytes(uint64_t bytes)
+void prof_range_set_comm(uint64_t bytes, uint32_t type_id)
 {
 	struct prof_thread *t = &prof_thr;
-	if (t->nranges && t->nranges <= PROF_MAX_RANGES && bytes != PROF_COMM_UNKNOWN)
-		t->range_bytes[t->nranges - 1] = bytes + 1;
+	if (!t->nranges || t->nranges > PROF_MAX_RANGES)
+		return;
+	/* the bytes field says "not known" itself; a message it is all the same */
+	t->range_bytes[t->nranges - 1] = bytes == PROF_COMM_UNKNOWN ? PROF_COMM_UNKNOWN : bytes + 1;
+	t->range_type[t->nranges - 1] = type_id;
 }
 
 EXPORT void prof_mark(const char *name)

@@ -30,8 +30,10 @@ struct prof_thread {
 	uint32_t range_name[PROF_MAX_RANGES];
 	uint64_t range_t0[PROF_MAX_RANGES];
 	uint8_t range_cat[PROF_MAX_RANGES];
-	/* a collective's bytes + 1 (prof_range_set_bytes), 0: not a message */
+	/* a collective's bytes + 1 (prof_range_set_comm), 0: not a message; its datatype's
+	 * string id + 1, 0: not known */
 	uint64_t range_bytes[PROF_MAX_RANGES];
+	uint32_t range_type[PROF_MAX_RANGES];
 };
 
 extern __thread struct prof_thread prof_thr __attribute__((tls_model("initial-exec")));
@@ -80,9 +82,10 @@ void prof_range_close(void);
  * (emit 0) forgotten; ranges opened after it stay open: PyTorch's ranges need not nest
  * (a ProfilerStep begun inside a label ends after it). */
 void prof_range_end_at(uint32_t level, int emit);
-/* The innermost open range is a message or collective of so many bytes: its event says
- * so (PROF_EVF_COMM, communicator and peer not known). */
-void prof_range_set_bytes(uint64_t bytes);
+/* The innermost open range is a message or collective of so many bytes (PROF_COMM_UNKNOWN:
+ * not known) of the datatype named by string id type_id + 1 (0: not known): its event
+ * says so (PROF_EVF_COMM, PROF_EVF_DETAIL; communicator and peer not known). */
+void prof_range_set_comm(uint64_t bytes, uint32_t type_id);
 
 /* thread.c */
 int prof_thread_claim(struct prof_thread *t);

@@ -182,21 +182,28 @@ static int is_collective(const char *name)
 static void release_sizes(struct cxx_vector *v);
 static void busy_done(uint32_t **busy);
 
-/* Bytes per element of a tensor dtype as caffe2::TypeMeta names it; 0: not known. */
-static uint64_t dtype_bytes(const struct cxx_string *s)
+/* A tensor dtype as caffe2::TypeMeta names it: its bytes per element (0: not known) and
+ * torch's name for it (torch.float32 ...). */
+static uint64_t dtype_bytes(const struct cxx_string *s, const char **torch_name)
 {
 	static const struct {
-		const char *name;
+		const char *name, *torch;
 		uint8_t bytes;
-	} sizes[] = {{"float", 4}, {"double", 8}, {"c10::Half", 2}, {"c10::BFloat16", 2},
-		     {"long int", 8}, {"long", 8}, {"int", 4}, {"short int", 2}, {"short", 2},
-		     {"signed char", 1}, {"unsigned char", 1}, {"bool", 1},
-		     {"c10::complex<float>", 8}, {"c10::complex<double>", 16},
-		     {"c10::complex<c10::Half>", 4}, {"unsigned int", 4}, {"unsigned short", 2},
-		     {"long unsigned int", 8}};
+	} sizes[] = {{"float", "float32", 4}, {"double", "float64", 8},
+		     {"c10::Half", "float16", 2}, {"c10::BFloat16", "bfloat16", 2},
+		     {"long int", "int64", 8}, {"long", "int64", 8}, {"int", "int32", 4},
+		     {"short int", "int16", 2}, {"short", "int16", 2}, {"signed char", "int8", 1},
+		     {"unsigned char", "uint8", 1}, {"bool", "bool", 1},
+		     {"c10::complex<float>", "complex64", 8},
+		     {"c10::complex<double>", "complex128", 16},
+		     {"c10::complex<c10::Half>", "complex32", 4}, {"unsigned int", "uint32", 4},
+		     {"unsigned short", "uint16", 2}, {"long unsigned int", "uint64", 8}};
 	for (size_t i = 0; i < sizeof sizes / sizeof *sizes; i++)
-		if (s->len == strlen(sizes[i].name) && !memcmp(s->p, sizes[i].name, s->len))
+		if (s->len == strlen(sizes[i].name) && !memcmp(s->p, sizes[i].name, s->len)) {
+			*torch_name = sizes[i].torch;
 			return sizes[i].bytes;
+		}
+	*torch_name = NULL;
 	if (s->len >= 11 && !memcmp(s->p, "c10::Float8", 11))
 		return 1;
 	return 0;
@@ -212,9 +219,9 @@ static void release_types(struct cxx_vector *v)
 }
 
 /* A collective's tensors (ProcessGroup's Work hands them to its RecordFunction): the sum
- * of elements x element size over its tensor inputs; PROF_COMM_UNKNOWN when an input's
- * type is not known. */
-static uint64_t collective_bytes(const void *fn)
+ * of elements x element size over its tensor inputs, PROF_COMM_UNKNOWN when an input's
+ * type is not known; their dtype in *dtype (torch's name; "mixed"; NULL: not known). */
+static uint64_t collective_bytes(const void *fn, const char **dtype)
 {
 	/* released whatever happens: inputTypes may throw after inputSizes gave its vector */
 	struct cxx_vector sizes __attribute__((cleanup(release_sizes))) = {0};
@@ -228,10 +235,14 @@ static uint64_t collective_bytes(const void *fn)
 	size_t n = (size_t)((const struct cxx_vector *)(const void *)sizes.end - shape);
 	uint64_t bytes = n == (size_t)((const struct cxx_string *)(const void *)types.end - type)
 				 ? 0 : PROF_COMM_UNKNOWN;
-	for (size_t i = 0; i < n && bytes != PROF_COMM_UNKNOWN; i++) {
+	*dtype = NULL;
+	for (size_t i = 0, first = 1; i < n && bytes != PROF_COMM_UNKNOWN; i++) {
 		if (!type[i].len)
 			continue; /* not a tensor */
-		uint64_t elems = 1, size = dtype_bytes(&type[i]);
+		const char *name;
+		uint64_t elems = 1, size = dtype_bytes(&type[i], &name);
+		*dtype = first || (name && *dtype && !strcmp(name, *dtype)) ? name : "mixed";
+		first = 0;
 		for (const int64_t *d = (const void *)shape[i].begin;
 		     d < (const int64_t *)(const void *)shape[i].end; d++)
 			elems *= *d > 0 ? (uint64_t)*d : 0;
@@ -247,16 +258,17 @@ static void **user_start(void **ret, const void *fn)
 	int coll = is_collective(name);
 	/* counted before the range opens, so that its cost is not the collective's time; and
 	 * only for a range that is recorded */
-	uint64_t bytes = coll && input_types && !prof_thr.busy &&
-				 __atomic_load_n(&prof_on, __ATOMIC_RELAXED)
-			 ? collective_bytes(fn)
-			 : PROF_COMM_UNKNOWN;
+	const char *dtype = NULL;
+	int measure = coll && input_types && !prof_thr.busy &&
+		      __atomic_load_n(&prof_on, __ATOMIC_RELAXED);
+	uint64_t bytes = measure ? collective_bytes(fn, &dtype) : PROF_COMM_UNKNOWN;
+	uint32_t type_id = dtype ? prof_intern(dtype) + 1 : 0;
 	open_range(fn,
 		   coll ? prof_category_once(PROF_CATNAME_COLLECTIVE, &collective_cat_once)
 			: PROF_CAT_USER,
 		   name);
-	if (bytes != PROF_COMM_UNKNOWN)
-		prof_range_set_bytes(bytes);
+	if (measure)
+		prof_range_set_comm(bytes, type_id);
 	return ret;
 }
 

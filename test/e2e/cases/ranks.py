@@ -165,6 +165,10 @@ def ranks_torchrun_straggler(c):
     eq(r.rc, 0, "torchrun (%r)" % r)
     rep = c.report_json(c.path("libprof.prof"))
     waits = ddp_straggler_found(rep, "torchrun")
+    t = Trace(load_json(c.path("libprof.json")))
+    eq({json.dumps(e.get("args"), sort_keys=True) for e in t.select("X", "gloo:all_reduce")},
+       {json.dumps({"bytes": 4160 * 4, "datatype": "float32"}, sort_keys=True)},
+       "gloo:all_reduce's args in the trace")
     with open(c.path("libprof.txt")) as f:
         text = f.read()
     check(re.search(r"^Slowest: rank 1 ", text, re.M), "text: %r" % text[-2000:])
