@@ -211,6 +211,41 @@ static void fold_read_free(struct fold_read *r)
 	cap_sources_free(&r->sources);
 }
 
+/* Several captures read as one (each a whole session's file): their collectors' own
+ * decisions, one after the other in reading order, as the CAP_PROCESS records come. 0, or
+ * -1 when a file has none (a rotation's earlier parts, a damaged capture): the pass
+ * decides then. */
+static int fold_from_ends(struct model_fold *f, const char *dir)
+{
+	char **names;
+	size_t n;
+	if (cap_parts(dir, &names, &n))
+		return -1;
+	int rc = n ? 0 : -1;
+	for (size_t i = 0; i < n && !rc; i++) {
+		struct model_fold one;
+		uint8_t *all;
+		if (model_fold_from_end(&one, names[i])) {
+			rc = -1;
+			break;
+		}
+		if (!(all = realloc(f->folded, f->n + one.n + 1))) {
+			rc = -1;
+		} else {
+			memcpy(all + f->n, one.folded, one.n);
+			f->folded = all;
+			f->n += one.n;
+			f->images += one.images;
+			f->helpers += one.helpers;
+		}
+		model_fold_free(&one);
+	}
+	cap_parts_free(names, n);
+	if (rc)
+		model_fold_free(f);
+	return rc;
+}
+
 int model_fold_read(struct model_fold *f, const char *path, char *err, size_t errlen)
 {
 	struct fold_read r;
@@ -218,7 +253,7 @@ int model_fold_read(struct model_fold *f, const char *path, char *err, size_t er
 
 	memset(f, 0, sizeof(*f));
 	/* the collector's own decision, at the capture's end: no pass over the events */
-	if (!cap_is_parts(path) && !model_fold_from_end(f, path))
+	if (!cap_is_parts(path) ? !model_fold_from_end(f, path) : !fold_from_ends(f, path))
 		return CAP_READ_OK;
 	memset(&r, 0, sizeof(r));
 	u64map_init(&r.cur);

@@ -288,3 +288,17 @@ def flight_captures_read_together(c):
     both = c.report_json(c.path("a.prof"), c.path("b.prof"))
     eq(both["events"], sum(alone), "events of both runs (alone: %r)" % alone)
     eq(len(both["captures"]), 2, "two captures")
+
+
+@case
+def captures_fold_their_launchers(c):
+    # two runs through an exec'ing shell read as one: each capture's launcher folded into
+    # the program it became (from each capture's own fold record), both programs shown
+    for name in ("a", "b"):
+        r = c.run(["sh", "-c", 'exec "$0" 3 100', c.prog("basic")],
+                  env={"PROFILER_OUTPUT": name})
+        eq(r.rc, 0, "basic through sh (%r)" % r)
+    rep = c.report_json(c.path("a.prof"), c.path("b.prof"))
+    eq(rep["folded"]["images"], 2, "launchers folded")
+    eq(sorted((p["capture"], p["label"]) for p in rep["processes"]),
+       [(0, "basic 3 100"), (1, "basic 3 100")], "the programs shown")

@@ -146,6 +146,14 @@ int main(int argc, char **argv)
 		snprintf(text, sizeof text, "end_ns=%" PRIu64 "\nevents=%u\nlost=0\n",
 			 mono(host, end), steps * (filler + 3));
 		out(CAP_SESSION_END, text, strlen(text), NULL, 0);
+		/* the collector's fold record, alone in the last frame: nothing folded */
+		struct cap_fold cf = {.n = 1};
+		static const uint8_t shown = 0;
+		if (cap_flush(w)) {
+			fprintf(stderr, "gen_ranks: %s\n", cap_writer_error(w));
+			return 1;
+		}
+		out(CAP_FOLD, &cf, sizeof cf, &shown, 1);
 		if (cap_writer_close(w)) {
 			fprintf(stderr, "gen_ranks: %s: cannot write\n", path);
 			return 1;
