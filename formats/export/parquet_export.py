@@ -72,10 +72,12 @@ def main():
                     ("type", s), ("category", s), ("name", s), ("start_ns", i64),
                     ("dur_ns", i64), ("depth", pa.int16()), ("bytes", i64), ("value", f64),
                     ("comm_size", i32), ("peer", i32))
-    # 1 MiB blocks: the reader parses several at once, and larger ones tripled the peak
-    # (490 MB for 8 MiB blocks, 150 MB for 1 MiB, on 6.4 M events)
+    # 1 MiB blocks: larger ones tripled the peak (490 MB for 8 MiB blocks, 150 MB for
+    # 1 MiB, on 6.4 M events). One thread: prof writes the CSV on the other core, and the
+    # reader's own threads once ended the interpreter in std::terminate at exit (a loaded
+    # machine, an empty capture)
     reader = pacsv.open_csv(
-        inp, read_options=pacsv.ReadOptions(block_size=1 << 20),
+        inp, read_options=pacsv.ReadOptions(block_size=1 << 20, use_threads=False),
         convert_options=pacsv.ConvertOptions(
             column_types={f.name: f.type for f in ev_schema}, strings_can_be_null=False,
             null_values=[""], quoted_strings_can_be_null=False))
@@ -94,4 +96,7 @@ def main():
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    rc = main()
+    sys.stdout.flush()
+    sys.stderr.flush()
+    os._exit(rc)  # the files are closed: no teardown of pyarrow's threads to race with
