@@ -222,31 +222,22 @@ static int key_is(const char *k, size_t klen, const char *want)
 	return klen == strlen(want) && !memcmp(k, want, klen);
 }
 
-/* A decimal number of at most n bytes: the value is not NUL-terminated in the payload. */
-static uint64_t number(const char *v, size_t n)
-{
-	uint64_t x = 0;
-
-	for (; n > 0 && *v >= '0' && *v <= '9'; v++, n--)
-		x = x * 10 + (uint64_t)(*v - '0');
-	return x;
-}
 
 static void known_fact(struct model *m, const char *k, size_t klen, const char *v, size_t vlen,
 		       int end)
 {
 	if (!end && key_is(k, klen, "start_ns")) {
-		m->start_ns = number(v, vlen);
+		m->start_ns = model_decimal(v, vlen);
 		m->have_start = 1;
 	} else if (end && key_is(k, klen, "end_ns")) {
-		uint64_t e = number(v, vlen);
+		uint64_t e = model_decimal(v, vlen);
 		if (!m->have_end || e > m->end_ns) /* a later capture's may have come first */
 			m->end_ns = e;
 		m->have_end = 1;
 	} else if (end && key_is(k, klen, "events")) {
-		m->end_events = number(v, vlen);
+		m->end_events = model_decimal(v, vlen);
 	} else if (end && key_is(k, klen, "lost")) {
-		m->end_lost = number(v, vlen);
+		m->end_lost = model_decimal(v, vlen);
 	}
 }
 
@@ -433,7 +424,7 @@ static int part_record(struct model *m, const char *p, uint32_t len)
 {
 	if (len < 6 || memcmp(p, "part=", 5))
 		return 0;
-	uint32_t n = (uint32_t)number(p + 5, len - 5);
+	uint32_t n = (uint32_t)model_decimal(p + 5, len - 5);
 	if (!m->parts++)
 		m->part_first = n;
 	m->part_last = n;
@@ -567,31 +558,19 @@ static int session_visit(void *ctx, uint32_t type, const void *p, uint32_t len)
 	return 1; /* done */
 }
 
-static uint64_t text_number(const char *p, uint32_t len, const char *key)
-{
-	size_t kl = strlen(key);
-	for (const char *q = p, *end = p + len; q < end;) {
-		const char *nl = memchr(q, '\n', (size_t)(end - q));
-		size_t n = nl ? (size_t)(nl - q) : (size_t)(end - q);
-		if (n > kl && !memcmp(q, key, kl) && q[kl] == '=')
-			return number(q + kl + 1, n - kl - 1);
-		q += n + 1;
-	}
-	return 0;
-}
 
 static int flight_visit(void *ctx, uint32_t type, const void *p, uint32_t len)
 {
 	struct flight_scan *f = ctx;
 	if (type == CAP_SESSION) {
-		f->flight_ns = text_number(p, len, "flight_ns");
+		f->flight_ns = model_text_number(p, len, "flight_ns");
 		if (!f->flight_ns)
 			return 1; /* not a flight recorder's: done */
 	} else if (type == CAP_SESSION_END) {
-		f->end_ns = text_number(p, len, "end_ns");
+		f->end_ns = model_text_number(p, len, "end_ns");
 	} else if (type == CAP_PART) {
 		/* an idle program: the part's start is later than its last event */
-		uint64_t start = text_number(p, len, "start_ns");
+		uint64_t start = model_text_number(p, len, "start_ns");
 		if (start > f->last_t)
 			f->last_t = start;
 	} else if (type == CAP_EVENTS) {

@@ -34,6 +34,10 @@ int model_record(struct model *m, uint32_t type, const void *payload, uint32_t l
  * GPU memory's source picked, the modules indexed. model_read's result. */
 int model_read_finish(struct model *m, int rc, const char *path, char *err, size_t errlen);
 
+/* A decimal number of at most n bytes (a value in a record's text: not NUL-terminated). */
+uint64_t model_decimal(const char *v, size_t n);
+/* The number key has in "key=value\n" text (a session's facts), 0 when it has none. */
+uint64_t model_text_number(const char *p, uint32_t len, const char *key);
 /* model_sources.c: at a CAP_SESSION record, its source made current: 1 when it is new,
  * 0 when a part's repeat, -1 when out of memory. */
 int model_source_session(struct model *m, const char *p, uint32_t len);

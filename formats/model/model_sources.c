@@ -13,7 +13,7 @@
 #include "formats/util/json_writer.h"
 #include "formats/util/vec.h"
 
-static uint64_t number(const char *v, size_t n)
+uint64_t model_decimal(const char *v, size_t n)
 {
 	uint64_t x = 0;
 	for (; n > 0 && *v >= '0' && *v <= '9'; v++, n--)
@@ -46,11 +46,11 @@ static int intern_value(struct model *m, const char *p, uint32_t len, const char
 	return v && n ? strtab_intern(&m->str, v, n, gid) : 0;
 }
 
-static uint64_t value_number(const char *p, uint32_t len, const char *key)
+uint64_t model_text_number(const char *p, uint32_t len, const char *key)
 {
 	size_t n;
 	const char *v = text_value(p, len, key, &n);
-	return v ? number(v, n) : 0;
+	return v ? model_decimal(v, n) : 0;
 }
 
 /* Whether sources a and b run on one clock: the same boot of one host (a capture made
@@ -103,9 +103,9 @@ int model_source_session(struct model *m, const char *p, uint32_t len)
 	    intern_value(m, p, len, "boot_id", &s->boot) ||
 	    intern_value(m, p, len, "command", &s->command))
 		return -1;
-	s->start_ns = value_number(p, len, "start_ns");
-	s->anchor_mono = value_number(p, len, "anchor_monotonic_ns");
-	s->anchor_real = value_number(p, len, "anchor_realtime_ns");
+	s->start_ns = model_text_number(p, len, "start_ns");
+	s->anchor_mono = model_text_number(p, len, "anchor_monotonic_ns");
+	s->anchor_real = model_text_number(p, len, "anchor_realtime_ns");
 	place_on_clock(m, ix);
 	if (ix > 0) {
 		/* the timeline starts with the earliest session */
@@ -158,12 +158,12 @@ void model_sources_refined(struct model *m)
 
 void model_source_end(struct model *m, const char *p, uint32_t len)
 {
-	uint64_t end = model_source_time(m, value_number(p, len, "end_ns"));
+	uint64_t end = model_source_time(m, model_text_number(p, len, "end_ns"));
 	if (end > m->end_ns || !m->have_end)
 		m->end_ns = end;
 	m->have_end = 1;
-	m->end_events += value_number(p, len, "events");
-	m->end_lost += value_number(p, len, "lost");
+	m->end_events += model_text_number(p, len, "events");
+	m->end_lost += model_text_number(p, len, "lost");
 }
 
 const char *model_clock_method_name(enum model_clock_method k)
