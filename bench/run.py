@@ -29,6 +29,12 @@ LOOP = os.path.join(B, "bench", "alloc_loop")
 LIB = os.path.join(B, "libprof.so")
 PROF = os.path.join(B, "prof")
 STACKS = os.path.join(B, "bench", "alloc_stacks")
+STACKS_FP = os.path.join(B, "bench", "alloc_stacks_fp")  # built with frame pointers
+# libprof as it was before (bench/build_before.sh, BENCH_BEFORE): measured beside the
+# current build in the same run, where it could be built
+BEFORE_LIB = os.path.join(B, "bench", "before", "libprof.so")
+BEFORE_PROF = os.path.join(B, "bench", "before", "prof")
+HAVE_BEFORE = os.path.exists(BEFORE_LIB) and os.path.exists(BEFORE_PROF)
 STACK_N = int(os.environ.get("BENCH_STACK_N", "300000"))
 STACK_DEPTHS = (5, 30)
 BURST_PAIRS = 2000000  # malloc/free pairs of the burst
@@ -63,8 +69,12 @@ def first_number(out, what):
     raise RuntimeError(f"no timing in the output of {what}: {out!r}")
 
 
+PACE = 200  # alloc_loop's steps of work after each pair in the paced variants
+
+
 def run(env_extra, n, wrapper=()):
-    out = subprocess.run(list(wrapper) + [LOOP, str(n)], env=clean_env(env_extra), cwd=WORK,
+    args = [str(x) for x in n] if isinstance(n, tuple) else [str(n)]
+    out = subprocess.run(list(wrapper) + [LOOP] + args, env=clean_env(env_extra), cwd=WORK,
                          capture_output=True, text=True, check=True)
     return first_number(out.stdout, f"{wrapper} {LOOP}")
 
@@ -78,9 +88,32 @@ def variants():
                                              "PROFILER_QUIET": "1", "PROFILER_RING_SIZE": "256M"}, N, ()),
         ("libprof recording, 4M ring (drops)", {"LD_PRELOAD": LIB, "PROFILER_AUTOSTART": "1",
                                                 "PROFILER_QUIET": "1"}, N, ()),
+        ("libprof recording, ALLOC_TIMING=1", {"LD_PRELOAD": LIB, "PROFILER_AUTOSTART": "1",
+                                               "PROFILER_QUIET": "1", "PROFILER_RING_SIZE": "256M",
+                                               "PROFILER_ALLOC_TIMING": "1"}, N, ()),
     ]
+    if HAVE_BEFORE:
+        v.append(("before: recording, nothing lost", {"LD_PRELOAD": BEFORE_LIB,
+                                                      "PROFILER_AUTOSTART": "1",
+                                                      "PROFILER_QUIET": "1",
+                                                      "PROFILER_RING_SIZE": "256M"}, N, ()))
     if shutil.which("heaptrack"):
         v.append(("heaptrack", {}, N // 10, ("heaptrack", "-o", os.path.join(WORK, "ht"))))
+    # Paced: work after each pair, so the collector keeps up with the default ring, which
+    # then stays resident: the cost of a call without the first touch of fresh ring pages
+    # (which the flat-out variants above pay, ~25 ns per event on this VM)
+    rec = {"LD_PRELOAD": LIB, "PROFILER_AUTOSTART": "1", "PROFILER_QUIET": "1"}
+    paced = (N, PACE)
+    v += [("paced: native", {}, paced, ()),
+          ("paced: do-nothing interposer",
+           {"LD_PRELOAD": os.path.join(B, "bench", "nop_preload.so")}, paced, ()),
+          ("paced: libprof recording", rec, paced, ()),
+          ("paced: libprof, ALLOC_TIMING=1", dict(rec, PROFILER_ALLOC_TIMING="1"), paced, ())]
+    if HAVE_BEFORE:
+        v.append(("paced: before", dict(rec, LD_PRELOAD=BEFORE_LIB), paced, ()))
+    if shutil.which("heaptrack"):
+        v.append(("paced: heaptrack", {}, (N // 10, PACE),
+                  ("heaptrack", "-o", os.path.join(WORK, "htp"))))
     return v
 
 
@@ -93,9 +126,18 @@ def overhead():
           f"interleaved rounds")
     print(f"{'variant':40} {'ns/call':>8} {'vs native':>10} {'vs nop':>8} {'x native':>9}")
     for name, v in med.items():
+        if name.startswith("paced: "):
+            native, nop = med["paced: native"], med["paced: do-nothing interposer"]
         print(f"{name:40} {v:8.2f} {v - native:+10.2f} {v - nop:+8.2f} {v / native:9.2f}")
     print(f"floor on this machine: two rdtsc + 48-byte store {float(floor[0]):.2f} ns, "
-          f"two clock_gettime + store {float(floor[1]):.2f} ns")
+          f"one rdtsc + store {float(floor[2]):.2f} ns, two clock_gettime + store "
+          f"{float(floor[1]):.2f} ns")
+    lost = subprocess.run([LOOP, str(N), str(PACE)], cwd=WORK, capture_output=True, text=True,
+                          env=clean_env({"LD_PRELOAD": LIB, "PROFILER_AUTOSTART": "1",
+                                         "PROFILER_OUTPUT": "paced"}), check=True).stderr
+    m = re.search(r"libprof: (\d+) events \((\d+) lost\)", lost)
+    print(f"paced, default ring: {m.group(2) if m else '?'} of "
+          f"{int(m.group(1)) + int(m.group(2)) if m else '?'} events lost")
     return med
 
 
@@ -109,6 +151,11 @@ def traced_calls():
          ("libprof tracing bench_fn", {"LD_PRELOAD": LIB, "PROFILER_AUTOSTART": "1",
                                        "PROFILER_QUIET": "1", "PROFILER_TRACE": "bench_fn",
                                        "PROFILER_RING_SIZE": "256M"})]
+    if HAVE_BEFORE:
+        v.append(("before: libprof tracing bench_fn",
+                  {"LD_PRELOAD": BEFORE_LIB, "PROFILER_AUTOSTART": "1", "PROFILER_QUIET": "1",
+                   "PROFILER_TRACE": "bench_fn", "PROFILER_RING_SIZE": "256M"}))
+
     def measure(extra):
         out = subprocess.run([loop, str(n)], env=clean_env(extra), cwd=WORK,
                              capture_output=True, text=True, check=True)
@@ -190,9 +237,19 @@ def torch_overhead():
 
 
 def throughput():
+    if HAVE_BEFORE:
+        print()
+        print("Before (BENCH_BEFORE):", end="")
+        throughput_of(BEFORE_LIB, BEFORE_PROF, "before")
+        print()
+        print("Now:", end="")
+    throughput_of(LIB, PROF, "now")
+
+
+def throughput_of(lib, prof, tag):
     n = 3000000
-    env = {"LD_PRELOAD": LIB, "PROFILER_AUTOSTART": "1", "PROFILER_QUIET": "1",
-           "PROFILER_BLOCK": "1", "PROFILER_OUTPUT": "tp", "PROFILER_OVERWRITE": "1"}
+    env = {"LD_PRELOAD": lib, "PROFILER_AUTOSTART": "1", "PROFILER_QUIET": "1",
+           "PROFILER_BLOCK": "1", "PROFILER_OUTPUT": "tp" + tag, "PROFILER_OVERWRITE": "1"}
     full = dict(os.environ, **env)
     t0 = time.monotonic()
     subprocess.run([LOOP, str(n)], env=full, cwd=WORK, capture_output=True, check=True)
@@ -201,15 +258,15 @@ def throughput():
     # at the collector's pace
     loop_ns = run(env, n) * 2 * n
     events = 2 * n + 20000
-    raw = os.path.getsize(os.path.join(WORK, "tp.prof"))
+    raw = os.path.getsize(os.path.join(WORK, f"tp{tag}.prof"))
     t0 = time.monotonic()
-    subprocess.run([PROF, "export", "tp.prof", "-o", "tp2.json"], cwd=WORK, check=True,
+    subprocess.run([prof, "export", f"tp{tag}.prof", "-o", f"tp{tag}2.json"], cwd=WORK, check=True,
                    capture_output=True)
     t_export = time.monotonic() - t0
     t0 = time.monotonic()
-    subprocess.run([PROF, "report", "tp.prof"], cwd=WORK, check=True, capture_output=True)
+    subprocess.run([prof, "report", f"tp{tag}.prof"], cwd=WORK, check=True, capture_output=True)
     t_report = time.monotonic() - t0
-    json_mb = os.path.getsize(os.path.join(WORK, "tp2.json")) / 1e6
+    json_mb = os.path.getsize(os.path.join(WORK, f"tp{tag}2.json")) / 1e6
     print()
     print(f"Collector drain rate (blocking writers, {events:,} events): "
           f"{events / (loop_ns / 1e9) / 1e6:.1f} M events/s")
@@ -222,7 +279,7 @@ def throughput():
     lost = []
     for _ in range(ROUNDS // 2 + 1):
         r = subprocess.run([LOOP, str(BURST_PAIRS)], cwd=WORK, capture_output=True, text=True,
-                           env=clean_env({"LD_PRELOAD": LIB, "PROFILER_AUTOSTART": "1",
+                           env=clean_env({"LD_PRELOAD": lib, "PROFILER_AUTOSTART": "1",
                                           "PROFILER_AGGREGATE_STATS": "0",
                                           "PROFILER_OUTPUT": "burst"}), check=True)
         m = re.search(r"libprof: (\d+) events \((\d+) lost\)", r.stderr)
@@ -248,14 +305,19 @@ def stack_variants():
                       ("heaptrack", "-o", os.path.join(WORK, "hts"))))
         # one unw_backtrace per pair: the floor under both tools, whatever they add
         v.append((f"unw_backtrace alone|{d}", {}, ["unwind", n, depth], ()))
-        # 128 stacks in turn: what a stack costs when it was not just seen
-        varied = ["varied", n, depth]
-        v += [(f"native, varied|{d}", {}, varied, ()),
-              (f"libprof, stacks, varied|{d}",
-               dict(lp, PROFILER_STACK="alloc", PROFILER_STACK_DEPTH="64"), varied, ())]
-        if shutil.which("heaptrack"):
-            v.append((f"heaptrack, varied|{d}", {}, varied,
-                      ("heaptrack", "-o", os.path.join(WORK, "htv"))))
+        # 128 stacks in turn: what a stack costs when it was not just seen; the program
+        # built without frame pointers (Debian's default) and with them (STACKS_FP)
+        for fp, tag in (("", ""), ("fp:", ", frame pointers")):
+            varied = [fp + "varied", n, depth]
+            st = dict(lp, PROFILER_STACK="alloc", PROFILER_STACK_DEPTH="64")
+            v += [(f"native, varied{tag}|{d}", {}, varied, ()),
+                  (f"libprof, stacks, varied{tag}|{d}", st, varied, ())]
+            if HAVE_BEFORE:
+                v.append((f"before: stacks, varied{tag}|{d}", dict(st, LD_PRELOAD=BEFORE_LIB),
+                          varied, ()))
+            if shutil.which("heaptrack"):
+                v.append((f"heaptrack, varied{tag}|{d}", {}, varied,
+                          ("heaptrack", "-o", os.path.join(WORK, "htv"))))
     return v
 
 
@@ -264,7 +326,10 @@ FRAMES = {}
 
 
 def stack_run(env_extra, args, wrapper):
-    out = subprocess.run(list(wrapper) + [STACKS] + args, env=clean_env(env_extra), cwd=WORK,
+    prog = STACKS
+    if args[0].startswith("fp:"):
+        prog, args = STACKS_FP, [args[0][3:]] + args[1:]
+    out = subprocess.run(list(wrapper) + [prog] + args, env=clean_env(env_extra), cwd=WORK,
                          capture_output=True, text=True, check=True)
     # libprof's summary line: a variant that lost events would be measured short
     m = re.search(r"libprof: (\d+) events \((\d+) lost\)", out.stderr)
@@ -291,7 +356,9 @@ def stacks_overhead():
         for key, x in med.items():
             name, depth = key.split("|")
             if int(depth) == d and name != "unw_backtrace alone":
-                base = med[f"native, varied|{d}"] if "varied" in name else native
+                base = native
+                if "varied" in name:
+                    base = med[f"native, varied{', frame pointers' if 'frame' in name else ''}|{d}"]
                 print(f"{d:3} {name:32} {x:8.2f} {x - base:+10.2f}")
         floor = med[f"unw_backtrace alone|{d}"]
         print(f"{d:3} {'unw_backtrace alone, per call':32} {floor:8.2f}"
@@ -300,12 +367,15 @@ def stacks_overhead():
         ht = med.get(f"heaptrack|{d}")
         if ht is not None:
             print(f"{d:3} heaptrack added / libprof added: {(ht - native) / lp:.2f}x")
-        vn = med[f"native, varied|{d}"]
-        lpv = med[f"libprof, stacks, varied|{d}"] - vn
-        htv = med.get(f"heaptrack, varied|{d}")
-        if htv is not None:
-            print(f"{d:3} heaptrack added / libprof added, 128 stacks in turn: "
-                  f"{(htv - vn) / lpv:.2f}x")
+        for tag in ("", ", frame pointers"):
+            vn = med[f"native, varied{tag}|{d}"]
+            lpv = med[f"libprof, stacks, varied{tag}|{d}"] - vn
+            htv = med.get(f"heaptrack, varied{tag}|{d}")
+            bv = med.get(f"before: stacks, varied{tag}|{d}")
+            if htv is not None:
+                print(f"{d:3} heaptrack added / libprof added, 128 stacks in turn{tag}: "
+                      f"{(htv - vn) / lpv:.2f}x" +
+                      (f" (before: {(htv - vn) / (bv - vn):.2f}x)" if bv is not None else ""))
     print(f"libprof: {LOST['events']:,} events over all its runs, {LOST['lost']:,} lost")
     return med
 

@@ -58,6 +58,10 @@ static void write_session_header(struct collector *c)
 		size_t n = strlen(text);
 		snprintf(text + n, sizeof text - n, "trace_alloc=all\n");
 	}
+	{ /* captures without the fact timed every allocator call */
+		size_t n = strlen(text);
+		snprintf(text + n, sizeof text - n, "alloc_timing=%u\n", c->s->alloc_timing ? 1 : 0);
+	}
 	if (c->s->delay_ms || c->s->duration_ms) {
 		size_t n = strlen(text);
 		snprintf(text + n, sizeof text - n, "window_start_ns=%llu\nwindow_end_ns=%llu\n",

@@ -195,9 +195,14 @@ static int fold(struct folder *f, const char *path, FILE *out, struct folded_sum
 		}
 	}
 	if (!f->nlines) {
+		const char *why = "";
+		if (f->weight == FOLDED_BYTES)
+			why = " (no allocation has a stack: try --weight time)";
+		else if (!f->a->stacked_other && !model_alloc_timed(f->m))
+			why = " (the stacks are on allocator calls, which carry no durations: "
+			      "PROFILER_ALLOC_TIMING=1 times them, or try --weight bytes)";
 		snprintf(err, errlen, "%s: no call with a call stack has any %s%s", path,
-			 folded_weight_name(f->weight),
-			 f->weight == FOLDED_BYTES ? " (no allocation has a stack: try --weight time)" : "");
+			 folded_weight_name(f->weight), why);
 		return 2;
 	}
 	if (write_lines(f, out, sum)) {

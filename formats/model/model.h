@@ -347,6 +347,9 @@ void model_sources_json(struct jw *w, const struct model *m);
 size_t model_shown_pids(const struct model *m);
 /* A session fact (from CAP_SESSION, else CAP_SESSION_END), or NULL. */
 const char *model_fact(const struct model *m, const char *key);
+/* 1 when allocator calls carry durations (PROFILER_ALLOC_TIMING=1, and every capture
+ * made before that setting); 0 when each has its start time only (t1 == t0). */
+int model_alloc_timed(const struct model *m);
 /* PROFILER_DELAY / PROFILER_DURATION's window: 1 and its bounds (end 0: to the end) and
  * the events it left out, or 0 when the session kept everything. */
 int model_window(const struct model *m, uint64_t *start, uint64_t *end, uint64_t *left_out);

@@ -28,6 +28,13 @@ const char *model_fact(const struct model *m, const char *key)
 	return v ? v : find(m, m->session_end, m->nsession_end, key);
 }
 
+int model_alloc_timed(const struct model *m)
+{
+	const char *v = model_fact(m, "alloc_timing");
+
+	return !v || strcmp(v, "0");
+}
+
 const char *model_command(const struct model *m)
 {
 	const char *c = model_fact(m, "command");

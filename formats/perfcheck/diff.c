@@ -9,6 +9,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "preload/common/event.h"
+
 /* A name counts in a run's common-mode estimate only with this many calls in it. */
 #define DRIFT_MIN_CALLS 5
 /* ... and the estimate needs this many names. */
@@ -241,8 +243,21 @@ static int anchored(const struct diff_config *cfg, const struct diff_name *d)
 	return !cfg->nanchor;
 }
 
+/* A run whose allocator calls carry no durations (PROFILER_ALLOC_TIMING off) on either
+ * side: the allocator's times are not compared, only its counts and bytes. */
+static int alloc_untimed(const struct cmp *c)
+{
+	for (size_t i = 0; i < c->nruns; i++) {
+		const char *v = sum_fact(run_of(c, i), "alloc_timing");
+		if (v && !strcmp(v, "0"))
+			return 1;
+	}
+	return 0;
+}
+
 static int estimate_shift(struct cmp *c, int m)
 {
+	int untimed = alloc_untimed(c);
 	size_t nn = c->r->nnames, i, run;
 	double *center = malloc((nn ? nn : 1) * sizeof(double));
 	double *v = malloc((nn > c->nruns ? nn : c->nruns) * sizeof(double) + sizeof(double));
@@ -260,6 +275,9 @@ static int estimate_shift(struct cmp *c, int m)
 		int k = 0;
 		center[i] = NAN;
 		if (d->kind != SUM_CALLS || d->presence != DP_BOTH || !anchored(c->cfg, d))
+			continue;
+		/* allocator calls without times say nothing of a run's speed */
+		if (untimed && !strcmp(d->cat, PROF_CATNAME_MEMORY))
 			continue;
 		for (run = 0; run < c->nruns; run++) {
 			const struct sum_row *w = c->at[i * c->nruns + run];
@@ -695,7 +713,7 @@ static int judge(struct cmp *c)
 	struct diff_result *r = c->r;
 	double *x = malloc((c->nruns + 1) * sizeof(double) * 3);
 	size_t i;
-	int m, rc = 0;
+	int m, rc = 0, untimed = alloc_untimed(c);
 
 	if (!x)
 		return -1;
@@ -724,6 +742,9 @@ static int judge(struct cmp *c)
 			cell->change = cell->delta = cell->per_call = NAN;
 			cell->p_runs = cell->p_calls = NAN;
 			if (!(applicable(d->kind) & METRIC_BIT(m)))
+				continue;
+			if (untimed && metric_is_time(m) && d->kind == SUM_CALLS &&
+			    !strcmp(d->cat, PROF_CATNAME_MEMORY))
 				continue;
 			cell->checked = is_checked(c->cfg, m, d);
 			threshold_for(c->cfg, m, d, cell);

@@ -248,6 +248,7 @@ static int facts(struct summary *s, struct sum_run *run, struct model *m)
 		{ "host", "host" },		{ "clock", "clock" },
 		{ "ring_bytes", "ring_bytes" }, { "block", "block" },
 		{ "version", "session_version" },
+		{ "alloc_timing", "alloc_timing" }, /* 0: the allocator's calls have no times */
 	};
 	char host[256] = "", buf[512];
 	const char *h = model_fact(m, "host");

@@ -16,6 +16,8 @@ struct report_cat {
 	uint64_t total;    /* the category's time, for "% of cat": the sum of its rows'
 			      totals, a call nested in one of its category counted once */
 	uint64_t first_t;  /* its rows' earliest call: the order of the categories */
+	int untimed;       /* the allocator's calls without durations (PROFILER_ALLOC_TIMING
+			      off): counts only, rows by count */
 };
 
 struct report {

@@ -36,10 +36,14 @@ int table_csv(const struct report *r, FILE *out)
 			quoted(out, cat, clen);
 			fputc(',', out);
 			quoted(out, name, len);
-			fprintf(out, ",%" PRIu64 ",%" PRIu64 ",%" PRIu64 ",%" PRIu64 ",%" PRIu64
-				",%" PRIu64 ",%" PRIu64 ",%.2f,%" PRId64 ",%" PRId64 "\n",
-				w->count, w->total, w->self, w->min, w->max, row_avg(w), w->median,
-				row_percent(c, w), w->mem, w->self_mem);
+			if (c->untimed) /* not measured: empty, not 0 */
+				fprintf(out, ",%" PRIu64 ",,,,,,,,%" PRId64 ",%" PRId64 "\n", w->count,
+					w->mem, w->self_mem);
+			else
+				fprintf(out, ",%" PRIu64 ",%" PRIu64 ",%" PRIu64 ",%" PRIu64
+					",%" PRIu64 ",%" PRIu64 ",%" PRIu64 ",%.2f,%" PRId64
+					",%" PRId64 "\n", w->count, w->total, w->self, w->min, w->max,
+					row_avg(w), w->median, row_percent(c, w), w->mem, w->self_mem);
 		}
 	}
 	return ferror(out) ? -1 : 0;

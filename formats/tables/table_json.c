@@ -309,6 +309,8 @@ static void row(struct jw *w, const struct report *r, const struct report_cat *c
 	jw_i64(w, x->mem);
 	jw_lit(w, ",\"self_cpu_mem_bytes\":");
 	jw_i64(w, x->self_mem);
+	if (c->untimed) /* its times are 0: the calls were not timed */
+		jw_lit(w, ",\"timed\":false");
 	jw_lit(w, "}");
 }
 

@@ -31,6 +31,7 @@ struct gs_cat {
 	unsigned rank;
 	struct gs_row **rows;
 	size_t nrows, all_rows;
+	int untimed; /* the allocator's calls without durations: counts only, by count */
 };
 
 struct grouper {
@@ -182,6 +183,9 @@ static int group_cats(struct grouper *g)
 			*c = (struct gs_cat){ .cat = g->rows[i].cat,
 					      .rank = cat_rank(g->m, g->rows[i].cat,
 							       (unsigned)g->ncats) };
+			/* the allocator's calls without durations (PROFILER_ALLOC_TIMING) */
+			c->untimed = !model_alloc_timed(g->m) &&
+				     !strcmp(model_str(g->m, c->cat, NULL), PROF_CATNAME_MEMORY);
 			g->ncats++;
 		}
 		c->all_rows++;
@@ -262,13 +266,19 @@ static int cmp_gid(const struct strtab *t, uint32_t a, uint32_t b)
 	return c ? c : (la > lb) - (la < lb);
 }
 
+struct sort_by {
+	const struct grouper *g;
+	enum table_sort key;
+};
+
 /* Largest first; equal keys by name, then frames, so the output does not depend on the
  * order of the capture. */
 static int by_key(const void *a, const void *b, void *arg)
 {
-	const struct grouper *g = arg;
+	const struct sort_by *sb = arg;
+	const struct grouper *g = sb->g;
 	const struct gs_row *x = *(struct gs_row *const *)a, *y = *(struct gs_row *const *)b;
-	uint64_t kx = sort_key(x, g->opt->sort), ky = sort_key(y, g->opt->sort);
+	uint64_t kx = sort_key(x, sb->key), ky = sort_key(y, sb->key);
 	int c;
 
 	if (kx != ky)
@@ -282,8 +292,10 @@ static void sort_and_cut(struct grouper *g)
 {
 	for (size_t i = 0; i < g->ncats; i++) {
 		struct gs_cat *c = &g->cats[i];
+		/* calls without durations: by count */
+		struct sort_by sb = { g, c->untimed ? SORT_COUNT : g->opt->sort };
 		if (c->nrows)
-			qsort_r(c->rows, c->nrows, sizeof(*c->rows), by_key, g);
+			qsort_r(c->rows, c->nrows, sizeof(*c->rows), by_key, &sb);
 		if (g->opt->top > 0 && c->nrows > (size_t)g->opt->top)
 			c->nrows = (size_t)g->opt->top;
 	}
@@ -347,6 +359,8 @@ static void text_cat(const struct grouper *g, const struct gs_cat *c, FILE *out)
 	fprintf(out, "\n%s", model_str(g->m, c->cat, NULL));
 	if (c->nrows < c->all_rows)
 		fprintf(out, "   (top %zu of %zu)", c->nrows, c->all_rows);
+	if (c->untimed)
+		fprintf(out, "   (calls not timed: PROFILER_ALLOC_TIMING=1 times them)");
 	/* Two spaces at least after the name: scripts split rows on runs of 2+ spaces. */
 	fprintf(out, "\n%-*s  %10s %10s %10s %10s %10s %12s\n", (int)w, "Name", "Count", "Total",
 		"Self", "Avg", "Max", "Bytes");
@@ -355,10 +369,11 @@ static void text_cat(const struct grouper *g, const struct gs_cat *c, FILE *out)
 		const char *s = model_str(g->m, r->name, &len), *f, *end;
 		size_t n;
 		cols = fmt_name(name, s, len, w);
+		int timed = !c->untimed;
 		fprintf(out, "%s%*s  %10s %10s %10s %10s %10s %12s\n", name, (int)(w - cols), "",
-			fmt_count(t[0], r->count), fmt_dur(t[1], r->total), fmt_dur(t[2], r->self),
-			fmt_dur(t[3], avg_of(r)), fmt_dur(t[4], r->max),
-			r->bytes ? fmt_bytes(t[5], r->bytes) : "-");
+			fmt_count(t[0], r->count), timed ? fmt_dur(t[1], r->total) : "-",
+			timed ? fmt_dur(t[2], r->self) : "-", timed ? fmt_dur(t[3], avg_of(r)) : "-",
+			timed ? fmt_dur(t[4], r->max) : "-", r->bytes ? fmt_bytes(t[5], r->bytes) : "-");
 		s = strtab_get(&g->keys, r->frames, &len);
 		end = s + len;
 		if (!len)
@@ -406,8 +421,12 @@ static int write_csv(const struct grouper *g, FILE *out)
 			quoted(out, cat, clen, 0);
 			fputc(',', out);
 			quoted(out, s, len, 0);
-			fprintf(out, ",%" PRIu64 ",%" PRIu64 ",%" PRIu64 ",%" PRIu64 ",%" PRIu64
-				",%" PRIu64 ",", r->count, r->total, r->self, avg_of(r), r->max, r->bytes);
+			if (c->untimed) /* not measured: empty, not 0 */
+				fprintf(out, ",%" PRIu64 ",,,,,%" PRIu64 ",", r->count, r->bytes);
+			else
+				fprintf(out, ",%" PRIu64 ",%" PRIu64 ",%" PRIu64 ",%" PRIu64
+					",%" PRIu64 ",%" PRIu64 ",", r->count, r->total, r->self,
+					avg_of(r), r->max, r->bytes);
 			s = strtab_get(&g->keys, r->frames, &len);
 			quoted(out, s, len, 1);
 			fputc('\n', out);
@@ -448,6 +467,8 @@ static void json_row(struct jw *w, const struct grouper *g, const struct gs_cat 
 	jw_u64(w, r->max);
 	jw_lit(w, ",\"bytes\":");
 	jw_u64(w, r->bytes);
+	if (c->untimed) /* its times are 0: the calls were not timed */
+		jw_lit(w, ",\"timed\":false");
 	s = strtab_get(&g->keys, r->frames, &len);
 	if (g->a.by_detail) {
 		jw_lit(w, ",\"input_shapes\":");

@@ -202,6 +202,8 @@ static void category(const struct report *r, const struct report_cat *c, FILE *o
 	fprintf(out, "\n%s", cat);
 	if (c->nrows < c->all_rows)
 		fprintf(out, "   (top %zu of %zu)", c->nrows, c->all_rows);
+	if (c->untimed)
+		fprintf(out, "   (calls not timed: PROFILER_ALLOC_TIMING=1 times them)");
 	/* Two spaces at least after the name: scripts split rows on runs of 2+ spaces. */
 	fprintf(out, "\n%-*s  %10s %10s %10s %10s %10s %10s %10s %10s", (int)w, "Name", "Count",
 		"Total", "Self", "Min", "Max", "Avg", "Median", "% of cat");
@@ -211,6 +213,11 @@ static void category(const struct report *r, const struct report_cat *c, FILE *o
 	for (i = 0; i < c->nrows; i++) {
 		const struct row *x = c->rows[i];
 		pad_name(out, r->m, x->name, w);
+		if (c->untimed) {
+			fprintf(out, "  %10s %10s %10s %10s %10s %10s %10s %10s\n",
+				fmt_count(t[0], x->count), "-", "-", "-", "-", "-", "-", "-");
+			continue;
+		}
 		fprintf(out, "  %10s %10s %10s %10s %10s %10s %10s %10.1f", fmt_count(t[0], x->count),
 			fmt_dur(t[1], x->total), fmt_dur(t[2], x->self), fmt_dur(t[3], x->min),
 			fmt_dur(t[4], x->max), fmt_dur(t[5], row_avg(x)), fmt_dur(t[6], x->median),

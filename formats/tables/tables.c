@@ -101,6 +101,8 @@ static int find_cat(struct report *r, uint32_t cat)
 	r->cats = c;
 	memset(&c[r->ncats], 0, sizeof(*c));
 	c[r->ncats].cat = cat;
+	c[r->ncats].untimed = !model_alloc_timed(r->m) &&
+			      !strcmp(model_str(r->m, cat, NULL), PROF_CATNAME_MEMORY);
 	return (int)r->ncats++;
 }
 
@@ -146,11 +148,14 @@ static int group_rows(struct report *r)
 
 static void sort_and_cut(struct report *r)
 {
-	struct sort_ctx sc = { r->opt->sort, r->m };
 	size_t i;
 
 	for (i = 0; i < r->ncats; i++) {
 		struct report_cat *c = &r->cats[i];
+		struct sort_ctx sc = { r->opt->sort, r->m };
+		/* calls without durations: by count, unless sorted by what they have */
+		if (c->untimed && sc.key != SORT_MEM && sc.key != SORT_SELF_MEM)
+			sc.key = SORT_COUNT;
 		if (c->nrows)
 			qsort_r(c->rows, c->nrows, sizeof(*c->rows), by_key, &sc);
 		if (r->opt->top > 0 && c->nrows > (size_t)r->opt->top)

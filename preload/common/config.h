@@ -35,6 +35,7 @@ struct prof_config {
 	uint64_t ring_bytes;
 	uint64_t max_json_events; /* cap on the Chrome trace's events (default 4000000) */
 	int trace_alloc;          /* PROFILER_TRACE_ALLOC: 0 auto, 1 all (chrome_alloc.h) */
+	int alloc_timing;         /* PROFILER_ALLOC_TIMING: allocator calls get a duration */
 	char output[PROF_PATH_MAX]; /* prefix before %-expansion */
 	char clock[8];              /* "", "tsc" or "mono" */
 	int follow;                 /* record only while the framework's own profiler runs */
@@ -43,6 +44,7 @@ struct prof_config {
 	char framework[16];         /* detect, mxnet, torch, tensorflow, onnxruntime, auto, none */
 	int stack_mode;             /* enum prof_stack_mode */
 	uint32_t stack_depth;       /* native frames per stack (and Python frames) */
+	int stack_unwind;           /* 0: frame pointers where code keeps them, 1: libunwind */
 	uint64_t stack_min_ns;      /* traced calls shorter than this get no stack */
 	int cupti;                  /* claim CUPTI for the GPU timeline (0: leave it to others) */
 	/* PROFILER_CUDA=0: CUDA's API calls not wrapped. 0 means on: dlsym can hand out

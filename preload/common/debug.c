@@ -15,6 +15,7 @@ static const struct {
 } domains[] = {
 	{"got", PROF_DEBUG_GOT},     {"trace", PROF_DEBUG_TRACE}, {"drain", PROF_DEBUG_DRAIN},
 	{"cupti", PROF_DEBUG_CUPTI}, {"shm", PROF_DEBUG_SHM},     {"alloc", PROF_DEBUG_ALLOC},
+	{"stack", PROF_DEBUG_STACK},
 };
 #define NDOMAINS (sizeof domains / sizeof *domains)
 

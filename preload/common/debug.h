@@ -15,6 +15,7 @@ enum prof_debug_domain {
 	PROF_DEBUG_CUPTI = 1u << 3, /* CUPTI calls whose failure loses the GPU timeline */
 	PROF_DEBUG_SHM = 1u << 4,   /* segments the collector will not read */
 	PROF_DEBUG_ALLOC = 1u << 5, /* allocator entries not redirected */
+	PROF_DEBUG_STACK = 1u << 6, /* how each call stack was found, counted, at exit */
 };
 
 /* The domains on: set by prof_debug_init at start, and by prof_set_config("debug") from

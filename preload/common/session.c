@@ -398,6 +398,7 @@ int prof_session_configure(struct prof_session_shm *s, const struct prof_config 
 	s->delay_ms = c->delay_ms;
 	s->duration_ms = c->duration_ms;
 	s->trace_alloc = (uint32_t)c->trace_alloc;
+	s->alloc_timing = (uint32_t)c->alloc_timing;
 	memcpy(s->schedule, c->schedule, sizeof s->schedule);
 	struct prof_span rotate, flight;
 	if (prof_span_parse(c->rotate, &rotate) || prof_span_parse(c->flight, &flight)) {

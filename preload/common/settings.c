@@ -142,6 +142,13 @@ const struct prof_setting prof_settings[] = {
 		 "releases), failed ones and those of 20 us or more, the rest as counter tracks "
 		 "(live heap bytes, allocator calls/s); `all`: every one. The tables and the "
 		 "capture have them all"},
+	{.name = "alloc_timing", .env = "PROFILER_ALLOC_TIMING", .type = PROF_SETTING_BOOL,
+	 .when = PROF_WHEN_START, FIELD(alloc_timing), .def = "0",
+	 .record_flag = "--alloc-timing", .record_value = "1",
+	 .record_help = "give every allocator call a duration",
+	 .help = "allocator calls get a duration (two clock reads each); by default each "
+		 "carries its start time only, which is all the memory tables and the trace's "
+		 "memory tracks need, and costs about half"},
 	{.name = "clock", .env = "PROFILER_CLOCK", .type = PROF_SETTING_ENUM,
 	 .when = PROF_WHEN_START, FIELD(clock), .values = "tsc,mono", .flags = PROF_SETTING_TEXT,
 	 .shown_default = "auto", .why = "clock must be tsc or mono",
@@ -178,6 +185,12 @@ const struct prof_setting prof_settings[] = {
 	 .when = PROF_WHEN_ANY, FIELD(stack_depth), .def = "64", .min = 1,
 	 .max = PROF_MAX_STACK_DEPTH, .why = "frames must be 1..128",
 	 .help = "native frames per stack, and as many Python frames"},
+	{.name = "stack_unwind", .env = "PROFILER_STACK_UNWIND", .type = PROF_SETTING_ENUM,
+	 .when = PROF_WHEN_ANY, FIELD(stack_unwind), .def = "auto", .values = "auto,libunwind",
+	 .why = "use auto or libunwind",
+	 .help = "`auto`: stacks are walked by frame pointers through code that keeps them "
+		 "(begins with `push %rbp; mov %rsp,%rbp`) and by libunwind's tables elsewhere; "
+		 "`libunwind`: by libunwind's tables only. Both give the same stacks"},
 	{.name = "stack_min_us", .env = "PROFILER_STACK_MIN_US", .type = PROF_SETTING_UINT,
 	 .when = PROF_WHEN_ANY, FIELD(stack_min_ns), .def = "0", .max = 3600000000ull,
 	 .scale = 1000, .why = "not a duration in microseconds",
@@ -192,9 +205,10 @@ const struct prof_setting prof_settings[] = {
 		 "e.g. torch.profiler)"},
 	{.name = "debug", .env = "PROFILER_DEBUG", .type = PROF_SETTING_LIST,
 	 .when = PROF_WHEN_ANY, FIELD(debug), .def = "",
-	 .values = "got,trace,drain,cupti,shm,alloc,all",
-	 .why = "use a comma list of got, trace, drain, cupti, shm, alloc, all",
-	 .help = "print on stderr why libprof gave up on something"},
+	 .values = "got,trace,drain,cupti,shm,alloc,stack,all",
+	 .why = "use a comma list of got, trace, drain, cupti, shm, alloc, stack, all",
+	 .help = "print on stderr why libprof gave up on something (`stack`: how the call "
+		 "stacks were found, at exit)"},
 };
 
 const size_t prof_nsettings = sizeof prof_settings / sizeof *prof_settings;

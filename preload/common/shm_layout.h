@@ -102,7 +102,8 @@ struct prof_session_shm {
 	 * of the session (0 / 0: all) */
 	uint32_t delay_ms, duration_ms;
 	uint32_t trace_alloc; /* PROFILER_TRACE_ALLOC: 1 every allocator call in the trace */
-	uint32_t pad4;
+	/* PROFILER_ALLOC_TIMING: allocator calls carry a duration (0: their start only) */
+	uint32_t alloc_timing;
 	char schedule[96];    /* PROFILER_SCHEDULE as set, for the tables */
 	/* PROFILER_ROTATE / PROFILER_FLIGHT (span.h): the capture is a directory of parts,
 	 * a new one every rotate_ms or rotate_bytes; the flight recorder keeps the parts of

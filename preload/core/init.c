@@ -29,6 +29,7 @@ struct prof_proc_shm *prof_proc;
 char prof_sid[PROF_SID_LEN + 1];
 int prof_on;
 int prof_memory_on;
+int prof_alloc_timed;
 uint32_t prof_names[NAME_COUNT];
 
 extern char **environ;
@@ -54,6 +55,9 @@ void prof_update_flags(void)
 {
 	int on = prof_on && prof_proc;
 	prof_window_note(on);
+	/* the session's choice, so every process of it agrees with the capture's fact */
+	__atomic_store_n(&prof_alloc_timed, prof_session && prof_session->alloc_timing,
+			 __ATOMIC_RELAXED);
 	__atomic_store_n(&prof_memory_on, on && prof_cfg.profile_memory, __ATOMIC_RELAXED);
 	__atomic_store_n(&prof_trace_on, on && prof_cfg.profile_api && prof_trace_enabled(),
 			 __ATOMIC_RELAXED);
@@ -324,6 +328,7 @@ __attribute__((destructor(101))) static void prof_fini(void)
 	prof_update_flags();
 	atomic_store_explicit(&prof_proc->state, PROC_EXITED, memory_order_release);
 	prof_report_undelivered();
+	prof_stack_say_counts();
 	if (prof_session && (pid_t)prof_session->root_pid == getpid()) {
 		/* the program's own output first, then the summary the collector prints */
 		fflush(0);

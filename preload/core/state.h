@@ -47,6 +47,7 @@ extern char prof_sid[PROF_SID_LEN + 1];
 /* Read on every interposed call: plain ints, written only by control calls. */
 extern int prof_on;        /* recording */
 extern int prof_memory_on; /* recording and profile_memory */
+extern int prof_alloc_timed; /* PROFILER_ALLOC_TIMING: allocator calls read the clock twice */
 
 /* Predefined names, interned when a process segment is made. */
 enum prof_name {

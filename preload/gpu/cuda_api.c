@@ -234,7 +234,7 @@ static void record(struct prof_thread *t, int f, unsigned depth, uint64_t t0, ui
 	uint8_t cat = prof_category_once(PROF_CATNAME_CUDA_API, &cat_once);
 	if (unlikely(__atomic_load_n(&prof_stack_calls_on, __ATOMIC_RELAXED)) &&
 	    t1 - t0 >= prof_stack_min_ticks) {
-		uint32_t id = prof_stack_capture((uintptr_t)ip, (uintptr_t)cfa);
+		uint32_t id = prof_stack_capture((uintptr_t)ip, (uintptr_t)cfa, 0);
 		if (id)
 			prof_emit(t, cat, PROF_EV_STACK, 0, 0, depth, t0, t0, id, 0, 0);
 	}
@@ -390,7 +390,7 @@ static void gpu_memory(struct prof_thread *t, int f, enum gpu_memory_op op, uint
 						     : current_device();
 		/* where the program asked for device memory, as for its heap (alloc.c) */
 		if (unlikely(__atomic_load_n(&prof_stack_alloc_on, __ATOMIC_RELAXED))) {
-			uint32_t id = prof_stack_capture((uintptr_t)ip, (uintptr_t)cfa);
+			uint32_t id = prof_stack_capture((uintptr_t)ip, (uintptr_t)cfa, 0);
 			if (id)
 				prof_emit(t, cat, PROF_EV_STACK, 0, 0, t->depth, now, now, id, 0, 0);
 		}

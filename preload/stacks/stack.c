@@ -11,7 +11,9 @@
 #include <stdint.h>
 #include <string.h>
 
+#include "preload/common/debug.h"
 #include "preload/wrap/dl.h"
+#include "preload/stacks/fp_walk.h"
 #include "preload/stacks/pyframes.h"
 #include "preload/stacks/stack.h"
 #include "preload/core/state.h"
@@ -26,7 +28,11 @@ int prof_stack_calls_on;
 uint64_t prof_stack_min_ticks;
 
 static int (*unw_backtrace_fn)(void **buf, int size);
+static int fp_walk_ready; /* libunwind gives procedures' bounds (fp_walk.c) */
+static int fp_walk_on;    /* PROFILER_STACK_UNWIND=auto: frame pointers where code keeps them */
 static unsigned depth_max = PROF_DEFAULT_STACK_DEPTH;
+/* bumped when remembered stacks are no longer good: a new stack table, another depth */
+static uint32_t stack_gen = 1;
 static uintptr_t eval_lo, eval_hi; /* CPython's _PyEval_EvalFrameDefault */
 static uintptr_t self_lo, self_hi;  /* libprof.so's own code: left out of stacks */
 
@@ -50,6 +56,7 @@ static int load_libunwind(void)
 	if (as && policy)
 		policy(*(void **)as, UNW_CACHE_PER_THREAD); /* no lock shared by threads */
 	unw_backtrace_fn = (int (*)(void **, int))prof_real_dlsym(h, "unw_backtrace");
+	fp_walk_ready = !prof_fp_setup(h);
 	if (!unw_backtrace_fn) {
 		prof_warn("PROFILER_STACK: libunwind.so.8 has no unw_backtrace; no stacks");
 		return -1;
@@ -93,9 +100,13 @@ void prof_stack_setup(void)
 	int want = c->stack_mode != PROF_STACK_OFF;
 	if (want && load_libunwind())
 		want = 0;
-	depth_max = c->stack_depth ? c->stack_depth : PROF_DEFAULT_STACK_DEPTH;
-	if (depth_max > PROF_MAX_STACK_DEPTH)
-		depth_max = PROF_MAX_STACK_DEPTH;
+	unsigned depth = c->stack_depth ? c->stack_depth : PROF_DEFAULT_STACK_DEPTH;
+	if (depth > PROF_MAX_STACK_DEPTH)
+		depth = PROF_MAX_STACK_DEPTH;
+	if (depth != depth_max) { /* remembered stacks were cut at the old depth */
+		depth_max = depth;
+		__atomic_add_fetch(&stack_gen, 1, __ATOMIC_RELAXED);
+	}
 	if (want) {
 		Dl_info self;
 		if (!self_hi && dladdr((void *)prof_stack_setup, &self))
@@ -103,6 +114,7 @@ void prof_stack_setup(void)
 		find_eval_loop();
 		prof_py_init();
 	}
+	__atomic_store_n(&fp_walk_on, fp_walk_ready && c->stack_unwind == 0, __ATOMIC_RELAXED);
 	prof_stack_min_ticks = c->stack_min_ns;
 	if (c->stack_min_ns && prof_clock_is_tsc) {
 		/* ticks per ns, measured over 2 ms once: good to a few percent */
@@ -216,13 +228,40 @@ struct cached_stack {
 	uint32_t id;      /* the stack's id when it has no Python part */
 	uint32_t python;  /* frames from n on are the thread's Python frames */
 	uint32_t gen;     /* stack_gen when made: ids of an older stack table are not used */
+	uint32_t truncated; /* the stack went on past ip[n - 1] (cut at the depth) */
 	uint64_t ip[CACHE_FRAMES];
 	uint32_t slot[CACHE_FRAMES]; /* ip[j] is at sp0 + slot[j] (j >= 1) */
 };
 
 static __thread struct cached_stack stack_cache[CACHE_WAYS]
 	__attribute__((tls_model("initial-exec")));
-static uint32_t stack_gen = 1;
+/* The thread's last native stack walked whole, for the next walk (fp_walk.h). */
+static __thread struct fp_last last_walk __attribute__((tls_model("initial-exec")));
+static __thread struct fp_last walk_scratch __attribute__((tls_model("initial-exec")));
+
+/* PROFILER_DEBUG=stack: how the stacks were found, said at exit */
+enum { HOW_REMEMBERED, HOW_FP, HOW_FP_SPLICED, HOW_FP_REMEMBERED, HOW_LIBUNWIND, HOW_N };
+static _Atomic uint64_t how_found[HOW_N];
+
+static void found(int how)
+{
+	if (__builtin_expect(prof_debug_mask & PROF_DEBUG_STACK, 0))
+		atomic_fetch_add_explicit(&how_found[how], 1, memory_order_relaxed);
+}
+
+void prof_stack_say_counts(void)
+{
+	uint64_t n[HOW_N];
+	for (int i = 0; i < HOW_N; i++)
+		n[i] = atomic_load_explicit(&how_found[i], memory_order_relaxed);
+	prof_debug(PROF_DEBUG_STACK,
+		   "stacks: %llu remembered, %llu walked by frame pointers (%llu ending in "
+		   "the last walk, %llu in a remembered stack), %llu by libunwind",
+		   (unsigned long long)n[HOW_REMEMBERED],
+		   (unsigned long long)(n[HOW_FP] + n[HOW_FP_SPLICED] + n[HOW_FP_REMEMBERED]),
+		   (unsigned long long)n[HOW_FP_SPLICED], (unsigned long long)n[HOW_FP_REMEMBERED],
+		   (unsigned long long)n[HOW_LIBUNWIND]);
+}
 
 static struct cached_stack *cache_way(uint64_t ip0, uint64_t sp0)
 {
@@ -280,21 +319,116 @@ static unsigned with_python(uint64_t *f, unsigned n, unsigned *native)
 	return n;
 }
 
-uint32_t prof_stack_capture(uint64_t ip0, uint64_t sp0)
+/* Frames f[k..] from a remembered stack that began at f[k], whose stack pointer was sp,
+ * with the thread's Python frames after them where it had some: the frames in f then,
+ * or 0 when none is remembered from there. */
+static unsigned from_cache(uint64_t *f, unsigned k, uint64_t sp, struct fp_last *whole)
 {
-	uint64_t f[MAX_FRAMES];
+	const struct cached_stack *c = cache_way(f[k], sp);
+	if (!cache_hit(c, f[k], sp))
+		return 0;
+	/* cut at the depth after other frames in front: here it would end too soon */
+	if (c->truncated && k + c->n < depth_max)
+		return 0;
+	unsigned n = k + c->n > depth_max ? depth_max : k + c->n;
+	memcpy(f + k, c->ip, (size_t)(n - k) * 8);
+	if (c->python && n == k + c->n) {
+		int py = prof_py_stack(f + n, (int)depth_max);
+		if (py > 0)
+			n += (unsigned)py;
+	} else if (whole && !c->python) {
+		/* a native stack, whole: the thread's last, for the next walk (the frames
+		 * before k are the walk's, in whole already) */
+		for (unsigned j = k; j < n; j++) {
+			whole->ip[j] = f[j];
+			whole->sp[j] = j == k ? sp : sp + c->slot[j - k] + 8;
+		}
+		whole->n = n;
+		whole->truncated = c->truncated || n < k + c->n;
+	}
+	return n;
+}
+
+/* Remembers f[0..native) (the native part of a stack whose total frames are n) as
+ * beginning at sp: 0 when its slots cannot all be found. */
+static void remember(uint64_t *f, unsigned native, unsigned n, uint64_t sp, uint32_t id,
+		     int truncated)
+{
+	struct cached_stack *c = cache_way(f[0], sp);
+	if (!native || native > CACHE_FRAMES || !find_slots(c, f, native, sp)) {
+		c->n = 0;
+		return;
+	}
+	c->ip0 = f[0];
+	c->sp0 = sp;
+	c->n = native;
+	c->python = native != n;
+	c->truncated = !c->python && truncated;
+	c->id = c->python ? 0 : id;
+	c->gen = __atomic_load_n(&stack_gen, __ATOMIC_RELAXED);
+	memcpy(c->ip, f, (size_t)native * 8);
+}
+
+uint32_t prof_stack_capture(uint64_t ip0, uint64_t sp0, uint64_t bp0)
+{
+	uint64_t f[MAX_FRAMES], fp[MAX_FRAMES], sps[MAX_FRAMES];
 	if (!unw_backtrace_fn || !prof_proc)
 		return 0;
 	prof_trace_unshadow(); /* real return addresses back for the unwinder */
 	struct cached_stack *c = cache_way(ip0, sp0);
 	if (cache_hit(c, ip0, sp0)) {
+		f[0] = ip0;
+		unsigned n = c->id ? 0 : from_cache(f, 0, sp0, 0);
 		prof_trace_reshadow();
-		if (!c->python)
-			return c->id;
-		memcpy(f, c->ip, (size_t)c->n * 8);
-		int py = prof_py_stack(f + c->n, (int)depth_max);
-		return intern_stack(f, py > 0 ? c->n + (unsigned)py : c->n);
+		found(HOW_REMEMBERED);
+		return c->id ? c->id : intern_stack(f, n);
 	}
+	/* The frames that keep frame pointers, walked; where the walk stops in other code,
+	 * the rest of the stack as remembered from there. */
+	struct fp_walk w = {.status = FP_WALK_BAD};
+	if (bp0 && __atomic_load_n(&fp_walk_on, __ATOMIC_RELAXED)) {
+		struct fp_last *last = &last_walk;
+		if (last->gen != __atomic_load_n(&stack_gen, __ATOMIC_RELAXED)) {
+			last->n = 0; /* another depth, or a new stack table */
+			last->gen = __atomic_load_n(&stack_gen, __ATOMIC_RELAXED);
+		}
+		w = prof_fp_walk(fp, sps, depth_max, ip0, sp0, bp0, eval_lo, eval_hi, last);
+		unsigned n = 0;
+		if (w.unchecked) { /* a frame libunwind has not confirmed: it checks the walk */
+		} else if (w.status == FP_WALK_END || w.status == FP_WALK_FULL) {
+			n = w.n;
+			memcpy(last->ip, fp, (size_t)n * 8);
+			memcpy(last->sp, sps, (size_t)n * 8);
+			last->n = n;
+			last->truncated = w.status == FP_WALK_FULL;
+		} else if (w.status == FP_WALK_OTHER_CODE) {
+			/* the walk's frames go into last only with the rest of the stack */
+			struct fp_last *whole = &walk_scratch;
+			n = from_cache(fp, w.n - 1, w.sp, whole);
+			if (n && whole->n) {
+				memcpy(last->ip, fp, (size_t)(w.n - 1) * 8);
+				memcpy(last->sp, sps, (size_t)(w.n - 1) * 8);
+				memcpy(last->ip + w.n - 1, whole->ip + w.n - 1, (size_t)(n - w.n + 1) * 8);
+				memcpy(last->sp + w.n - 1, whole->sp + w.n - 1, (size_t)(n - w.n + 1) * 8);
+				last->n = n;
+				last->truncated = whole->truncated;
+				whole->n = 0;
+			}
+		}
+		else if (w.status == FP_WALK_STOPPED) {
+			uint64_t eval = fp[w.n - 1];
+			int py = prof_py_stack(fp + w.n - 1, (int)depth_max);
+			n = py > 0 ? w.n - 1 + (unsigned)py : 0;
+			fp[w.n - 1] = py > 0 ? fp[w.n - 1] : eval; /* for libunwind's check */
+		}
+		if (n) {
+			prof_trace_reshadow();
+			found(w.status == FP_WALK_OTHER_CODE ? (w.n > 1 ? HOW_FP_REMEMBERED : HOW_REMEMBERED)
+				  : w.spliced ? HOW_FP_SPLICED : HOW_FP);
+			return intern_stack(fp, n);
+		}
+	}
+	found(HOW_LIBUNWIND);
 	int got = unw_backtrace_fn((void **)f, (int)depth_max + SELF_FRAMES);
 	unsigned skip = 0;
 	while (skip < (unsigned)got && f[skip] >= self_lo && f[skip] < self_hi)
@@ -304,28 +438,39 @@ uint32_t prof_stack_capture(uint64_t ip0, uint64_t sp0)
 		return 0;
 	}
 	unsigned n = (unsigned)got - skip;
+	/* the stack may go on past what was kept */
+	int cut = n > depth_max || got == (int)depth_max + SELF_FRAMES;
 	if (n > depth_max)
 		n = depth_max;
 	memmove(f, f + skip, (size_t)n * 8);
+	/* The walk, when there was one, against libunwind: the frame before the first
+	 * difference is not walked by its frame pointer again; frames that agree are
+	 * believed from now on; a walk that ran into code without frame pointers has the
+	 * rest of its stack remembered from there. */
+	unsigned k = 0;
+	if (w.status != FP_WALK_BAD && f[0] == ip0) {
+		/* frame j - 1's frame pointer gave fp[j], for j <= w.used; an ended walk's
+		 * last one gave "no caller" */
+		unsigned same = 1;
+		for (unsigned j = 1; j <= w.used && same; j++)
+			if (j == w.n ? n > w.n : j >= n || f[j] != fp[j]) {
+				prof_fp_distrust(fp[j - 1]);
+				same = 0;
+			}
+		if (same && w.unchecked)
+			prof_fp_checked(fp, w.used < w.n ? w.used : w.n);
+		if (same && w.status == FP_WALK_OTHER_CODE)
+			k = w.used;
+	}
 	unsigned native;
 	unsigned total = with_python(f, n, &native);
 	/* remembered only when it begins where the caller said (not, e.g., a tail-call
 	 * chain's exit) and every slot was found, while the real addresses are in place */
-	int cacheable = f[0] == ip0 && native <= CACHE_FRAMES && native &&
-			find_slots(c, f, native, sp0);
-	prof_trace_reshadow();
+	int cacheable = f[0] == ip0 && native > k;
 	uint32_t id = intern_stack(f, total);
-	if (cacheable && id) {
-		c->ip0 = ip0;
-		c->sp0 = sp0;
-		c->n = native;
-		c->python = native != n;
-		c->id = c->python ? 0 : id;
-		c->gen = __atomic_load_n(&stack_gen, __ATOMIC_RELAXED);
-		memcpy(c->ip, f, (size_t)native * 8);
-	} else {
-		c->n = 0;
-	}
+	if (cacheable && id)
+		remember(f + k, native - k, total - k, k ? w.sp : sp0, k ? 0 : id, cut);
+	prof_trace_reshadow();
 	return id;
 }
 

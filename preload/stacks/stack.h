@@ -14,11 +14,15 @@ extern uint64_t prof_stack_min_ticks;  /* traced calls shorter than this go with
 void prof_stack_setup(void);
 /* The calling thread's stack id (0: none), from the innermost frame outside libprof:
  * the one that returns to caller_ip with its stack pointer at caller_sp (the interposed
- * function's CFA), recognised without unwinding when taken from there before. */
-uint32_t prof_stack_capture(uint64_t caller_ip, uint64_t caller_sp);
+ * function's CFA) and its %rbp at caller_bp (0: not known), recognised without
+ * unwinding when taken from there before, walked by frame pointers through code that
+ * keeps them. */
+uint32_t prof_stack_capture(uint64_t caller_ip, uint64_t caller_sp, uint64_t caller_bp);
 /* The id of a stack of given return addresses (innermost first; 0: none). */
 uint32_t prof_stack_of(const uint64_t *frames, unsigned n);
 void prof_stack_reset(void);
+/* PROFILER_DEBUG=stack: one line saying how this process's stacks were found. */
+void prof_stack_say_counts(void);
 void prof_stack_inherit(struct prof_proc_shm *from, struct prof_proc_shm *to);
 
 /* trace.c: traced frames' real return addresses put back while the unwinder walks the

@@ -266,7 +266,7 @@ __attribute__((used)) void *prof_trace_leave(void **sp)
 	    !e.resume_after && t1 - e.t0 >= prof_stack_min_ticks && prof_proc) {
 		t->busy = 1;
 		shadow.n = k - 1; /* the call is over: its own entry must not be unshadowed */
-		uint32_t id = prof_stack_capture((uintptr_t)e.orig_ret, (uintptr_t)sp);
+		uint32_t id = prof_stack_capture((uintptr_t)e.orig_ret, (uintptr_t)sp, 0);
 		shadow.n = n_before;
 		if (id)
 			prof_emit(t, targets[e.target].cat, PROF_EV_STACK, 0, 0, e.depth, e.t0,

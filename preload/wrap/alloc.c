@@ -94,12 +94,19 @@ static inline int ready(void)
  * before the session is set up (the early buffer): the rare case, out of line. */
 #define SPECIAL(t) unlikely((t)->busy | __atomic_load_n(&prof_early_open, __ATOMIC_RELAXED))
 
-/* The caller's return address and stack pointer (CFA): where its stack begins. */
-#define CALLER __builtin_return_address(0), __builtin_dwarf_cfa()
+/* A call's end: its start unless PROFILER_ALLOC_TIMING asked for durations. The second
+ * clock read is half of what recording a call costs, and the memory tables, the peaks
+ * and the trace's memory tracks need only when a call happened. */
+#define END_TIME(t0)                                                                         \
+	(unlikely(__atomic_load_n(&prof_alloc_timed, __ATOMIC_RELAXED)) ? prof_now() : (t0))
+
+/* The caller's return address, stack pointer (CFA) and frame pointer (saved by the
+ * wrapper's frame, which __builtin_frame_address makes it keep): where its stack begins. */
+#define CALLER __builtin_return_address(0), __builtin_dwarf_cfa(), __builtin_frame_address(0)
 
 static inline void record(struct prof_thread *t, enum prof_name name, uint64_t t0, uint64_t t1,
 			  void *ret, size_t bytes, void *released, void *caller_ip,
-			  void *caller_sp)
+			  void *caller_sp, void *frame)
 {
 	uint8_t flags = (ret ? PROF_EVF_ALLOCS : 0) | (released ? PROF_EVF_FREES : 0);
 	/* a new block where libprof's own was: that one was freed behind libprof's back (a
@@ -110,7 +117,8 @@ static inline void record(struct prof_thread *t, enum prof_name name, uint64_t t
 		/* where the block was asked for; releases need none (matched by pointer).
 		 * What the unwinder allocates is libprof's. */
 		t->busy = 1;
-		uint32_t id = prof_stack_capture((uintptr_t)caller_ip, (uintptr_t)caller_sp);
+		uint32_t id = prof_stack_capture((uintptr_t)caller_ip, (uintptr_t)caller_sp,
+						 *(const uint64_t *)frame);
 		if (id)
 			prof_emit(t, PROF_CAT_MEMORY, PROF_EV_STACK, 0, 0, t->depth, t0, t0, id, 0,
 				  0);
@@ -194,7 +202,7 @@ EXPORT void *malloc(size_t n)
 	t->busy = BUSY_REAL;
 	uint64_t t0 = prof_now();
 	void *p = real_malloc(n);
-	uint64_t t1 = prof_now();
+	uint64_t t1 = END_TIME(t0);
 	record(t, NAME_MALLOC, t0, t1, p, n, 0, CALLER);
 	t->busy = 0;
 	return p;
@@ -226,7 +234,7 @@ EXPORT void free(void *p)
 	t->busy = BUSY_REAL;
 	uint64_t t0 = prof_now();
 	real_free(p);
-	uint64_t t1 = prof_now();
+	uint64_t t1 = END_TIME(t0);
 	record(t, NAME_FREE, t0, t1, 0, 0, p, CALLER);
 	t->busy = 0;
 }
@@ -248,7 +256,7 @@ EXPORT void *calloc(size_t n, size_t size)
 	t->busy = BUSY_REAL;
 	uint64_t t0 = prof_now();
 	void *p = real_calloc(n, size);
-	uint64_t t1 = prof_now();
+	uint64_t t1 = END_TIME(t0);
 	size_t total = 0;
 	__builtin_mul_overflow(n, size, &total);
 	record(t, NAME_CALLOC, t0, t1, p, total, 0, CALLER);
@@ -289,7 +297,7 @@ EXPORT void *realloc(void *old, size_t n)
 	t->busy = BUSY_REAL;
 	uint64_t t0 = prof_now();
 	void *p = real_realloc(old, n);
-	uint64_t t1 = prof_now();
+	uint64_t t1 = END_TIME(t0);
 	if (old_internal && !p && n)
 		prof_internal_note(old);
 	/* the old block is gone when a new one came back, or when n == 0 freed it */
@@ -325,7 +333,7 @@ EXPORT void *reallocarray(void *old, size_t n, size_t size)
 	t->busy = BUSY_REAL;
 	uint64_t t0 = prof_now();
 	void *p = real_reallocarray(old, n, size);
-	uint64_t t1 = prof_now();
+	uint64_t t1 = END_TIME(t0);
 	if (old_internal && !p && total)
 		prof_internal_note(old);
 	void *released = (p || total == 0) && !old_internal ? old : 0;
@@ -357,7 +365,7 @@ EXPORT int posix_memalign(void **out, size_t align, size_t n)
 	t->busy = BUSY_REAL;
 	uint64_t t0 = prof_now();
 	int rc = real_posix_memalign(out, align, n);
-	uint64_t t1 = prof_now();
+	uint64_t t1 = END_TIME(t0);
 	record(t, NAME_POSIX_MEMALIGN, t0, t1, rc == 0 ? *out : 0, n, 0, CALLER);
 	t->busy = 0;
 	return rc;
@@ -381,7 +389,7 @@ EXPORT int posix_memalign(void **out, size_t align, size_t n)
 		t->busy = BUSY_REAL;                                                                 \
 		uint64_t t0 = prof_now();                                                    \
 		void *p = real_##fn args;                                                    \
-		uint64_t t1 = prof_now();                                                    \
+		uint64_t t1 = END_TIME(t0);                                                    \
 		record(t, NAME, t0, t1, p, size_expr, 0, CALLER);                                    \
 		t->busy = 0;                                                                 \
 		return p;                                                                    \

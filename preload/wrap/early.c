@@ -62,8 +62,10 @@ void prof_early_flush(struct prof_thread *t, int keep)
 				  stack, 0, 0);
 		uint8_t flags = PROF_EVF_NS | (e->ret ? PROF_EVF_ALLOCS : 0) |
 				(e->released ? PROF_EVF_FREES : 0);
+		/* as the session's other allocator calls: timed only when asked */
+		uint64_t t1 = __atomic_load_n(&prof_alloc_timed, __ATOMIC_RELAXED) ? e->t1 : e->t0;
 		prof_emit(t, PROF_CAT_MEMORY, PROF_EV_COMPLETE, flags, prof_names[e->name], 0, e->t0,
-			  e->t1, e->ret, e->bytes, e->released);
+			  t1, e->ret, e->bytes, e->released);
 	}
 	if (lost)
 		prof_emit(t, PROF_CAT_LOST, PROF_EV_LOST, PROF_EVF_NS, 0, 0,

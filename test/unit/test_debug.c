@@ -33,7 +33,7 @@ static void parses_domains(void **state)
 	assert_int_equal(prof_debug_parse(" got,,shm", unknown, sizeof unknown), PROF_DEBUG_SHM);
 	assert_string_equal(unknown, "' got', ''");
 	unsigned all = PROF_DEBUG_GOT | PROF_DEBUG_TRACE | PROF_DEBUG_DRAIN | PROF_DEBUG_CUPTI |
-		       PROF_DEBUG_SHM | PROF_DEBUG_ALLOC;
+		       PROF_DEBUG_SHM | PROF_DEBUG_ALLOC | PROF_DEBUG_STACK;
 	assert_int_equal(prof_debug_parse("all", unknown, sizeof unknown), all);
 	assert_int_equal(prof_debug_parse("", unknown, sizeof unknown), 0);
 	assert_int_equal(prof_debug_parse(0, unknown, sizeof unknown), 0);

@@ -316,7 +316,7 @@ static void bad_values_refused_alike(void **state)
 	/* the debug channel's domains: an unknown one is one line saying which are known */
 	assert_int_equal(prof_config_set(&c, "debug", "got,nope", err, sizeof err), -1);
 	assert_string_equal(err, "debug=got,nope: use a comma list of got, trace, drain, cupti, "
-				 "shm, alloc, all");
+				 "shm, alloc, stack, all");
 }
 
 /* ---- README.md ---- */

@@ -87,3 +87,69 @@ def peak_live_bytes(c):
     check(vals[-1] < S, "live heap at the end %d: the blocks were all freed" % vals[-1])
     tr = text_rows(c.text())
     check(("memory", "malloc") in tr, "libprof.txt has no memory/malloc row")
+
+
+# ---------------------------------------------------------------------------------------
+# 2. one timestamp per allocator call (PROFILER_ALLOC_TIMING off, the default)
+
+
+@case
+def alloc_untimed_loses_nothing(c):
+    """Allocator calls carry their start only by default: every count, byte, peak and
+    site the tables show is the same as with PROFILER_ALLOC_TIMING=1 on the same program;
+    the time columns say they were not measured."""
+    K, S, T = 64, 100003, 10
+    reps, texts, caps = {}, {}, {}
+    for mode in ("0", "1"):
+        env = {"PROFILER_STACK": "alloc", "PROFILER_OUTPUT": "timing" + mode}
+        if mode == "1":
+            env["PROFILER_ALLOC_TIMING"] = "1"
+        r = c.run([c.prog("alloc_sites"), K, S, T], env=env)
+        eq(r.rc, 0, "exit status with PROFILER_ALLOC_TIMING=%s: %r" % (mode, r))
+        caps[mode] = c.path("timing%s.prof" % mode)
+        reps[mode] = c.report_json(caps[mode])
+        texts[mode] = c.text("timing" + mode)
+
+    def memory_view(rep):
+        rows = sorted((x["name"], x["count"]) for x in rep["rows"] if x["category"] == "memory")
+        procs = []
+        for p in rep["processes"]:
+            procs.append({k: p.get(k) for k in ("allocations", "frees", "bytes_allocated",
+                                                 "peak_live_bytes", "live_bytes_at_end",
+                                                 "size_histogram")})
+            procs[-1]["sites"] = sorted(
+                (s["site"], s["allocations"], s["bytes"], s["bytes_at_peak"],
+                 s["live_blocks_at_end"], s["live_bytes_at_end"])
+                for s in p.get("allocation_sites", []))
+        return rows, procs
+
+    untimed, timed = memory_view(reps["0"]), memory_view(reps["1"])
+    check(untimed[1][0]["sites"], "no allocation sites: %r" % untimed[1])
+    eq(untimed, timed, "memory rows, processes and sites without and with durations")
+    mem0 = [x for x in reps["0"]["rows"] if x["category"] == "memory"]
+    mem1 = [x for x in reps["1"]["rows"] if x["category"] == "memory"]
+    check(all(x.get("timed") is False and x["total_ns"] == 0 for x in mem0),
+          "untimed memory rows: %r" % mem0)
+    check(all("timed" not in x for x in mem1) and sum(x["total_ns"] for x in mem1) > 0,
+          "timed memory rows: %r" % mem1)
+    check("(calls not timed: PROFILER_ALLOC_TIMING=1 times them)" in texts["0"] and
+          "calls not timed" not in texts["1"], "the text tables' memory header")
+    # the other table views say so too: rows by stack (sorted by count), CSV (empty times)
+    by_stack = c.report_json(caps["0"], "--group-by", "stack")
+    rows = [x for x in by_stack["rows"] if x["category"] == "memory"]
+    check(rows and all(x.get("timed") is False for x in rows) and
+          [x["count"] for x in rows] == sorted((x["count"] for x in rows), reverse=True),
+          "--group-by stack, memory rows: %r" % rows[:3])
+    csv = c.prof("report", caps["0"], "--format", "csv")
+    eq(csv.rc, 0, "prof report --format csv: %r" % csv)
+    mem = [ln for ln in csv.out.splitlines() if ln.startswith('"memory"')]
+    check(mem and all(",,,,,,,," in ln for ln in mem), "CSV memory rows: %r" % mem[:2])
+    # the capture: each allocator call's end is its start, unless timed
+    for mode, want_same in (("0", True), ("1", False)):
+        calls = [e for e in read_capture(caps[mode]) if e["type"] == 1 and e["cat"] == "memory"]
+        same = sum(e["t1"] == e["t0"] for e in calls)
+        check(calls and (same == len(calls) if want_same else same < len(calls) / 2),
+              "PROFILER_ALLOC_TIMING=%s: %d of %d allocator calls without duration"
+              % (mode, same, len(calls)))
+    c.note("%d allocator calls, %d sites, the same with and without durations"
+           % (sum(n for _, n in untimed[0]), len(untimed[1][0]["sites"])))

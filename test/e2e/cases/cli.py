@@ -139,7 +139,9 @@ def cli_help_command_equals_command_help(c):
 @case
 def cli_every_option_in_help_is_accepted(c):
     # a small capture with call stacks (export --format folded needs them)
-    profile(c, [c.prog("basic"), 5, 75001, "exit:0"], env={"PROFILER_STACK": "alloc"})
+    # timed allocator calls: --weight time needs calls with stacks and durations
+    profile(c, [c.prog("basic"), 5, 75001, "exit:0"],
+            env={"PROFILER_STACK": "alloc", "PROFILER_ALLOC_TIMING": "1"})
     cap = c.path("libprof.prof")
     conf = c.path("empty.conf")
     with open(conf, "w") as f:

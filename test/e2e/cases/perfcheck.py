@@ -128,8 +128,16 @@ def perf_summary_matches_report(c):
     for e in read_capture(cap):
         if e["type"] == 1:
             durations.setdefault((e["cat"], e["name"]), []).append(e["t1"] - e["t0"])
+    # allocator calls carry their start only (PROFILER_ALLOC_TIMING off): prof diff
+    # compares their counts, never their times
+    eq(f.get("alloc_timing"), "0", "the summary says the allocator was not timed")
     for want in rep["rows"]:
-        med = perf_name(doc, want["category"], want["name"])["metrics"]["median"]["base"]
+        metrics = perf_name(doc, want["category"], want["name"])["metrics"]
+        if want["category"] == "memory":
+            check("count" in metrics and not {"median", "total", "self"} & set(metrics),
+                  "%s: counted, not timed: %s" % (want["name"], sorted(metrics)))
+            continue
+        med = metrics["median"]["base"]
         d = sorted(durations.get((want["category"], want["name"]), []))
         lo, hi = (d[(len(d) - 1) // 2], d[len(d) // 2]) if d else (want["median_ns"],) * 2
         check(lo <= want["median_ns"] <= hi, "%s: exact median %s not between %s and %s"

@@ -331,3 +331,92 @@ def stack_settings_rejected(c):
                        env={var: val, "PROFILER_OVERWRITE": "1"})
         check(("%s=%s" % (var, val)) in r.err and "ignored" in r.err,
               "no one-line complaint about %s=%s: %r" % (var, val, r.err))
+
+
+STACK_SAY = re.compile(r"stacks: (\d+) remembered, (\d+) walked by frame pointers .*, (\d+) "
+                       r"by libunwind")
+
+
+def stacks_by_walk(c, out, argv, mode, depth=64):
+    """The folded stacks (process frame left out) of argv run with PROFILER_STACK=alloc
+    and PROFILER_STACK_UNWIND=mode, and PROFILER_DEBUG=stack's counts: (remembered,
+    walked by frame pointers, by libunwind)."""
+    r = c.run(argv, env={"PROFILER_STACK": "alloc", "PROFILER_STACK_UNWIND": mode,
+                         "PROFILER_STACK_DEPTH": str(depth), "PROFILER_DEBUG": "stack",
+                         "PROFILER_OUTPUT": out, "PROFILER_RING_SIZE": "64M"})
+    eq(r.rc, 0, "%s: exit status: %r" % (out, r))
+    m = STACK_SAY.search(r.err)
+    check(m, "%s: no PROFILER_DEBUG=stack line: %r" % (out, r.err))
+    x = c.prof("export", c.path(out + ".prof"), "--format", "folded", "--weight", "count")
+    eq(x.rc, 0, "%s: prof export --format folded: %r" % (out, x))
+    # the first frame names the process: the rest must be the same
+    return (sorted((tuple(f[1:]), v) for f, v in folded_lines(x.out)),
+            tuple(int(v) for v in m.groups()))
+
+
+@case
+def stack_walk_matches_libunwind(c):
+    """Stacks walked by frame pointers where the code keeps them (PROFILER_STACK_UNWIND=
+    auto, the default) are libunwind's stacks, frame for frame, in a program built with
+    frame pointers and in the same program built without; the walk does the work only
+    in the first."""
+    src = os.path.join(ROOT, "bench", "alloc_stacks.c")
+    seen = []
+    for build, flags in (("fp", ["-O2", "-fno-inline-functions", "-fno-omit-frame-pointer"]),
+                         ("nofp", ["-O2", "-fno-inline-functions", "-fomit-frame-pointer"])):
+        prog = c.cc("alloc_stacks_" + build, [src], flags)
+        stacks, counts = {}, {}
+        for mode in ("auto", "libunwind"):
+            # 128 stacks in turn, 0..31 frames below 12: none was just seen
+            stacks[mode], counts[mode] = stacks_by_walk(c, "%s_%s" % (build, mode),
+                                                        [prog, "varied", 3000, 12], mode)
+        check(len(stacks["auto"]) >= 128, "%s: %d stacks" % (build, len(stacks["auto"])))
+        check(max(len(f) for f, _ in stacks["auto"]) >= 40, "%s: the deepest stack" % build)
+        eq(stacks["auto"], stacks["libunwind"], "%s: the stacks walked and libunwind's" % build)
+        remembered, walked, unwound = counts["auto"]
+        if build == "fp":
+            check(walked >= 3000 * 0.95 and unwound < 50,
+                  "fp: %d walked by frame pointers, %d by libunwind" % (walked, unwound))
+        else:
+            eq(walked, 0, "nofp: stacks walked by frame pointers")
+        eq(counts["libunwind"][1], 0, "%s, PROFILER_STACK_UNWIND=libunwind: walked" % build)
+        seen.append("%s: %d walked, %d remembered, %d by libunwind" % (build, walked,
+                                                                        remembered, unwound))
+        # cut at 8 frames: the walk stops at the depth, and remembered outer parts are
+        # not used where fewer frames come before them
+        short = {mode: stacks_by_walk(c, "%s_%s_8" % (build, mode), [prog, "varied", 600, 12],
+                                      mode, depth=8) for mode in ("auto", "libunwind")}
+        eq(short["auto"][0], short["libunwind"][0], "%s, depth 8: the stacks" % build)
+        # 8 frames and the call itself (malloc)
+        check(all(len(f) == 9 for f, _ in short["auto"][0]), "%s, depth 8: %r"
+              % (build, sorted({len(f) for f, _ in short["auto"][0]})))
+        if build == "fp":
+            check(short["auto"][1][1] >= 600, "fp, depth 8: %r walked" % (short["auto"][1],))
+    c.note("; ".join(seen))
+
+
+@case
+def stack_walk_mixed_code(c):
+    """A program whose stacks cross code with frame pointers, code without them (a
+    function built -fomit-frame-pointer), an asm function keeping data in %rbp and one
+    whose frame-pointer prologue lies (it points %rbp at a made-up frame): the walk gives
+    libunwind's stacks, at full depth and cut at 4 and 8 frames."""
+    src = os.path.join(HERE, "cases", "stacks_walk")
+    objs = [c.cc("mixed_main.o", [os.path.join(src, "mixed_main.c")],
+                 ["-c", "-O2", "-fno-inline-functions", "-fno-omit-frame-pointer"]),
+            c.cc("mixed_nofp.o", [os.path.join(src, "mixed_nofp.c")],
+                 ["-c", "-O2", "-fomit-frame-pointer"]),
+            c.cc("mixed_asm.o", [os.path.join(src, "mixed_asm.S")], ["-c"])]
+    prog = c.cc("mixed", objs)
+    seen = []
+    for depth in (64, 8, 4):
+        got = {mode: stacks_by_walk(c, "mixed_%s_%d" % (mode, depth),
+                                    [prog, "aabaxxaabbxlslsmlaxab", 20], mode, depth)
+               for mode in ("auto", "libunwind")}
+        eq(got["auto"][0], got["libunwind"][0], "depth %d: the stacks walked and libunwind's"
+           % depth)
+        check(len(got["auto"][0]) >= 6, "depth %d: %d stacks" % (depth, len(got["auto"][0])))
+        seen.append("depth %d: %d stacks, %d walked, %d by libunwind"
+                    % (depth, len(got["auto"][0]), got["auto"][1][1], got["auto"][1][2]))
+    check(got["auto"][1][1] > 0, "no stack walked by frame pointers: %r" % (got["auto"][1],))
+    c.note("; ".join(seen))
