@@ -33,7 +33,15 @@ static void flush_events(struct collector *c)
 	if (!c->buf_n)
 		return;
 	struct cap_events h = {.pid = c->buf_pid, .tid = c->buf_tid, .count = c->buf_n};
-	put(c, CAP_EVENTS, &h, sizeof h, c->buf, c->buf_n * sizeof(struct prof_event));
+	if (!c->write_failed) {
+		/* the fold sees the events as readers will; the file has them packed, a
+		 * fifth of the bytes to compress */
+		if (c->fold)
+			fold_live_record(c->fold, CAP_EVENTS, &h, sizeof h, c->buf);
+		size_t n = cap_pack_events(c->buf, c->buf_n, c->packed);
+		if (cap_write2(c->w, CAP_EVENTS_PACKED, &h, sizeof h, c->packed, n))
+			write_failed(c);
+	}
 	c->events += c->buf_n;
 	c->buf_n = 0;
 }

@@ -11,6 +11,7 @@
 #include <sys/types.h>
 
 #include "formats/capture/capture.h"
+#include "formats/capture/event_pack.h"
 #include "formats/model/model.h"
 #include "preload/common/clock.h"
 #include "preload/common/ring.h"
@@ -88,6 +89,7 @@ struct collector {
 	struct dump_job dump;
 	/* the events of one drain call, converted */
 	struct prof_event buf[EVENT_CHUNK];
+	uint8_t packed[EVENT_CHUNK * CAP_PACKED_MAX_EVENT]; /* buf as written (event_pack.h) */
 	uint32_t buf_n, buf_pid, buf_tid;
 	uint64_t buf_lost;
 	uint64_t lost_bound; /* the most one LOST event may count (shm_check_lost) */

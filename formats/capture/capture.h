@@ -14,7 +14,8 @@
 #include "preload/common/event.h"
 
 #define CAP_FILE_MAGIC "LIBPROF"  /* 8 bytes with its NUL */
-#define CAP_VERSION 1
+#define CAP_VERSION 2        /* 2: events may come packed (CAP_EVENTS_PACKED) */
+#define CAP_VERSION_OLDEST 1 /* still read */
 #define CAP_FRAME_MAGIC 0x3146504cu /* "LPF1" */
 #define CAP_MAX_FRAME_RAW (64u << 20)
 
@@ -36,6 +37,8 @@ enum cap_type {
 	CAP_JOB = 14,        /* struct cap_job + "key=value\n" lines: the launcher's facts of
 				the image announced just before (launcher, rank, local_rank,
 				world_size, job) */
+	CAP_EVENTS_PACKED = 15, /* struct cap_events + the count events packed
+				   (event_pack.h); readers are handed them as CAP_EVENTS */
 };
 
 /* Which images the outputs fold away (formats/model/fold.c's rule), decided by the

@@ -15,6 +15,12 @@
 #include <zstd.h>
 
 #include "formats/capture/capture_internal.h"
+#include "formats/capture/event_pack.h"
+
+/* A packed event takes 5 bytes at least (shape, cat, flags, depth, a t0 varint). */
+#define PACKED_MIN_EVENT 5
+/* The most a frame may hold once its packed events are unpacked. */
+#define EXPANDED_MAX (1ull << 30)
 
 struct reader {
 	const char *path;
@@ -24,8 +30,8 @@ struct reader {
 	uint64_t frame; /* 1-based number of the current frame */
 	int numbered;   /* the first frame had a sequence number: every frame must */
 	ZSTD_DCtx *dctx;
-	unsigned char *cbuf, *raw;
-	size_t ccap, rawcap;
+	unsigned char *cbuf, *raw, *exp; /* exp: a frame with its packed events unpacked */
+	size_t ccap, rawcap, expcap;
 	char *err;
 	size_t errlen;
 };
@@ -98,6 +104,11 @@ static int record_len_ok(uint32_t type, const unsigned char *payload, uint32_t l
 			return 0;
 		memcpy(&ev, payload, sizeof(ev));
 		return len == sizeof(ev) + (uint64_t)ev.count * sizeof(struct prof_event);
+	case CAP_EVENTS_PACKED:
+		if (len < sizeof(ev))
+			return 0;
+		memcpy(&ev, payload, sizeof(ev));
+		return ev.count <= (len - sizeof(ev)) / PACKED_MIN_EVENT;
 	default:
 		return 1; /* session text and unknown (newer) types: any length */
 	}
@@ -140,6 +151,70 @@ static int visit_records(const unsigned char *raw, size_t rawlen, cap_visit_fn v
 			return rc;
 		off += sizeof(h) + CAP_PAD8((size_t)h.len);
 	}
+	return 0;
+}
+
+/* The frame in r->raw with each packed event record replaced by the CAP_EVENTS record it
+ * stands for (unpacked here, in the read-ahead thread where there is one), so visitors
+ * see one kind. 0, or a damage result. */
+static int unpack_frame(struct reader *r, size_t *rawlen)
+{
+	size_t off = 0, need = 0, out = 0;
+	int any = 0;
+	while (off < *rawlen) {
+		struct cap_rec_hdr h;
+		struct cap_events ev;
+		memcpy(&h, r->raw + off, sizeof(h));
+		if (h.type == CAP_EVENTS_PACKED) {
+			memcpy(&ev, r->raw + off + sizeof(h), sizeof(ev));
+			need += sizeof(h) + CAP_PAD8(sizeof(ev) + (uint64_t)ev.count *
+							   sizeof(struct prof_event));
+			any = 1;
+		} else {
+			need += sizeof(h) + CAP_PAD8((uint64_t)h.len);
+		}
+		off += sizeof(h) + CAP_PAD8((size_t)h.len);
+	}
+	if (!any)
+		return 0;
+	if (need > EXPANDED_MAX)
+		return damaged(r, "holds more events than can be (%zu bytes unpacked)", need);
+	if (grow(&r->exp, &r->expcap, need + 1))
+		return damaged(r, "cannot be read (out of memory)");
+	for (off = 0; off < *rawlen;) {
+		struct cap_rec_hdr h;
+		memcpy(&h, r->raw + off, sizeof(h));
+		const unsigned char *payload = r->raw + off + sizeof(h);
+		if (h.type != CAP_EVENTS_PACKED) {
+			size_t n = sizeof(h) + CAP_PAD8((size_t)h.len);
+			memcpy(r->exp + out, r->raw + off, n);
+			out += n;
+			off += n;
+			continue;
+		}
+		struct cap_events ev;
+		memcpy(&ev, payload, sizeof(ev));
+		size_t body = sizeof(ev) + (size_t)ev.count * sizeof(struct prof_event);
+		struct cap_rec_hdr plain = {.type = CAP_EVENTS, .len = (uint32_t)body};
+		memcpy(r->exp + out, &plain, sizeof(plain));
+		memcpy(r->exp + out + sizeof(plain), &ev, sizeof(ev));
+		if (body > UINT32_MAX ||
+		    cap_unpack_events(payload + sizeof(ev), h.len - sizeof(ev), ev.count,
+				      (struct prof_event *)(r->exp + out + sizeof(plain) +
+							    sizeof(ev))))
+			return damaged(r, "has a packed event record that does not unpack (at "
+					  "offset %zu)", off);
+		memset(r->exp + out + sizeof(plain) + body, 0, CAP_PAD8(body) - body);
+		out += sizeof(plain) + CAP_PAD8(body);
+		off += sizeof(h) + CAP_PAD8((size_t)h.len);
+	}
+	unsigned char *b = r->raw;
+	size_t c = r->rawcap;
+	r->raw = r->exp;
+	r->rawcap = r->expcap;
+	r->exp = b;
+	r->expcap = c;
+	*rawlen = out;
 	return 0;
 }
 
@@ -198,7 +273,8 @@ static int load_frame(struct reader *r, size_t *rawlen, uint64_t *next)
 		return damaged(r, "is corrupt (holds %zu bytes, header says %u)", got, fh.rawlen);
 	*rawlen = got;
 	*next = r->pos + sizeof(fh) + fh.clen;
-	return check_records(r, got);
+	int rc = check_records(r, got);
+	return rc ? rc : unpack_frame(r, rawlen);
 }
 
 static int open_capture(struct reader *r)
@@ -229,9 +305,10 @@ static int open_capture(struct reader *r)
 		snprintf(r->err, r->errlen, "%s: not a libprof capture", r->path);
 		return CAP_READ_UNUSABLE;
 	}
-	if (h.version != CAP_VERSION) {
+	if (h.version < CAP_VERSION_OLDEST || h.version > CAP_VERSION) {
 		snprintf(r->err, r->errlen, "%s: capture version %u is not supported (this "
-			 "reader knows version %u)", r->path, h.version, CAP_VERSION);
+			 "reader knows versions %u to %u)", r->path, h.version, CAP_VERSION_OLDEST,
+			 CAP_VERSION);
 		return CAP_READ_UNUSABLE;
 	}
 	r->pos = sizeof(h);
@@ -344,8 +421,9 @@ static int read_pipelined(struct reader *r, cap_visit_fn visit, void *ctx, int *
 	return 0;
 }
 
-/* A capture of a few frames is read without a second thread. */
-uint64_t cap_read_ahead_min_bytes = 4u << 20;
+/* A capture of a few frames is read without a second thread. Compressed frames hold up
+ * to ~20 MB of events each once unpacked: one is enough to want it. */
+uint64_t cap_read_ahead_min_bytes = 256u << 10;
 uint64_t cap_read_size_limit;
 uint64_t (*cap_read_follow)(uint64_t known);
 
@@ -382,5 +460,6 @@ int cap_read_file_ahead(const char *path, cap_visit_fn visit, void *ctx, char *e
 	ZSTD_freeDCtx(r.dctx);
 	free(r.cbuf);
 	free(r.raw);
+	free(r.exp);
 	return rc;
 }

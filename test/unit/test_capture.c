@@ -429,7 +429,8 @@ static void test_not_a_capture(void **state)
 	expect_unusable(path, "not a libprof capture");
 	hdr[8] = 9; /* version 9 */
 	write_file(path, hdr, 16);
-	expect_unusable(path, "capture version 9 is not supported (this reader knows version 1)");
+	expect_unusable(path,
+			"capture version 9 is not supported (this reader knows versions 1 to 2)");
 	unlink(path);
 	expect_unusable("/tmp/libprof-no-such-file.prof", "No such file or directory");
 	/* a directory is a capture in parts (test_parts.c): one with none says so */

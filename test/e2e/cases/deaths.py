@@ -81,7 +81,7 @@ def capture_file_too_large(c):
     # written and says so, and the tables are still made from what was captured. (The
     # limit is put on the running collector: on the program it would refuse the ring
     # segment, which is a file in /dev/shm, and say so.)
-    N, size, limit = 400000, 16, 256 << 10
+    N, size, limit = 2000000, 16, 256 << 10  # ~0.6 MB of capture (packed events)
     p, out, err, t0, collector = start_ready(c, [c.prog("basic"), N, size, "later"],
                                              env={"PROFILER_BLOCK": "1"})
     import resource

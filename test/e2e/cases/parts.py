@@ -210,7 +210,7 @@ def rotate_repeated_records_bounded(c):
     # what each part repeats grows past 1 MiB, and a part's size counts only what came
     # after, so parts stay few (they were made on every pass, hundreds of them), a line
     # says why they are larger, and every event is kept.
-    n = 20000
+    n = 100000
     r = c.prof("record", "--rotate", "1M", "--block", "-o", "nm", "--", c.prog("parts_mix"),
                n, 0, "names")
     eq(r.rc, 0, "prof record (%r)" % r)

@@ -184,6 +184,47 @@ def trace_counts(t, cat):
     return counts
 
 
+def unpack_events(b, count):
+    """Packed events (formats/capture/event_pack.c, docs/FORMATS.md "Packed events"),
+    written here independently of the C reader: (t0, t1, a, b, c, name, cat, type, flags,
+    depth) tuples."""
+    m64 = (1 << 64) - 1
+    p, t0, ptr, name, out = 0, 0, 0, 0, []
+
+    def varint():
+        nonlocal p
+        v = shift = 0
+        while True:
+            x = b[p]
+            p += 1
+            v |= (x & 0x7f) << shift
+            shift += 7
+            if not x & 0x80:
+                return v
+
+    def signed():
+        v = varint()
+        return (v >> 1) ^ -(v & 1)
+
+    for _ in range(count):
+        shape, cat, flags, depth = b[p], b[p + 1], b[p + 2], b[p + 3]
+        p += 4
+        typ = shape & 7
+        if shape & 0x80:
+            name = varint()
+        t0 = (t0 + signed()) & m64
+        t1 = (t0 + signed()) & m64 if shape & 0x08 else t0
+        ptrs = cat == 0 and typ == 1  # an allocator call: pointers against the last one
+        a = ((ptr + signed()) & m64 if ptrs else varint()) if shape & 0x10 else 0
+        bb = varint() if shape & 0x20 else 0
+        c = ((ptr + signed()) & m64 if ptrs else varint()) if shape & 0x40 else 0
+        if ptrs and (a or c):
+            ptr = a or c
+        out.append((t0, t1, a, bb, c, name, cat, typ, flags, depth))
+    check(p == len(b), "packed events: %d bytes left over" % (len(b) - p))
+    return out
+
+
 def read_capture(path):
     """The events of a raw capture (docs/FORMATS.md), with every field: a list of dicts
     (pid, tid, t0, t1, a, b, c, depth, type, flags, name, cat), names resolved. The zstd
@@ -221,6 +262,9 @@ def read_capture(path):
                 for k in range(count):
                     v = struct.unpack_from("<QQQQQIBBBB", pay, 16 + 48 * k)
                     raw_events.append((pid, tid, v))
+            elif typ == 15:  # CAP_EVENTS_PACKED
+                pid, tid, count, _ = struct.unpack_from("<IIII", pay)
+                raw_events += [(pid, tid, v) for v in unpack_events(pay[16:], count)]
     fixed = ("memory", "user", "mark", "step", "counter", "lost")  # preload/common/event.h
     out = []
     for pid, tid, (t0, t1, a, b, c, name, cat, typ, flags, depth) in raw_events:
