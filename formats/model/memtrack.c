@@ -80,7 +80,9 @@ static void sift_down(struct mem_stream *s, size_t i)
 
 /* In time order: a thread's operations come in order, but the early buffer of the
  * allocations made before libprof's constructor (preload/wrap/early.c) may hand several
- * threads' in one batch; an out-of-order one moves back past the later ones. */
+ * threads' in one batch; an out-of-order one moves back past the later ones. Only when
+ * strictly earlier: at one instant the thread's own order stands (its malloc's stamp,
+ * taken on return, may equal the next free's, and the free is not the earlier). */
 static int queue_push(struct op_queue *q, const struct mem_op *op)
 {
 	if (q->n == q->cap) {
@@ -97,7 +99,7 @@ static int queue_push(struct op_queue *q, const struct mem_op *op)
 	}
 	size_t at = q->n++;
 	/* never past the head: it may be the min-heap's key */
-	while (at > 1 && before(op, &q->ops[(q->head + at - 1) & (q->cap - 1)])) {
+	while (at > 1 && op->t < q->ops[(q->head + at - 1) & (q->cap - 1)].t) {
 		q->ops[(q->head + at) & (q->cap - 1)] = q->ops[(q->head + at - 1) & (q->cap - 1)];
 		at--;
 	}

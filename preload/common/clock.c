@@ -74,18 +74,61 @@ void prof_clock_map_init(struct prof_clock_map *m, enum prof_clock_kind kind,
 	uint64_t now = prof_mono_ns();
 	if (now < first_ns + 2000000)
 		usleep((useconds_t)((first_ns + 2000000 - now) / 1000));
-	prof_clock_map_update(m);
+	uint64_t tsc, ns;
+	prof_clock_pair(&tsc, &ns);
+	/* the first segment runs through the first pair at the rate measured since */
+	m->seg[0] = (struct prof_clock_segment){
+		.tsc = first_tsc, .ns = first_ns,
+		.ns_per_tick = tsc > first_tsc ? (double)(ns - first_ns) / (double)(tsc - first_tsc)
+					       : 1.0};
+	m->nseg = 1;
+	m->newest = 0;
 }
+
+/* The period over which an update closes the gap to its pair: the collector's. */
+#define SLEW_NS 100e6
+/* A gap past this is a jump (a suspended VM, a clock set), not noise: taken at once. */
+#define STEP_NS 1000000
 
 void prof_clock_map_update(struct prof_clock_map *m)
 {
-	if (m->kind != PROF_CLOCK_TSC)
+	if (m->kind != PROF_CLOCK_TSC || !m->nseg)
 		return;
 	uint64_t tsc, ns;
 	prof_clock_pair(&tsc, &ns);
-	if (tsc <= m->first_tsc)
+	struct prof_clock_segment *cur = &m->seg[m->newest];
+	if (tsc <= cur->tsc || tsc <= m->first_tsc)
 		return;
-	m->ns_per_tick = (double)(ns - m->first_ns) / (double)(tsc - m->first_tsc);
-	m->anchor_tsc = tsc;
-	m->anchor_ns = ns;
+	double rate = (double)(ns - m->first_ns) / (double)(tsc - m->first_tsc);
+	uint64_t here = prof_clock_segment_ns(cur, tsc);
+	int64_t gap = (int64_t)(ns - here);
+	struct prof_clock_segment next = {.tsc = tsc, .ns = here, .ns_per_tick = rate};
+	if (gap > STEP_NS || gap < -STEP_NS) {
+		next.ns = ns;
+	} else {
+		/* closed over the next period, never faster than half the rate: increasing */
+		double fix = (double)gap / (SLEW_NS / rate);
+		if (fix > rate / 2)
+			fix = rate / 2;
+		if (fix < -rate / 2)
+			fix = -rate / 2;
+		next.ns_per_tick = rate + fix;
+	}
+	m->newest = (m->newest + 1) % PROF_CLOCK_SEGMENTS;
+	m->seg[m->newest] = next;
+	if (m->nseg < PROF_CLOCK_SEGMENTS)
+		m->nseg++;
+}
+
+const struct prof_clock_segment *prof_clock_segment_of(const struct prof_clock_map *m,
+						       uint64_t t)
+{
+	/* newest first: a tick is almost always in the newest segment or the one before */
+	for (uint32_t k = 0; k < m->nseg; k++) {
+		const struct prof_clock_segment *g =
+			&m->seg[(m->newest + PROF_CLOCK_SEGMENTS - k) % PROF_CLOCK_SEGMENTS];
+		if ((int64_t)(t - g->tsc) >= 0 || k + 1 == m->nseg)
+			return g;
+	}
+	return &m->seg[m->newest];
 }

@@ -30,13 +30,23 @@ static inline uint64_t prof_now(void)
 enum prof_clock_kind prof_clock_detect(const char *override);
 void prof_clock_use(enum prof_clock_kind kind);
 
-/* Tick-to-nanosecond mapping, kept by the collector: anchored at the latest pair read,
- * with the slope measured over the longest baseline so far. */
+/* Tick-to-nanosecond mapping, kept by the collector. A pure function of the tick: the
+ * same tick gives the same nanoseconds whenever it is drained, and later ticks never
+ * give earlier nanoseconds. Each update (a fresh pair read every 100 ms) begins a
+ * segment where the previous one is at that tick, with a slope that closes the gap to
+ * the pair over the next period, as NTP slews a clock. Re-anchoring at each pair
+ * instead moved the timeline by the pair's noise (~10 ns here) between drain passes:
+ * a thread's free could land before the malloc just ahead of it. */
+#define PROF_CLOCK_SEGMENTS 256 /* ~25 s of updates: older ticks use the oldest */
+struct prof_clock_segment {
+	uint64_t tsc, ns; /* where the segment begins */
+	double ns_per_tick;
+};
 struct prof_clock_map {
 	enum prof_clock_kind kind;
-	uint64_t first_tsc, first_ns; /* the first pair: the slope's baseline */
-	uint64_t anchor_tsc, anchor_ns;
-	double ns_per_tick;
+	uint64_t first_tsc, first_ns; /* the first pair: the rate's baseline */
+	uint32_t nseg, newest;        /* segments kept (a ring), the newest's index */
+	struct prof_clock_segment seg[PROF_CLOCK_SEGMENTS];
 };
 
 /* Reads a (tsc, ns) pair with the smallest gap between two TSC reads. */
@@ -46,12 +56,24 @@ void prof_clock_pair(uint64_t *tsc, uint64_t *ns);
 void prof_clock_map_init(struct prof_clock_map *m, enum prof_clock_kind kind,
 			 uint64_t first_tsc, uint64_t first_ns);
 void prof_clock_map_update(struct prof_clock_map *m);
+/* The segment a tick falls in (the oldest for ticks before it). */
+const struct prof_clock_segment *prof_clock_segment_of(const struct prof_clock_map *m,
+						       uint64_t t);
+
+static inline uint64_t prof_clock_segment_ns(const struct prof_clock_segment *g, uint64_t t)
+{
+	double d = ((double)(int64_t)(t - g->tsc)) * g->ns_per_tick;
+	return g->ns + (uint64_t)(int64_t)d;
+}
+
 static inline uint64_t prof_clock_to_ns(const struct prof_clock_map *m, uint64_t t)
 {
 	if (m->kind != PROF_CLOCK_TSC)
 		return t;
-	double d = ((double)(int64_t)(t - m->anchor_tsc)) * m->ns_per_tick;
-	return m->anchor_ns + (int64_t)d;
+	const struct prof_clock_segment *g = &m->seg[m->newest];
+	if (__builtin_expect((int64_t)(t - g->tsc) < 0, 0))
+		g = prof_clock_segment_of(m, t);
+	return prof_clock_segment_ns(g, t);
 }
 
 #endif

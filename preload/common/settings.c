@@ -147,7 +147,7 @@ const struct prof_setting prof_settings[] = {
 	 .record_flag = "--alloc-timing", .record_value = "1",
 	 .record_help = "give every allocator call a duration",
 	 .help = "allocator calls get a duration (two clock reads each); by default each "
-		 "carries its start time only, which is all the memory tables and the trace's "
+		 "carries one time (realloc two), which is all the memory tables and the trace's "
 		 "memory tracks need, and costs about half"},
 	{.name = "clock", .env = "PROFILER_CLOCK", .type = PROF_SETTING_ENUM,
 	 .when = PROF_WHEN_START, FIELD(clock), .values = "tsc,mono", .flags = PROF_SETTING_TEXT,

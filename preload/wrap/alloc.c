@@ -94,11 +94,20 @@ static inline int ready(void)
  * before the session is set up (the early buffer): the rare case, out of line. */
 #define SPECIAL(t) unlikely((t)->busy | __atomic_load_n(&prof_early_open, __ATOMIC_RELAXED))
 
-/* A call's end: its start unless PROFILER_ALLOC_TIMING asked for durations. The second
- * clock read is half of what recording a call costs, and the memory tables, the peaks
- * and the trace's memory tracks need only when a call happened. */
-#define END_TIME(t0)                                                                         \
-	(unlikely(__atomic_load_n(&prof_alloc_timed, __ATOMIC_RELAXED)) ? prof_now() : (t0))
+/* One clock read per call unless PROFILER_ALLOC_TIMING asks for durations: the second
+ * read is half of what recording a call costs, and the memory tables, the peaks and the
+ * trace's memory tracks need only when a call happened. Which instant matters when
+ * threads pass a block between them: a release is stamped before the real free gives
+ * the block up, an allocation after the real malloc got it, so a block freed on one
+ * thread and handed out again on another is always released first in time (stamped
+ * at its start, malloc would seem to take a block still live). realloc does both, so
+ * it always reads the clock twice. */
+#define TIMED() unlikely(__atomic_load_n(&prof_alloc_timed, __ATOMIC_RELAXED))
+/* an allocation's start: read only when timed (0 otherwise; see ALLOC_T0) */
+#define ALLOC_START() (TIMED() ? prof_now() : 0)
+#define ALLOC_T0(start, t1) ((start) ? (start) : (t1))
+/* a release's end: its start unless timed */
+#define FREE_END(t0) (TIMED() ? prof_now() : (t0))
 
 /* The caller's return address, stack pointer (CFA) and frame pointer (saved by the
  * wrapper's frame, which __builtin_frame_address makes it keep): where its stack begins. */
@@ -200,10 +209,10 @@ EXPORT void *malloc(size_t n)
 		return real_malloc(n);
 	}
 	t->busy = BUSY_REAL;
-	uint64_t t0 = prof_now();
+	uint64_t start = ALLOC_START();
 	void *p = real_malloc(n);
-	uint64_t t1 = END_TIME(t0);
-	record(t, NAME_MALLOC, t0, t1, p, n, 0, CALLER);
+	uint64_t t1 = prof_now();
+	record(t, NAME_MALLOC, ALLOC_T0(start, t1), t1, p, n, 0, CALLER);
 	t->busy = 0;
 	return p;
 }
@@ -234,7 +243,7 @@ EXPORT void free(void *p)
 	t->busy = BUSY_REAL;
 	uint64_t t0 = prof_now();
 	real_free(p);
-	uint64_t t1 = END_TIME(t0);
+	uint64_t t1 = FREE_END(t0);
 	record(t, NAME_FREE, t0, t1, 0, 0, p, CALLER);
 	t->busy = 0;
 }
@@ -254,12 +263,12 @@ EXPORT void *calloc(size_t n, size_t size)
 		return real_calloc(n, size);
 	}
 	t->busy = BUSY_REAL;
-	uint64_t t0 = prof_now();
+	uint64_t start = ALLOC_START();
 	void *p = real_calloc(n, size);
-	uint64_t t1 = END_TIME(t0);
+	uint64_t t1 = prof_now();
 	size_t total = 0;
 	__builtin_mul_overflow(n, size, &total);
-	record(t, NAME_CALLOC, t0, t1, p, total, 0, CALLER);
+	record(t, NAME_CALLOC, ALLOC_T0(start, t1), t1, p, total, 0, CALLER);
 	t->busy = 0;
 	return p;
 }
@@ -297,7 +306,7 @@ EXPORT void *realloc(void *old, size_t n)
 	t->busy = BUSY_REAL;
 	uint64_t t0 = prof_now();
 	void *p = real_realloc(old, n);
-	uint64_t t1 = END_TIME(t0);
+	uint64_t t1 = prof_now(); /* releases at t0, allocates at t1 */
 	if (old_internal && !p && n)
 		prof_internal_note(old);
 	/* the old block is gone when a new one came back, or when n == 0 freed it */
@@ -333,7 +342,7 @@ EXPORT void *reallocarray(void *old, size_t n, size_t size)
 	t->busy = BUSY_REAL;
 	uint64_t t0 = prof_now();
 	void *p = real_reallocarray(old, n, size);
-	uint64_t t1 = END_TIME(t0);
+	uint64_t t1 = prof_now(); /* releases at t0, allocates at t1 */
 	if (old_internal && !p && total)
 		prof_internal_note(old);
 	void *released = (p || total == 0) && !old_internal ? old : 0;
@@ -363,10 +372,11 @@ EXPORT int posix_memalign(void **out, size_t align, size_t n)
 		return real_posix_memalign(out, align, n);
 	}
 	t->busy = BUSY_REAL;
-	uint64_t t0 = prof_now();
+	uint64_t start = ALLOC_START();
 	int rc = real_posix_memalign(out, align, n);
-	uint64_t t1 = END_TIME(t0);
-	record(t, NAME_POSIX_MEMALIGN, t0, t1, rc == 0 ? *out : 0, n, 0, CALLER);
+	uint64_t t1 = prof_now();
+	record(t, NAME_POSIX_MEMALIGN, ALLOC_T0(start, t1), t1, rc == 0 ? *out : 0, n, 0,
+	       CALLER);
 	t->busy = 0;
 	return rc;
 }
@@ -387,10 +397,10 @@ EXPORT int posix_memalign(void **out, size_t align, size_t n)
 			return real_##fn args;                                               \
 		}                                                                            \
 		t->busy = BUSY_REAL;                                                                 \
-		uint64_t t0 = prof_now();                                                    \
+		uint64_t start = ALLOC_START();                                              \
 		void *p = real_##fn args;                                                    \
-		uint64_t t1 = END_TIME(t0);                                                    \
-		record(t, NAME, t0, t1, p, size_expr, 0, CALLER);                                    \
+		uint64_t t1 = prof_now();                                                    \
+		record(t, NAME, ALLOC_T0(start, t1), t1, p, size_expr, 0, CALLER);           \
 		t->busy = 0;                                                                 \
 		return p;                                                                    \
 	}
