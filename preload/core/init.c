@@ -317,10 +317,16 @@ __attribute__((constructor(101))) static void prof_init(void)
 	errno = saved;
 }
 
-__attribute__((destructor(101))) static void prof_fini(void)
+/* The end of this process as the profiler sees it: recording off, the segment marked
+ * exited, and the session's root waits for the outputs. From the destructor (exit), or
+ * from _exit in the root (dash and busybox sh end with _exit, Python's os._exit too,
+ * so their destructors never run): there, stdio is not flushed (_exit does not; a
+ * signal handler may hold its lock). Once per process. */
+void prof_process_end(int from_exit)
 {
+	static _Atomic int ended;
 	struct prof_thread *t = &prof_thr;
-	if (!prof_proc)
+	if (!prof_proc || atomic_exchange(&ended, 1))
 		return;
 	t->busy++;
 	prof_user_on = prof_on = 0;
@@ -331,8 +337,14 @@ __attribute__((destructor(101))) static void prof_fini(void)
 	prof_stack_say_counts();
 	if (prof_session && (pid_t)prof_session->root_pid == getpid()) {
 		/* the program's own output first, then the summary the collector prints */
-		fflush(0);
+		if (from_exit)
+			fflush(0);
 		wait_for_outputs();
 	}
 	t->busy--;
+}
+
+__attribute__((destructor(101))) static void prof_fini(void)
+{
+	prof_process_end(1);
 }

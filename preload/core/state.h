@@ -92,6 +92,8 @@ void prof_range_set_comm(uint64_t bytes, uint32_t type_id);
 int prof_thread_claim(struct prof_thread *t);
 void prof_thread_give_name(const char *name);
 void prof_warn(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+/* This process ends (init.c): from_exit 1 in exit's destructors, 0 from _exit. */
+void prof_process_end(int from_exit);
 
 /* api.c: PROFILER_SCHEDULE, applied from the start of recording (prof_on set by it) */
 extern struct prof_schedule prof_sched;

@@ -280,3 +280,31 @@ EXPORT int posix_spawnp(pid_t *pid, const char *file, const posix_spawn_file_act
 	REAL(posix_spawnp);
 	return spawn_in_session(real_posix_spawnp, pid, file, 1, fa, attr, argv, envp);
 }
+
+/* _exit, _Exit: the session's root ending this way (dash's and busybox's sh, Python's
+ * os._exit) still waits for the outputs, as exit() does through the destructor. Only
+ * the root itself: a forked child calling _exit (after a failed exec, in a
+ * multi-threaded program) must stay async-signal-safe, and a vfork child shares its
+ * parent's memory, segment pointer included (its pid tells it apart). */
+static void end_if_root(void)
+{
+	if (prof_proc && prof_session && prof_proc->pid == (uint32_t)getpid() &&
+	    prof_session->root_pid == prof_proc->pid)
+		prof_process_end(0);
+}
+
+EXPORT void _exit(int status)
+{
+	REAL(_exit);
+	end_if_root();
+	real__exit(status);
+	__builtin_unreachable();
+}
+
+EXPORT void _Exit(int status)
+{
+	REAL(_Exit);
+	end_if_root();
+	real__Exit(status);
+	__builtin_unreachable();
+}

@@ -376,3 +376,30 @@ def exit_block_collector_stopped(c):
     c.note("summary: %d events, %d lost" % (s[0], s[1]))
     check(s[1] > 0, "nothing counted as lost")
     check(s[0] + s[1] >= 2 * pairs, "events %d + lost %d < %d written" % (s[0], s[1], 2 * pairs))
+
+
+@case
+def exit_by__exit_waits_for_outputs(c):
+    # A root that ends with _exit runs no destructor: dash's sh -c (and busybox's) and
+    # Python's os._exit do. Its exit still waits for the outputs, so they are there when
+    # the command returns (before, the outputs came a moment after, and a script reading
+    # them at once found none), and its children's events are in them.
+    script = '"$0" 10 64 exit:0 & "$0" 10 64 exit:0 & wait'
+    r = c.run(["sh", "-c", script, c.prog("basic")])
+    eq(r.rc, 0, "sh -c: %r" % r)
+    for ext in (".json", ".txt", ".prof"):
+        check(os.path.exists(c.path("libprof" + ext)), "libprof%s missing when sh returned"
+              % ext)
+    t, _ = c.outputs()
+    eq(len([n for n in t.process_names().values() if "basic" in n]), 2, "the two children")
+    for ext in (".json", ".txt", ".prof"):
+        os.unlink(c.path("libprof" + ext))
+    code = "import os, sys; sys.stdout.write('bye\\n'); sys.stdout.flush(); os._exit(3)"
+    r = c.run([sys.executable, "-c", code])
+    eq(r.rc, 3, "os._exit's status: %r" % r)
+    check("bye" in r.out, "the program's output: %r" % r)
+    for ext in (".json", ".txt", ".prof"):
+        check(os.path.exists(c.path("libprof" + ext)), "libprof%s missing when python "
+              "returned" % ext)
+    check(any(re.match(r"libprof: \d+ events", l) for l in x10_lines(r)),
+          "no summary line before the exit: %r" % r.err)
