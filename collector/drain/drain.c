@@ -30,20 +30,25 @@ void put_record(void *ctx, uint32_t type, const void *head, size_t hlen,
 
 static void flush_events(struct collector *c)
 {
-	if (!c->buf_n)
+	struct packed_batch *b = &c->batch;
+	if (!b->k.n)
 		return;
-	struct cap_events h = {.pid = c->buf_pid, .tid = c->buf_tid, .count = c->buf_n};
+	struct cap_events h = {.pid = c->buf_pid, .tid = c->buf_tid, .count = b->k.n};
 	if (!c->write_failed) {
-		/* the fold sees the events as readers will; the file has them packed, a
-		 * fifth of the bytes to compress */
+		/* the fold sees the events' latest time, as a reader of the record would */
 		if (c->fold)
-			fold_live_record(c->fold, CAP_EVENTS, &h, sizeof h, c->buf);
-		size_t n = cap_pack_events(c->buf, c->buf_n, c->packed);
-		if (cap_write2(c->w, CAP_EVENTS_PACKED, &h, sizeof h, c->packed, n))
+			fold_live_events(c->fold, h.pid, b->last_t);
+		struct cap_piece pieces[1 + CAP_PACKED_PIECES];
+		uint8_t lengths[CAP_PACKED_LENGTHS];
+		pieces[0] = (struct cap_piece){&h, sizeof h};
+		cap_packer_pieces(&b->k, lengths, pieces + 1);
+		if (cap_writev(c->w, CAP_EVENTS_PACKED, pieces, 1 + CAP_PACKED_PIECES))
 			write_failed(c);
 	}
-	c->events += c->buf_n;
-	c->buf_n = 0;
+	c->events += b->k.n;
+	cap_packer_reset(&b->k);
+	b->last_t = 0;
+	c->last_stack_t0 = 0;
 }
 
 /* PROFILER_DELAY / PROFILER_DURATION: an event wholly inside the window is kept (a call
@@ -57,26 +62,35 @@ static int in_window(const struct collector *c, const struct prof_event *e)
 
 static void add_event(struct collector *c, const struct prof_event *src, int in_ticks)
 {
-	struct prof_event *e = &c->buf[c->buf_n];
-	*e = *src;
+	struct prof_event e = *src;
 	/* CUPTI's records are stamped on CLOCK_MONOTONIC by CUPTI itself */
 	if (in_ticks && !(src->flags & PROF_EVF_NS)) {
-		e->t0 = prof_clock_to_ns(&c->clock, src->t0);
-		e->t1 = prof_clock_to_ns(&c->clock, src->t1);
+		e.t0 = prof_clock_to_ns(&c->clock, src->t0);
+		e.t1 = src->t1 == src->t0 ? e.t0 : prof_clock_to_ns(&c->clock, src->t1);
 	}
-	if (__builtin_expect(!in_window(c, e), 0)) {
-		if (e->type != PROF_EV_LOST && e->type != PROF_EV_STACK)
+	if (__builtin_expect(!in_window(c, &e), 0)) {
+		if (e.type != PROF_EV_LOST && e.type != PROF_EV_STACK)
 			c->left_out++;
 		/* the stack just kept for this event (same t0) goes with it */
-		if (c->buf_n && c->buf[c->buf_n - 1].type == PROF_EV_STACK &&
-		    c->buf[c->buf_n - 1].t0 == e->t0 && e->type != PROF_EV_STACK)
-			c->buf_n--;
+		if (c->last_stack_t0 && c->last_stack_t0 == e.t0 && e.type != PROF_EV_STACK) {
+			c->batch = c->undo;
+			c->last_stack_t0 = 0;
+		}
 		return;
 	}
-	c->buf_n++;
-	if (e->type == PROF_EV_LOST)
-		c->buf_lost += e->a;
-	if (c->buf_n == EVENT_CHUNK)
+	struct packed_batch *b = &c->batch;
+	if (!b->k.cols)
+		cap_packer_init(&b->k, c->packed, EVENT_CHUNK);
+	if (e.type == PROF_EV_STACK)
+		c->undo = *b;
+	cap_pack_one(&b->k, &e);
+	uint64_t t = e.t1 > e.t0 ? e.t1 : e.t0;
+	if (t > b->last_t)
+		b->last_t = t;
+	c->last_stack_t0 = e.type == PROF_EV_STACK ? e.t0 : 0;
+	if (e.type == PROF_EV_LOST)
+		c->buf_lost += e.a;
+	if (b->k.n == EVENT_CHUNK)
 		flush_events(c);
 }
 
@@ -381,7 +395,7 @@ static uint64_t drain_process(struct collector *c, struct proc_entry *p, int fin
 	p->lost += c->buf_lost - before;
 	if (p->shrunk) /* what was read after the cut was zeros: the checks stopped there */
 		quarantine(p, "its file was cut below the size mapped");
-	return most * 4 / p->g.ring_cap; /* >0 when a ring was a quarter full */
+	return most * 16 / p->g.ring_cap; /* sixteenths of its ring the fullest held */
 }
 
 /* Threads that got no ring (every slot taken): each one's drops, on that thread, under
@@ -462,7 +476,9 @@ uint64_t drain_all(struct collector *c)
 	uint64_t busy = 0;
 	for (struct proc_entry *p = c->procs; p; p = p->next)
 		if (!p->finished) {
-			busy |= drain_process(c, p, 0);
+			uint64_t full = drain_process(c, p, 0);
+			if (full > busy)
+				busy = full;
 			/* a part by size closes near its size, not a whole pass later */
 			if (c->rotate_bytes)
 				parts_rotate_if_due(c, prof_mono_ns());

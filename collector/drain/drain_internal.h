@@ -87,10 +87,16 @@ struct collector {
 	int root_released;
 	int liveness_pass; /* this pass also checks orphan slots' threads */
 	struct dump_job dump;
-	/* the events of one drain call, converted */
-	struct prof_event buf[EVENT_CHUNK];
-	uint8_t packed[EVENT_CHUNK * CAP_PACKED_MAX_EVENT]; /* buf as written (event_pack.h) */
-	uint32_t buf_n, buf_pid, buf_tid;
+	/* the events of one drain call, converted and packed as they are read (one pass,
+	 * no copy of the 48-byte records: event_pack.h); undo is the state before the
+	 * last event when that was a STACK, so that it can be taken back */
+	uint8_t packed[CAP_PACKER_AREA(EVENT_CHUNK)];
+	struct packed_batch {
+		struct cap_packer k;
+		uint64_t last_t; /* the latest time packed: the launchers' fold wants it */
+	} batch, undo;
+	uint64_t last_stack_t0; /* t0 of the last event packed when a STACK, else 0 */
+	uint32_t buf_pid, buf_tid;
 	uint64_t buf_lost;
 	uint64_t lost_bound; /* the most one LOST event may count (shm_check_lost) */
 	char bad_event[160]; /* why a ring's batch stopped, set by on_ring_events */
@@ -116,7 +122,7 @@ static inline void put(struct collector *c, uint32_t type, const void *head, siz
 void put_record(void *ctx, uint32_t type, const void *head, size_t hlen, const void *tail,
 		size_t tlen);
 void quarantine(struct proc_entry *p, const char *why);
-/* One pass over every live process; >0 when a ring was a quarter full. */
+/* One pass over every live process: how full the fullest ring was, in sixteenths. */
 uint64_t drain_all(struct collector *c);
 /* Drains what is left, reports its losses and writes PROCESS_END; unmaps the segment. */
 void finish_process(struct collector *c, struct proc_entry *p, int32_t status);

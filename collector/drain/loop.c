@@ -151,9 +151,9 @@ void collector_catch_dump_signal(void)
 	sigprocmask(SIG_UNBLOCK, &set, NULL);
 }
 
-static void sleep_ms(long ms)
+static void sleep_us(long us)
 {
-	struct timespec ts = {0, ms * 1000000};
+	struct timespec ts = {0, us * 1000};
 	nanosleep(&ts, 0);
 }
 
@@ -273,8 +273,11 @@ int collector_run(struct collector_options *o)
 			live_outputs_publish(&c->live, c->parts ? c->part : 0, cap_writer_bytes(c->w));
 		if (session_lost(c))
 			break;
-		if (!busy)
-			sleep_ms(1);
+		/* Rings a quarter full: at once. A sixteenth: soon, as a writer going flat out
+		 * (~75 M events/s here) fills 4 MiB in ~1.2 ms, and a whole 1 ms sleep
+		 * after a small pass let it overflow. Quiet: 1 ms. */
+		if (busy < 4)
+			sleep_us(busy ? 100 : 1000);
 	}
 	for (struct proc_entry *p = c->procs; p; p = p->next)
 		finish_process(c, p, child_status(c, p->pid));

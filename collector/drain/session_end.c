@@ -5,7 +5,9 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
 #include <sys/stat.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "collector/drain/drain_internal.h"
@@ -68,6 +70,27 @@ static void write_fold(struct collector *c)
 	free(payload);
 }
 
+static double seconds(struct timeval t)
+{
+	return (double)t.tv_sec + (double)t.tv_usec / 1e6;
+}
+
+/* PROFILER_DEBUG=drain: the collector's CPU for the capture (drain loop and compressing
+ * threads, before any output is made): what one core must give a program's events. */
+static void say_capture_cost(const struct collector *c)
+{
+	struct rusage ru;
+	struct timespec loop;
+	if (getrusage(RUSAGE_SELF, &ru) || clock_gettime(CLOCK_THREAD_CPUTIME_ID, &loop))
+		return;
+	double all = seconds(ru.ru_utime) + seconds(ru.ru_stime);
+	double drain = (double)loop.tv_sec + (double)loop.tv_nsec / 1e9;
+	prof_debug(PROF_DEBUG_DRAIN, "captured %llu events with %.3f s of CPU (%.1f ns an event): "
+		   "drain loop %.3f s, compressing and writing %.3f s",
+		   (unsigned long long)c->events, all, c->events ? all * 1e9 / (double)c->events : 0,
+		   drain, all - drain);
+}
+
 int end_session(struct collector *c)
 {
 	char err[PROF_PATH_MAX + 512];
@@ -80,6 +103,7 @@ int end_session(struct collector *c)
 		write_failed(c);
 	if (c->w && cap_writer_close(c->w))
 		rc = 1;
+	say_capture_cost(c);
 	/* the capture's end, for the live outputs: its file's size, or its last part's */
 	struct stat st;
 	char last[PROF_PATH_MAX + 80];

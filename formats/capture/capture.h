@@ -163,6 +163,9 @@ int cap_write(struct cap_writer *w, uint32_t type, const void *payload, size_t l
 /* The same with the payload in two pieces (a fixed struct then variable bytes). */
 int cap_write2(struct cap_writer *w, uint32_t type, const void *head, size_t head_len,
 	       const void *tail, size_t tail_len);
+/* The same with a payload in n pieces, written one after the other. */
+struct cap_piece;
+int cap_writev(struct cap_writer *w, uint32_t type, const struct cap_piece *pieces, int n);
 /* Hands the pending records over as one frame (nothing when empty) and waits until
  * every frame is written. */
 int cap_flush(struct cap_writer *w);

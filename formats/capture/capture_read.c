@@ -17,7 +17,8 @@
 #include "formats/capture/capture_internal.h"
 #include "formats/capture/event_pack.h"
 
-/* A packed event takes 5 bytes at least (shape, cat, flags, depth, a t0 varint). */
+/* A packed event takes 5 bytes at least (its four column bytes and a t0 varint), after
+ * the streams' lengths. */
 #define PACKED_MIN_EVENT 5
 /* The most a frame may hold once its packed events are unpacked. */
 #define EXPANDED_MAX (1ull << 30)
@@ -105,10 +106,10 @@ static int record_len_ok(uint32_t type, const unsigned char *payload, uint32_t l
 		memcpy(&ev, payload, sizeof(ev));
 		return len == sizeof(ev) + (uint64_t)ev.count * sizeof(struct prof_event);
 	case CAP_EVENTS_PACKED:
-		if (len < sizeof(ev))
+		if (len < sizeof(ev) + CAP_PACKED_LENGTHS)
 			return 0;
 		memcpy(&ev, payload, sizeof(ev));
-		return ev.count <= (len - sizeof(ev)) / PACKED_MIN_EVENT;
+		return ev.count <= (len - sizeof(ev) - CAP_PACKED_LENGTHS) / PACKED_MIN_EVENT;
 	default:
 		return 1; /* session text and unknown (newer) types: any length */
 	}

@@ -10,11 +10,13 @@
  * waiting for a worker are held in memory up to STAGED_MAX raw bytes, so bursts (a
  * framework's import, a data loader's start) are absorbed whole; past that, the caller
  * waits for room. */
+#define _GNU_SOURCE
 #include "formats/capture/capture.h"
 
 #include <errno.h>
 #include <fcntl.h>
 #include <pthread.h>
+#include <sched.h>
 #include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -26,12 +28,17 @@
 #include <zstd.h>
 
 #include "formats/capture/capture_internal.h"
+#include "formats/capture/event_pack.h"
 
 #define MAX_WORKERS 4
 /* raw bytes of frames handed over and not yet written, at most */
 #define STAGED_MAX (256u << 20)
 /* spare frames kept for reuse after a burst; the rest are freed */
 #define SPARES_KEPT 16
+/* spare frames the workers make ahead, their pages in place, so that the drain loop
+ * does not stop to have 1.25 MB zeroed by the kernel (~0.2 ms, 20 k events of a writer
+ * going flat out) for each new frame of a burst */
+#define SPARES_AHEAD 8
 /* A frame's first buffer: mapped with its pages made at once (MAP_POPULATE) rather than
  * faulted in one by one while the drain loop fills it (page faults were most of the
  * drain loop's own time in a burst); room for the usual overshoot of the target by one
@@ -66,6 +73,8 @@ struct cap_writer {
 	size_t staged; /* raw bytes of frames between hand-over and written */
 	int writing;   /* a worker is writing frames in order */
 	int stop;
+	int flushing;  /* cap_flush waits: the workers leave SCHED_IDLE */
+	unsigned making; /* spare frames being made by workers */
 	unsigned nworkers;
 	pthread_t workers[MAX_WORKERS];
 	ZSTD_CCtx *cctx[MAX_WORKERS]; /* one per worker; [0] also for writing inline */
@@ -247,6 +256,42 @@ static void write_in_order_locked(struct cap_writer *w)
 	w->writing = 0;
 }
 
+/* A frame whose first buffer is mapped with its pages made (MAP_POPULATE); NULL when
+ * out of memory. */
+static struct frame *made_frame(void)
+{
+	struct frame *f = calloc(1, sizeof(*f));
+	if (!f)
+		return NULL;
+	void *m = mmap(NULL, FRAME_MAP, PROT_READ | PROT_WRITE,
+		       MAP_PRIVATE | MAP_ANONYMOUS | MAP_POPULATE, -1, 0);
+	if (m == MAP_FAILED) {
+		free(f);
+		return NULL;
+	}
+	f->raw = m;
+	f->raw_cap = FRAME_MAP;
+	f->raw_mapped = 1;
+	return f;
+}
+
+/* Tops the spares up to SPARES_AHEAD (called and returns with the lock held). */
+static void make_spares_locked(struct cap_writer *w)
+{
+	while (!w->stop && w->nspare + w->making < SPARES_AHEAD) {
+		w->making++;
+		pthread_mutex_unlock(&w->lock);
+		struct frame *f = made_frame();
+		pthread_mutex_lock(&w->lock);
+		w->making--;
+		if (!f)
+			return;
+		f->next = w->spare;
+		w->spare = f;
+		w->nspare++;
+	}
+}
+
 struct worker_arg {
 	struct cap_writer *w;
 	unsigned k;
@@ -261,9 +306,12 @@ static void *worker(void *p)
 	free(a);
 	/* Below the thread that drains the rings: it must keep up with the program, while
 	 * compressing can catch up from the staged frames after a burst. */
-	setpriority(PRIO_PROCESS, (id_t)syscall(SYS_gettid), WORKER_NICE);
+	pid_t tid = (pid_t)syscall(SYS_gettid);
+	setpriority(PRIO_PROCESS, (id_t)tid, WORKER_NICE);
+	int idle = 0;
 	pthread_mutex_lock(&w->lock);
 	for (;;) {
+		make_spares_locked(w);
 		while (!w->pending && !w->stop)
 			pthread_cond_wait(&w->work, &w->lock);
 		if (!w->pending)
@@ -272,7 +320,21 @@ static void *worker(void *p)
 		w->pending = f->next;
 		if (!w->pending)
 			w->pending_tail = NULL;
+		/* Only what no one else wants of the CPU while little is staged: on a 2-core
+		 * machine the drain loop and the compressing share the core the program
+		 * leaves, and even at nice 10 compressing took enough of it during a burst
+		 * that the rings overflowed. Half the staging used, the end near, or an
+		 * error: nice 10 again, so that a busy machine cannot starve it for good. */
+		int want_idle = w->staged < STAGED_MAX / 2 && !w->stop && !w->flushing;
 		pthread_mutex_unlock(&w->lock);
+		if (want_idle != idle) {
+			struct sched_param none = {0};
+			if (!sched_setscheduler(tid, want_idle ? SCHED_IDLE : SCHED_OTHER, &none)) {
+				idle = want_idle;
+				if (!idle)
+					setpriority(PRIO_PROCESS, (id_t)tid, WORKER_NICE);
+			}
+		}
 		if (!atomic_load(&w->err))
 			compress_frame(w, k, f);
 		pthread_mutex_lock(&w->lock);
@@ -468,13 +530,16 @@ int cap_flush(struct cap_writer *w)
 {
 	if (failed(w))
 		return -1;
-	if (hand_over(w))
-		return -1;
 	pthread_mutex_lock(&w->lock);
-	while (w->next_write < w->next_seq)
-		pthread_cond_wait(&w->written, &w->lock);
+	w->flushing++;
 	pthread_mutex_unlock(&w->lock);
-	return failed(w) ? -1 : 0;
+	int rc = hand_over(w);
+	pthread_mutex_lock(&w->lock);
+	while (!rc && w->next_write < w->next_seq)
+		pthread_cond_wait(&w->written, &w->lock);
+	w->flushing--;
+	pthread_mutex_unlock(&w->lock);
+	return rc || failed(w) ? -1 : 0;
 }
 
 static int append(struct cap_writer *w, const void *p, size_t n)
@@ -512,17 +577,23 @@ static int append(struct cap_writer *w, const void *p, size_t n)
 	return 0;
 }
 
-int cap_write2(struct cap_writer *w, uint32_t type, const void *head, size_t head_len,
-	       const void *tail, size_t tail_len)
+int cap_writev(struct cap_writer *w, uint32_t type, const struct cap_piece *pieces, int n)
 {
 	static const unsigned char zeros[8];
 	struct cap_rec_hdr rh;
-	size_t len = head_len + tail_len, rec;
+	size_t len = 0, rec;
 
 	if (failed(w))
 		return -1;
+	for (int i = 0; i < n; i++) {
+		if (pieces[i].len > UINT32_MAX || len + pieces[i].len > UINT32_MAX) {
+			errno = EMSGSIZE;
+			return -1;
+		}
+		len += pieces[i].len;
+	}
 	rec = sizeof(rh) + CAP_PAD8(len);
-	if (len < head_len || len > UINT32_MAX || rec > CAP_MAX_FRAME_RAW) {
+	if (rec > CAP_MAX_FRAME_RAW) {
 		/* Not sticky: the file is still fine, only this record cannot be stored. */
 		errno = EMSGSIZE;
 		return -1;
@@ -531,12 +602,23 @@ int cap_write2(struct cap_writer *w, uint32_t type, const void *head, size_t hea
 		return -1;
 	rh.type = type;
 	rh.len = (uint32_t)len;
-	if (append(w, &rh, sizeof(rh)) || append(w, head, head_len) ||
-	    append(w, tail, tail_len) || append(w, zeros, CAP_PAD8(len) - len))
+	if (append(w, &rh, sizeof(rh)))
+		return -1;
+	for (int i = 0; i < n; i++)
+		if (append(w, pieces[i].p, pieces[i].len))
+			return -1;
+	if (append(w, zeros, CAP_PAD8(len) - len))
 		return -1;
 	if (w->cur->raw_len >= CAP_FRAME_TARGET)
 		return hand_over(w);
 	return 0;
+}
+
+int cap_write2(struct cap_writer *w, uint32_t type, const void *head, size_t head_len,
+	       const void *tail, size_t tail_len)
+{
+	struct cap_piece pieces[2] = {{head, head_len}, {tail, tail_len}};
+	return cap_writev(w, type, pieces, 2);
 }
 
 int cap_write(struct cap_writer *w, uint32_t type, const void *payload, size_t len)

@@ -59,6 +59,14 @@ static struct fimg *current(struct fold_read *r, uint32_t pid)
 	return v ? &r->img[*v - 1] : NULL;
 }
 
+/* An events record of pid's current image whose latest time is last. */
+static void events_until(struct fold_read *r, uint32_t pid, uint64_t last)
+{
+	struct fimg *f = current(r, pid);
+	if (f && last > f->last_t)
+		f->last_t = last;
+}
+
 /* One record, its payload in two pieces (the collector's writes: a struct then bytes;
  * a reader's: all in head). */
 static int fold_record(struct fold_read *r, uint32_t type, const void *p, size_t hlen,
@@ -110,15 +118,17 @@ static int fold_record(struct fold_read *r, uint32_t type, const void *p, size_t
 	} else if (type == CAP_EVENTS) {
 		struct cap_events ce;
 		memcpy(&ce, p, sizeof(ce));
-		struct fimg *f = current(r, ce.pid);
 		const struct prof_event *ev = hlen > sizeof(ce)
 			? (const struct prof_event *)((const char *)p + sizeof(ce))
 			: tail; /* the length was checked by the reader, or made by the writer */
-		for (uint32_t i = 0; f && i < ce.count; i++) {
+		uint64_t last = 0;
+		for (uint32_t i = 0; i < ce.count; i++) {
 			uint64_t t = ev[i].t1 > ev[i].t0 ? ev[i].t1 : ev[i].t0;
-			if (t > f->last_t)
-				f->last_t = t;
+			if (t > last)
+				last = t;
 		}
+		if (ce.count)
+			events_until(r, ce.pid, last);
 	}
 	return 0;
 }
@@ -292,6 +302,12 @@ void fold_live_record(struct fold_live *l, uint32_t type, const void *head, size
 {
 	if (!l->failed && (type == CAP_PROCESS || type == CAP_PROCESS_END || type == CAP_EVENTS))
 		l->failed = fold_record(&l->r, type, head, hlen, tail) != 0;
+}
+
+void fold_live_events(struct fold_live *l, uint32_t pid, uint64_t last)
+{
+	if (!l->failed)
+		events_until(&l->r, pid, last);
 }
 
 int fold_live_payload(struct fold_live *l, void **payload, size_t *len)

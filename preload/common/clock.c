@@ -58,6 +58,16 @@ void prof_clock_pair(uint64_t *tsc, uint64_t *ns)
 	}
 }
 
+/* A rate in nanoseconds per tick as a multiplier << 32 (a TSC runs at 0.1 to 10 GHz). */
+static uint64_t fixed(double ns_per_tick)
+{
+	if (!(ns_per_tick > 0))
+		ns_per_tick = 1.0;
+	if (ns_per_tick > 1e6)
+		ns_per_tick = 1e6;
+	return (uint64_t)(ns_per_tick * 4294967296.0 + 0.5);
+}
+
 void prof_clock_map_init(struct prof_clock_map *m, enum prof_clock_kind kind,
 			 uint64_t first_tsc, uint64_t first_ns)
 {
@@ -77,10 +87,9 @@ void prof_clock_map_init(struct prof_clock_map *m, enum prof_clock_kind kind,
 	uint64_t tsc, ns;
 	prof_clock_pair(&tsc, &ns);
 	/* the first segment runs through the first pair at the rate measured since */
-	m->seg[0] = (struct prof_clock_segment){
-		.tsc = first_tsc, .ns = first_ns,
-		.ns_per_tick = tsc > first_tsc ? (double)(ns - first_ns) / (double)(tsc - first_tsc)
-					       : 1.0};
+	double rate = tsc > first_tsc ? (double)(ns - first_ns) / (double)(tsc - first_tsc) : 1.0;
+	m->seg[0] = (struct prof_clock_segment){.tsc = first_tsc, .ns = first_ns,
+						.mult = fixed(rate)};
 	m->nseg = 1;
 	m->newest = 0;
 }
@@ -102,7 +111,7 @@ void prof_clock_map_update(struct prof_clock_map *m)
 	double rate = (double)(ns - m->first_ns) / (double)(tsc - m->first_tsc);
 	uint64_t here = prof_clock_segment_ns(cur, tsc);
 	int64_t gap = (int64_t)(ns - here);
-	struct prof_clock_segment next = {.tsc = tsc, .ns = here, .ns_per_tick = rate};
+	struct prof_clock_segment next = {.tsc = tsc, .ns = here, .mult = fixed(rate)};
 	if (gap > STEP_NS || gap < -STEP_NS) {
 		next.ns = ns;
 	} else {
@@ -112,7 +121,7 @@ void prof_clock_map_update(struct prof_clock_map *m)
 			fix = rate / 2;
 		if (fix < -rate / 2)
 			fix = -rate / 2;
-		next.ns_per_tick = rate + fix;
+		next.mult = fixed(rate + fix);
 	}
 	m->newest = (m->newest + 1) % PROF_CLOCK_SEGMENTS;
 	m->seg[m->newest] = next;

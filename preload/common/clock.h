@@ -40,7 +40,8 @@ void prof_clock_use(enum prof_clock_kind kind);
 #define PROF_CLOCK_SEGMENTS 256 /* ~25 s of updates: older ticks use the oldest */
 struct prof_clock_segment {
 	uint64_t tsc, ns; /* where the segment begins */
-	double ns_per_tick;
+	uint64_t mult;    /* nanoseconds per tick << 32: a multiply, not a division or a
+			   * double, per event drained */
 };
 struct prof_clock_map {
 	enum prof_clock_kind kind;
@@ -62,8 +63,10 @@ const struct prof_clock_segment *prof_clock_segment_of(const struct prof_clock_m
 
 static inline uint64_t prof_clock_segment_ns(const struct prof_clock_segment *g, uint64_t t)
 {
-	double d = ((double)(int64_t)(t - g->tsc)) * g->ns_per_tick;
-	return g->ns + (uint64_t)(int64_t)d;
+	if (__builtin_expect(t >= g->tsc, 1))
+		return g->ns + (uint64_t)(((unsigned __int128)(t - g->tsc) * g->mult) >> 32);
+	/* before the oldest segment kept: extended back */
+	return g->ns - (uint64_t)(((unsigned __int128)(g->tsc - t) * g->mult) >> 32);
 }
 
 static inline uint64_t prof_clock_to_ns(const struct prof_clock_map *m, uint64_t t)

@@ -91,12 +91,21 @@ uint64_t ring_drain_upto(struct prof_slot *slot, const struct prof_event *ring,
 	/* the writer's memory is not trusted: nothing outside the ring is read */
 	if (n == 0 || n > capacity || !capacity || (capacity & (capacity - 1)))
 		return 0;
-	uint64_t mask = capacity - 1;
-	uint64_t first = tail & mask;
-	uint64_t run = capacity - first < n ? capacity - first : n;
-	fn(ctx, ring + first, run);
-	if (run < n)
-		fn(ctx, ring, n - run);
-	atomic_store_explicit(&slot->tail, head, memory_order_release);
+	/* Handed over a piece at a time, the space given back after each: a full ring of a
+	 * writer going flat out takes the collector ~1.5 ms, and given back only at the
+	 * end, all of it dropped the writer's events meanwhile (half of them were lost). fn
+	 * has copied a piece when it returns. */
+	uint64_t mask = capacity - 1, done = 0;
+	while (done < n) {
+		uint64_t first = (tail + done) & mask;
+		uint64_t run = n - done;
+		if (run > capacity - first)
+			run = capacity - first;
+		if (run > RING_DRAIN_PIECE)
+			run = RING_DRAIN_PIECE;
+		fn(ctx, ring + first, run);
+		done += run;
+		atomic_store_explicit(&slot->tail, tail + done, memory_order_release);
+	}
 	return n;
 }

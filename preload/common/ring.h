@@ -44,8 +44,10 @@ static inline void ring_commit(struct ring_writer *w)
 	atomic_store_explicit(&w->slot->head, w->head, memory_order_release);
 }
 
-/* Reader: hands every event between tail and head to fn in order (at most two calls,
- * for the two sides of the wrap), then releases them. Returns the events read. */
+/* Reader: hands every event between tail and head to fn in order, in pieces of at most
+ * RING_DRAIN_PIECE events (and at the wrap), releasing each piece once fn returns.
+ * Returns the events read. */
+#define RING_DRAIN_PIECE 4096
 typedef void (*ring_read_fn)(void *ctx, const struct prof_event *ev, uint64_t n);
 uint64_t ring_drain(struct prof_slot *slot, const struct prof_event *ring, uint64_t capacity,
 		    ring_read_fn fn, void *ctx);

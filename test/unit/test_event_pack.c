@@ -30,12 +30,12 @@ static uint64_t next(void)
 
 static void round_trip(const struct prof_event *ev, uint32_t n, size_t *packed_len)
 {
-	uint8_t *buf = malloc((size_t)n * CAP_PACKED_MAX_EVENT + 1);
+	uint8_t *buf = malloc(CAP_PACKED_BYTES(n) + 1);
 	struct prof_event *back = calloc(n + 1, sizeof *back);
 	assert_non_null(buf);
 	assert_non_null(back);
 	size_t len = cap_pack_events(ev, n, buf);
-	assert_true(len <= (size_t)n * CAP_PACKED_MAX_EVENT);
+	assert_true(len > 0 && len <= CAP_PACKED_BYTES(n));
 	assert_int_equal(cap_unpack_events(buf, len, n, back), 0);
 	assert_memory_equal(back, ev, (size_t)n * sizeof *ev);
 	/* one byte short, one byte more, one event more or less: refused */
@@ -124,13 +124,23 @@ static void garbage_is_refused_or_bounded(void **state)
 		(void)cap_unpack_events(copy, len, (uint32_t)(next() % 64), out);
 		free(copy);
 	}
-	/* an 11-byte varint, a 10th byte over 1 */
-	uint8_t long_varint[] = {0x00, 0, 0, 0, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff,
-				 0xff, 0xff, 0xff, 0xff, 0x01};
-	assert_int_equal(cap_unpack_events(long_varint, sizeof long_varint, 1, out), -1);
-	uint8_t big10[] = {0x00, 0, 0, 0, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff,
-			   0x02};
-	assert_int_equal(cap_unpack_events(big10, sizeof big10, 1, out), -1);
+	/* one event whose t0 stream holds an 11-byte varint, then a 10th byte over 1 */
+	uint8_t bad[CAP_PACKED_LENGTHS + 4 + 11] = {0};
+	uint32_t dt0_len = 11;
+	memcpy(bad + 4 * CAP_S_DT0, &dt0_len, 4);
+	memset(bad + CAP_PACKED_LENGTHS + 4, 0xff, 10);
+	bad[CAP_PACKED_LENGTHS + 4 + 10] = 0x01;
+	assert_int_equal(cap_unpack_events(bad, sizeof bad, 1, out), -1);
+	dt0_len = 10;
+	memcpy(bad + 4 * CAP_S_DT0, &dt0_len, 4);
+	bad[CAP_PACKED_LENGTHS + 4 + 9] = 0x02;
+	assert_int_equal(cap_unpack_events(bad, sizeof bad - 1, 1, out), -1);
+	bad[CAP_PACKED_LENGTHS + 4 + 9] = 0x01; /* the largest value: fine */
+	assert_int_equal(cap_unpack_events(bad, sizeof bad - 1, 1, out), 0);
+	/* a stream longer than what follows it */
+	dt0_len = 1000;
+	memcpy(bad + 4 * CAP_S_DT0, &dt0_len, 4);
+	assert_int_equal(cap_unpack_events(bad, sizeof bad, 1, out), -1);
 }
 
 /* ---- through the capture writer and reader ---- */
@@ -166,7 +176,7 @@ static void capture_reads_packed_as_plain(void **state)
 	assert_non_null(w);
 	enum { PER = 3000, RECORDS = 500 }; /* ~1.5 M events: many frames */
 	static struct prof_event ev[PER];
-	static uint8_t packed[PER * CAP_PACKED_MAX_EVENT];
+	static uint8_t packed[CAP_PACKED_BYTES(PER)];
 	for (int r = 0; r < RECORDS; r++) {
 		for (int i = 0; i < PER; i++)
 			ev[i] = (struct prof_event){.t0 = 1000 + (uint64_t)r * PER + i,

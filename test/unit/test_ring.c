@@ -163,6 +163,59 @@ static void blocking_mode_loses_nothing(void **state)
 	assert_false(s.out_of_order);
 }
 
+/* A full ring read in pieces gives its space back piece by piece: a writer finds room
+ * while the rest of the batch is still being read (given back only at the end, a writer
+ * going flat out dropped everything it wrote meanwhile). */
+#define BIG (4 * RING_DRAIN_PIECE)
+struct piecewise {
+	struct prof_slot slot;
+	struct prof_event ring[BIG];
+	struct ring_writer w;
+	uint64_t calls, fits, seq, seen;
+};
+
+static void read_and_write(void *ctx, const struct prof_event *ev, uint64_t n)
+{
+	struct piecewise *p = ctx;
+	(void)ev;
+	assert_true(n <= RING_DRAIN_PIECE);
+	/* every piece before this one is given back already */
+	assert_int_equal(atomic_load(&p->slot.tail), p->seen);
+	p->seen += n;
+	p->calls++;
+	struct prof_event *e = ring_reserve(&p->w, p->seq);
+	if (e) {
+		memset(e, 0, sizeof *e);
+		e->type = PROF_EV_COMPLETE;
+		e->a = p->seq++;
+		ring_commit(&p->w);
+		p->fits++;
+	}
+}
+
+static void drained_piece_by_piece(void **state)
+{
+	(void)state;
+	struct piecewise *p = calloc(1, sizeof *p);
+	assert_non_null(p);
+	ring_writer_init(&p->w, &p->slot, p->ring, BIG, 0, 0);
+	for (p->seq = 0; p->seq < BIG;) {
+		struct prof_event *e = ring_reserve(&p->w, p->seq);
+		assert_non_null(e);
+		memset(e, 0, sizeof *e);
+		e->type = PROF_EV_COMPLETE;
+		e->a = p->seq++;
+		ring_commit(&p->w);
+	}
+	uint64_t head = atomic_load(&p->slot.head);
+	assert_int_equal(ring_drain_upto(&p->slot, p->ring, BIG, head, read_and_write, p), BIG);
+	assert_int_equal(p->calls, 4);
+	/* full at the first piece; room at each later one */
+	assert_int_equal(p->fits, 3);
+	assert_int_equal(atomic_load(&p->slot.tail), BIG);
+	free(p);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -170,6 +223,7 @@ int main(void)
 		cmocka_unit_test(full_ring_drops_and_reports_gap),
 		cmocka_unit_test(concurrent_reader_sees_each_event_once),
 		cmocka_unit_test(blocking_mode_loses_nothing),
+		cmocka_unit_test(drained_piece_by_piece),
 	};
 	return cmocka_run_group_tests(tests, 0, 0);
 }

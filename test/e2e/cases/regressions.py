@@ -114,8 +114,10 @@ def frees_in_thread_key_destructors(c):
 def dump_lock_holder_killed(c):
     # a forked child dies (SIGKILL) inside prof_dump(), holding the session's request
     # lock; the root's prof_dump() afterwards must not wait for it forever
-    N, SIZE = 100000, 62001
-    r = c.run([c.prog("dump_killed"), N, SIZE, 30], env={"PROFILER_BLOCK": "1"}, timeout=30)
+    # the child is killed 10 ms after it said it calls prof_dump(); a dump of 300,000
+    # pairs takes longer than that (100,000 once did, before captures were packed)
+    N, SIZE = 300000, 62001
+    r = c.run([c.prog("dump_killed"), N, SIZE, 10], env={"PROFILER_BLOCK": "1"}, timeout=30)
     eq(r.rc, 0, "exit status: %r" % r)
     eq((r.kv("killed"), r.kv("inside_dump")), (["1"], ["1"]),
        "the child was killed inside prof_dump(): %r" % r.out)

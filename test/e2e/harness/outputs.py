@@ -189,39 +189,46 @@ def unpack_events(b, count):
     written here independently of the C reader: (t0, t1, a, b, c, name, cat, type, flags,
     depth) tuples."""
     m64 = (1 << 64) - 1
-    p, t0, ptr, name, out = 0, 0, 0, 0, []
+    lens = struct.unpack_from("<6I", b, 0)
+    cols = 24
+    at = [cols + 4 * count]  # where each of the six streams goes on
+    for n in lens[:-1]:
+        at.append(at[-1] + n)
+    ends = [a + n for a, n in zip(at, lens)]
+    check(ends[-1] == len(b), "packed events: %d bytes, streams end at %d" % (len(b), ends[-1]))
 
-    def varint():
-        nonlocal p
+    def varint(j):
         v = shift = 0
         while True:
-            x = b[p]
-            p += 1
+            check(at[j] < ends[j], "packed events: stream %d ends inside a value" % j)
+            x = b[at[j]]
+            at[j] += 1
             v |= (x & 0x7f) << shift
             shift += 7
             if not x & 0x80:
                 return v
 
-    def signed():
-        v = varint()
+    def signed(j):
+        v = varint(j)
         return (v >> 1) ^ -(v & 1)
 
-    for _ in range(count):
-        shape, cat, flags, depth = b[p], b[p + 1], b[p + 2], b[p + 3]
-        p += 4
+    t0, ptr, name, out = 0, 0, 0, []
+    for i in range(count):
+        shape, cat = b[cols + i], b[cols + count + i]
+        flags, depth = b[cols + 2 * count + i], b[cols + 3 * count + i]
         typ = shape & 7
         if shape & 0x80:
-            name = varint()
-        t0 = (t0 + signed()) & m64
-        t1 = (t0 + signed()) & m64 if shape & 0x08 else t0
+            name = varint(0)
+        t0 = (t0 + signed(1)) & m64
+        t1 = (t0 + signed(2)) & m64 if shape & 0x08 else t0
         ptrs = cat == 0 and typ == 1  # an allocator call: pointers against the last one
-        a = ((ptr + signed()) & m64 if ptrs else varint()) if shape & 0x10 else 0
-        bb = varint() if shape & 0x20 else 0
-        c = ((ptr + signed()) & m64 if ptrs else varint()) if shape & 0x40 else 0
+        a = ((ptr + signed(3)) & m64 if ptrs else varint(3)) if shape & 0x10 else 0
+        bb = varint(4) if shape & 0x20 else 0
+        c = ((ptr + signed(5)) & m64 if ptrs else varint(5)) if shape & 0x40 else 0
         if ptrs and (a or c):
             ptr = a or c
         out.append((t0, t1, a, bb, c, name, cat, typ, flags, depth))
-    check(p == len(b), "packed events: %d bytes left over" % (len(b) - p))
+    check(at == ends, "packed events: streams not read to their ends")
     return out
 
 
