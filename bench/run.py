@@ -142,31 +142,35 @@ def overhead():
 
 
 def traced_calls():
-    """Issue 3: the generic entry/exit mechanism against the untraced call."""
+    """Issue 3 and 18: the generic entry/exit mechanism against the untraced call, flat
+    out (a 256 MiB ring: every event on a fresh page) and paced (work after each call:
+    the collector keeps up and the default ring stays resident)."""
     loop = os.path.join(B, "bench", "trace_loop")
     n = N
-    v = [("native call through the PLT", {}),
+    rec = {"LD_PRELOAD": LIB, "PROFILER_AUTOSTART": "1", "PROFILER_QUIET": "1",
+           "PROFILER_TRACE": "bench_fn"}
+    v = [("native call through the PLT", {}, 0),
          ("libprof preloaded, not tracing", {"LD_PRELOAD": LIB, "PROFILER_AUTOSTART": "1",
-                                             "PROFILER_QUIET": "1"}),
-         ("libprof tracing bench_fn", {"LD_PRELOAD": LIB, "PROFILER_AUTOSTART": "1",
-                                       "PROFILER_QUIET": "1", "PROFILER_TRACE": "bench_fn",
-                                       "PROFILER_RING_SIZE": "256M"})]
+                                             "PROFILER_QUIET": "1"}, 0),
+         ("libprof tracing bench_fn", dict(rec, PROFILER_RING_SIZE="256M"), 0)]
     if HAVE_BEFORE:
         v.append(("before: libprof tracing bench_fn",
-                  {"LD_PRELOAD": BEFORE_LIB, "PROFILER_AUTOSTART": "1", "PROFILER_QUIET": "1",
-                   "PROFILER_TRACE": "bench_fn", "PROFILER_RING_SIZE": "256M"}))
+                  dict(rec, LD_PRELOAD=BEFORE_LIB, PROFILER_RING_SIZE="256M"), 0))
+    v += [("paced: native", {}, PACE), ("paced: libprof tracing bench_fn", rec, PACE)]
+    if HAVE_BEFORE:
+        v.append(("paced: before", dict(rec, LD_PRELOAD=BEFORE_LIB), PACE))
 
-    def measure(extra):
-        out = subprocess.run([loop, str(n)], env=clean_env(extra), cwd=WORK,
+    def measure(extra, work):
+        out = subprocess.run([loop, str(n), str(work)], env=clean_env(extra), cwd=WORK,
                              capture_output=True, text=True, check=True)
         return float(out.stdout.split()[0])
 
     med = interleaved_medians(v, ROUNDS, measure)
-    base = med["native call through the PLT"]
     print()
     print(f"Traced call cost: {n:,} calls of a tiny function through the PLT, median of {ROUNDS}")
     print(f"{'variant':40} {'ns/call':>8} {'added':>8}")
     for name, x in med.items():
+        base = med["paced: native" if name.startswith("paced") else "native call through the PLT"]
         print(f"{name:40} {x:8.2f} {x - base:+8.2f}")
 
 
@@ -237,57 +241,66 @@ def torch_overhead():
 
 
 def throughput():
+    """Issue 18: the collector's drain (blocking writers: the loop runs at the collector's
+    pace), its own CPU per event, raw bytes per event, the report and export rates, and
+    what a flat-out burst loses with the default ring; before (BENCH_BEFORE) and now,
+    interleaved round by round (this VM's speed moves by 2x between phases)."""
+    builds = [("now", LIB, PROF)]
     if HAVE_BEFORE:
-        print()
-        print("Before (BENCH_BEFORE):", end="")
-        throughput_of(BEFORE_LIB, BEFORE_PROF, "before")
-        print()
-        print("Now:", end="")
-    throughput_of(LIB, PROF, "now")
-
-
-def throughput_of(lib, prof, tag):
+        builds.insert(0, ("before", BEFORE_LIB, BEFORE_PROF))
     n = 3000000
-    env = {"LD_PRELOAD": lib, "PROFILER_AUTOSTART": "1", "PROFILER_QUIET": "1",
-           "PROFILER_BLOCK": "1", "PROFILER_OUTPUT": "tp" + tag, "PROFILER_OVERWRITE": "1"}
-    full = dict(os.environ, **env)
-    t0 = time.monotonic()
-    subprocess.run([LOOP, str(n)], env=full, cwd=WORK, capture_output=True, check=True)
-    t_run = time.monotonic() - t0
-    # the program's own loop time bounds the drain: with blocking writers the loop runs
-    # at the collector's pace
-    loop_ns = run(env, n) * 2 * n
     events = 2 * n + 20000
-    raw = os.path.getsize(os.path.join(WORK, f"tp{tag}.prof"))
-    t0 = time.monotonic()
-    subprocess.run([prof, "export", f"tp{tag}.prof", "-o", f"tp{tag}2.json"], cwd=WORK, check=True,
-                   capture_output=True)
-    t_export = time.monotonic() - t0
-    t0 = time.monotonic()
-    subprocess.run([prof, "report", f"tp{tag}.prof"], cwd=WORK, check=True, capture_output=True)
-    t_report = time.monotonic() - t0
-    json_mb = os.path.getsize(os.path.join(WORK, f"tp{tag}2.json")) / 1e6
+    res = {tag: {"block": [], "cpu": [], "lost": [], "burst_ns": []} for tag, _, _ in builds}
+    for _ in range(max(ROUNDS, 3)):
+        for tag, lib, _ in builds:
+            r = res[tag]
+            env = {"LD_PRELOAD": lib, "PROFILER_AUTOSTART": "1", "PROFILER_QUIET": "1",
+                   "PROFILER_BLOCK": "1", "PROFILER_OUTPUT": "tp" + tag,
+                   "PROFILER_DEBUG": "drain"}
+            out = subprocess.run([LOOP, str(n)], env=clean_env(env), cwd=WORK,
+                                 capture_output=True, text=True, check=True)
+            r["block"].append(float(out.stdout.split()[0]))
+            # the collector's own CPU for the capture (builds that say it)
+            m = re.search(r"captured \d+ events with [\d.]+ s of CPU \(([\d.]+) ns an event\)",
+                          out.stderr)
+            if m:
+                r["cpu"].append(float(m.group(1)))
+            # the default: a full ring drops; a tight loop writes as fast as one core can,
+            # so the share it loses says how well the collector keeps up
+            b = subprocess.run([LOOP, str(BURST_PAIRS)], cwd=WORK, capture_output=True,
+                               text=True, check=True,
+                               env=clean_env({"LD_PRELOAD": lib, "PROFILER_AUTOSTART": "1",
+                                              "PROFILER_AGGREGATE_STATS": "0",
+                                              "PROFILER_OUTPUT": "burst"}))
+            m = re.search(r"libprof: (\d+) events \((\d+) lost\)", b.stderr)
+            if not m:
+                raise RuntimeError(f"no summary line: {b.stderr!r}")
+            r["lost"].append(int(m.group(2)) / (int(m.group(1)) + int(m.group(2))))
+            r["burst_ns"].append(float(b.stdout.split()[0]))
+    med = statistics.median
     print()
-    print(f"Collector drain rate (blocking writers, {events:,} events): "
-          f"{events / (loop_ns / 1e9) / 1e6:.1f} M events/s")
-    print(f"Whole run with outputs: {t_run:.2f} s")
-    print(f"Raw capture: {raw / events:.2f} bytes/event (zstd), 48 bytes/event in the ring")
-    print(f"Chrome export: {events / t_export / 1e6:.2f} M events/s ({json_mb:.0f} MB JSON)")
-    print(f"Tables (prof report): {events / t_report / 1e6:.2f} M events/s")
-    # the default: a full ring drops. A tight loop writes faster than any drain, so the
-    # share it loses says how long a burst the collector absorbs.
-    lost = []
-    for _ in range(ROUNDS // 2 + 1):
-        r = subprocess.run([LOOP, str(BURST_PAIRS)], cwd=WORK, capture_output=True, text=True,
-                           env=clean_env({"LD_PRELOAD": lib, "PROFILER_AUTOSTART": "1",
-                                          "PROFILER_AGGREGATE_STATS": "0",
-                                          "PROFILER_OUTPUT": "burst"}), check=True)
-        m = re.search(r"libprof: (\d+) events \((\d+) lost\)", r.stderr)
-        if not m:
-            raise RuntimeError(f"no summary line: {r.stderr!r}")
-        lost.append(int(m.group(2)) / (int(m.group(1)) + int(m.group(2))))
-    print(f"Burst of {2 * BURST_PAIRS / 1e6:.0f} M events at full speed, 4M ring, dropping: "
-          f"{100 * statistics.median(lost):.1f}% lost (median of {len(lost)})")
+    print(f"Collector and capture ({events:,} events under PROFILER_BLOCK=1, then a burst of "
+          f"{2 * BURST_PAIRS / 1e6:.0f} M events flat out with the default 4 MiB ring; "
+          f"medians of {len(res['now']['block'])} interleaved rounds)")
+    print(f"{'build':8} {'drain M ev/s':>13} {'CPU ns/ev':>10} {'burst lost':>11} "
+          f"{'burst ns/call':>14} {'bytes/ev':>9} {'report M ev/s':>14} {'export M ev/s':>14}")
+    for tag, lib, prof in builds:
+        r = res[tag]
+        raw = os.path.getsize(os.path.join(WORK, f"tp{tag}.prof"))
+        t0 = time.monotonic()
+        subprocess.run([prof, "export", f"tp{tag}.prof", "-o", f"tp{tag}2.json"], cwd=WORK,
+                       check=True, capture_output=True)
+        t_export = time.monotonic() - t0
+        t0 = time.monotonic()
+        subprocess.run([prof, "report", f"tp{tag}.prof"], cwd=WORK, check=True,
+                       capture_output=True)
+        t_report = time.monotonic() - t0
+        cpu = f"{med(r['cpu']):10.1f}" if r["cpu"] else f"{'-':>10}"
+        print(f"{tag:8} {1e3 / med(r['block']):13.1f} {cpu} "
+              f"{100 * med(r['lost']):10.1f}% {med(r['burst_ns']):14.2f} {raw / events:9.2f} "
+              f"{events / t_report / 1e6:14.2f} {events / t_export / 1e6:14.2f}")
+    print("drain: events/s the blocked writer ran at; CPU: the collector's own (drain loop "
+          "and compressing) per event, from PROFILER_DEBUG=drain")
 
 
 def stack_variants():
