@@ -21,6 +21,7 @@ struct mem_stream {
 	struct op_queue *q;
 	size_t nq, qcap;
 	struct u64map queue_of; /* thread -> queue index */
+	uint32_t last_thread, last_queue; /* the latest look-up in it */
 	uint32_t *heap;         /* queues holding operations, by their oldest's time */
 	size_t nheap, heap_cap;
 	size_t held;
@@ -138,6 +139,15 @@ static struct mem_site *touch(struct mem_image *mi, struct mem_stream *s, uint64
 	return x;
 }
 
+/* A live block (size << SITE_BITS | site) gone. */
+static void release(struct mem_image *mi, struct mem_stream *s, uint64_t block)
+{
+	s->live -= block >> SITE_BITS;
+	struct mem_site *x = touch(mi, s, block & SITE_MASK);
+	x->live_bytes -= block >> SITE_BITS;
+	x->live_count--;
+}
+
 static int apply(struct mem_image *mi, struct mem_stream *s, const struct mem_op *op)
 {
 	uint64_t old, before_live = s->live;
@@ -145,18 +155,12 @@ static int apply(struct mem_image *mi, struct mem_stream *s, const struct mem_op
 		mi->late++;
 	else
 		s->applied_t = op->t;
-	if (op->size == MEM_OP_FREE || u64map_find(&s->blocks, op->ptr)) {
-		/* a release, or an allocation over a block whose release was lost */
-		if (u64map_remove(&s->blocks, op->ptr, &old)) {
-			s->live -= old >> SITE_BITS;
-			struct mem_site *x = touch(mi, s, old & SITE_MASK);
-			x->live_bytes -= old >> SITE_BITS;
-			x->live_count--;
-		} else if (op->size == MEM_OP_FREE) {
+	if (op->size == MEM_OP_FREE) {
+		if (u64map_remove(&s->blocks, op->ptr, &old))
+			release(mi, s, old);
+		else
 			s->unmatched++;
-		}
-	}
-	if (op->size != MEM_OP_FREE) {
+	} else {
 		/* every allocation has its site (stack 0: none); kept if any had a stack */
 		int64_t at = op->stack ? site_for(mi, s, op->stack) : s->nostack_site;
 		if (at < 0 && !op->stack)
@@ -170,6 +174,8 @@ static int apply(struct mem_image *mi, struct mem_stream *s, const struct mem_op
 		uint64_t *slot = u64map_upsert(&s->blocks, op->ptr, &created);
 		if (!slot)
 			return -1;
+		if (!created) /* over a block whose release was lost */
+			release(mi, s, *slot);
 		*slot = size << SITE_BITS | (uint64_t)at;
 		s->live += size;
 		struct mem_site *x = touch(mi, s, (uint64_t)at);
@@ -226,20 +232,27 @@ int memtrack_push(struct mem_image *mi, uint32_t thread, const struct mem_op *op
 		if (curve && !mi->curve && !(mi->curve = memcurve_new()))
 			return -1;
 	}
-	int created;
-	uint64_t *slot = u64map_upsert(&s->queue_of, thread, &created);
-	if (!slot)
-		return -1;
-	if (created) {
-		if (VEC_RESERVE(s->q, s->qcap, s->nq + 1) ||
-		    VEC_RESERVE(s->heap, s->heap_cap, s->nq + 1)) {
-			u64map_remove(&s->queue_of, thread, NULL);
+	uint32_t qi;
+	if (s->nq && s->last_thread == thread) { /* a record's operations are one thread's */
+		qi = s->last_queue;
+	} else {
+		int created;
+		uint64_t *slot = u64map_upsert(&s->queue_of, thread, &created);
+		if (!slot)
 			return -1;
+		if (created) {
+			if (VEC_RESERVE(s->q, s->qcap, s->nq + 1) ||
+			    VEC_RESERVE(s->heap, s->heap_cap, s->nq + 1)) {
+				u64map_remove(&s->queue_of, thread, NULL);
+				return -1;
+			}
+			memset(&s->q[s->nq], 0, sizeof s->q[s->nq]);
+			*slot = s->nq++;
 		}
-		memset(&s->q[s->nq], 0, sizeof s->q[s->nq]);
-		*slot = s->nq++;
+		qi = (uint32_t)*slot;
+		s->last_thread = thread;
+		s->last_queue = qi;
 	}
-	uint32_t qi = (uint32_t)*slot;
 	if (queue_push(&s->q[qi], op))
 		return -1;
 	s->held++;

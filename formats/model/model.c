@@ -189,12 +189,19 @@ int64_t model_thread_of(struct model *m, uint32_t image, uint32_t tid)
 
 uint32_t model_name(struct model *m, uint32_t image, uint32_t id)
 {
-	uint64_t *v = u64map_find(&m->names, (uint64_t)image << 32 | id);
+	uint64_t key = (uint64_t)image << 32 | id;
+	size_t c = (id * 2654435761u ^ image) & 255;
+	if (m->name_cache[c].key == key + 1)
+		return m->name_cache[c].gid;
+	uint64_t *v = u64map_find(&m->names, key);
 	char buf[32];
 	uint32_t gid;
 
-	if (v)
+	if (v) {
+		m->name_cache[c].key = key + 1;
+		m->name_cache[c].gid = (uint32_t)*v;
 		return (uint32_t)*v;
+	}
 	/* Not remembered: a later CAP_STRING for this id still takes effect. */
 	snprintf(buf, sizeof(buf), "<unknown:%u>", id);
 	return strtab_intern_str(&m->str, buf, &gid) ? STR_NONE : gid;
@@ -203,11 +210,11 @@ uint32_t model_name(struct model *m, uint32_t image, uint32_t id)
 uint32_t model_category(struct model *m, uint32_t image, unsigned cat)
 {
 	struct image *im = &m->img[image];
-	const char *fixed = prof_fixed_category_name(cat);
 	char buf[32];
 
 	if (im->cat[cat & 255] != STR_NONE)
 		return im->cat[cat & 255];
+	const char *fixed = prof_fixed_category_name(cat);
 	if (!fixed) {
 		snprintf(buf, sizeof(buf), "<category:%u>", cat);
 		fixed = buf;

@@ -240,6 +240,11 @@ struct model {
 	uint64_t folded_events; /* events of folded images */
 	struct strtab str;
 	struct u64map names;     /* image << 32 | string id -> gid */
+	/* names found lately (an id names one string for good): key + 1, 0 empty */
+	struct {
+		uint64_t key;
+		uint32_t gid;
+	} name_cache[256];
 	struct u64map pid_image; /* source << 32 | pid -> its current image */
 	struct u64map pid_exec;  /* pid_order << 32 | exec_seq -> the latest such image + 1 */
 	struct u64map thread_ix; /* image << 32 | tid -> thread index */

@@ -70,12 +70,18 @@ static int64_t slot_for(struct u64map *ix, void *arr, size_t *n, size_t *cap, si
 
 static struct row *row_for(struct stats *s, uint32_t cat, uint32_t name)
 {
+	uint64_t key = (uint64_t)cat << 32 | name;
+	size_t c = (name * 2654435761u ^ cat) & 63;
+	if (s->row_cache[c].key == key + 1)
+		return &s->rows[s->row_cache[c].row];
 	int created;
 	int64_t i = slot_for(&s->row_ix, &s->rows, &s->nrows, &s->rows_cap, sizeof(struct row),
-			     (uint64_t)cat << 32 | name, &created);
+			     key, &created);
 
 	if (i < 0)
 		return NULL;
+	s->row_cache[c].key = key + 1;
+	s->row_cache[c].row = (uint32_t)i;
 	if (created) {
 		s->rows[i].cat = cat;
 		s->rows[i].name = name;

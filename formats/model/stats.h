@@ -68,6 +68,10 @@ struct stats {
 	struct row *rows;
 	size_t nrows, rows_cap;
 	struct u64map row_ix; /* cat gid << 32 | name gid -> row */
+	struct {
+		uint64_t key; /* + 1; 0 empty */
+		uint32_t row;
+	} row_cache[64];      /* rows found lately */
 	struct mark *marks;
 	size_t nmarks, marks_cap;
 	struct u64map mark_ix;
