@@ -139,7 +139,7 @@ static void test_bounded_and_late(void **state)
 	(void)state;
 	struct mem_image mi;
 	memset(&mi, 0, sizeof mi);
-	uint64_t n = 3ull * MEMTRACK_MAX_HELD;
+	uint64_t n = 3ull * (MEMTRACK_MAX_HELD + 1); /* pairs: an even count */
 	for (uint64_t i = 0; i < n; i++) {
 		struct mem_op op = {.t = 1 + i, .ptr = 0x1000 + (i / 2) * 16,
 				    .size = i % 2 ? MEM_OP_FREE : 32};
