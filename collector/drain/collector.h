@@ -40,6 +40,7 @@ struct output_request {
 				      snapshot of it); NULL: the capture read */
 	struct live_outputs *live; /* the outputs made as the capture was written (live.h):
 				      used where it made them, else made here */
+	const struct live_made *made; /* the same, already taken (a dump's, live.c) */
 };
 
 /* Maps the record of the outputs this session made, shared with the dump children, and

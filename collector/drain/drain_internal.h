@@ -87,6 +87,12 @@ struct collector {
 	int root_released;
 	int liveness_pass; /* this pass also checks orphan slots' threads */
 	struct dump_job dump;
+	/* a dump the live outputs' child makes (live_dump_start): its request (0: a
+	 * continuous or signalled one), and that one is asked */
+	uint32_t live_dump_request;
+	int live_dump;
+	uint64_t live_dump_since;
+	struct dump_request live_dump_fallback; /* made from the capture if it declines */
 	/* the events of one drain call, converted and packed as they are read (one pass,
 	 * no copy of the 48-byte records: event_pack.h); undo is the state before the
 	 * last event when that was a STACK, so that it can be taken back */

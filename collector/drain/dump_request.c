@@ -5,6 +5,7 @@
 #define _GNU_SOURCE
 #include "collector/drain/drain_internal.h"
 #include "collector/output/capture_own.h"
+#include "preload/common/debug.h"
 
 /* The one answer to request req: its status (0, or -1 when no outputs were made), and
  * the requester woken. */
@@ -15,12 +16,58 @@ static void answer(struct prof_session_shm *s, uint32_t req, int status)
 	prof_futex_wake(&s->dump_done);
 }
 
-/* A dump child that ended answers the request it served (none for a continuous dump). */
+/* A dump made from the capture by a forked child (dump.c): the capture flushed, the
+ * child started. 0, or -1. */
+static int dump_from_capture(struct collector *c, const struct dump_request *r)
+{
+	char src[64];
+	return cap_flush(c->w) ||
+			       dump_start(&c->dump,
+					  capture_source(c->capture_fd, c->capture_path, src,
+							 sizeof src),
+					  c->parts ? -1 : c->capture_fd, r)
+		       ? -1
+		       : 0;
+}
+
+/* A dump child that ended answers the request it served (none for a continuous dump);
+ * so does the live outputs' child, or, when it declined, a dump made from the capture
+ * takes the request over. wait: until it is answered (the end). */
 static void dump_ended(struct collector *c, int wait)
 {
 	int status;
 	if (dump_poll(&c->dump, wait, &status) && c->dump.request)
 		answer(c->s, c->dump.request, status);
+	uint64_t since = prof_mono_ns();
+	while (c->live_dump) {
+		if (live_dump_poll(&c->live, &status)) {
+			c->live_dump = 0;
+			prof_debug(PROF_DEBUG_DRAIN, "dump %s in %.3f s", status == LIVE_DUMP_DECLINED
+				   ? "declined by the live outputs: made from the capture"
+				   : "made from the live outputs' state",
+				   (double)(prof_mono_ns() - c->live_dump_since) / 1e9);
+			if (status != LIVE_DUMP_DECLINED) {
+				if (c->live_dump_request)
+					answer(c->s, c->live_dump_request, status);
+			} else if (dump_from_capture(c, &c->live_dump_fallback)) {
+				if (c->live_dump_request)
+					answer(c->s, c->live_dump_request, -1);
+			} else if (wait && dump_poll(&c->dump, 1, &status) && c->dump.request) {
+				answer(c->s, c->dump.request, status);
+			}
+			break;
+		}
+		/* the end waits while the dump is being made, not for good */
+		if (!wait || prof_mono_ns() - since > 60000000000ull) {
+			if (wait && c->live_dump_request)
+				answer(c->s, c->live_dump_request, -1);
+			if (wait)
+				c->live_dump = 0;
+			break;
+		}
+		struct timespec ts = {0, 5000000};
+		nanosleep(&ts, NULL);
+	}
 }
 
 void answer_dump(struct collector *c)
@@ -37,7 +84,7 @@ void answer_dump(struct collector *c)
 		answer(s, req, -1); /* the capture is broken: say so, don't hang */
 		return;
 	}
-	if (c->dump.pid || (!asked && !periodic) || c->write_failed)
+	if (c->dump.pid || c->live_dump || (!asked && !periodic) || c->write_failed)
 		return;
 	if (asked) {
 		scan_segments(c); /* the requester may be younger than the last scan */
@@ -57,16 +104,27 @@ void answer_dump(struct collector *c)
 	};
 	if (!asked && signalled)
 		collector_dump_signalled = 0;
-	char src[64];
-	if (cap_flush(c->w) ||
-	    dump_start(&c->dump, capture_source(c->capture_fd, c->capture_path, src, sizeof src),
-		       c->parts ? -1 : c->capture_fd, &r)) {
-		if (asked)
-			answer(s, req, -1);
-		return;
-	}
 	if (!asked)
 		c->last_dump = now;
+	/* From the live outputs' child when it runs: it has read the capture as it was
+	 * written, so a dump costs the outputs' writing and what it has still to read, not a
+	 * read of the whole capture (continuous dumps fell behind by the end of long runs) */
+	struct live_dump_request lr = {.tables = r.tables, .say = r.say};
+	if (r.tables_path)
+		snprintf(lr.tables_path, sizeof lr.tables_path, "%s", r.tables_path);
+	if (c->live.pid && !cap_flush(c->w)) {
+		live_outputs_publish(&c->live, c->parts ? c->part : 0, cap_writer_bytes(c->w));
+		if (!live_dump_start(&c->live, c->parts ? c->part : 0, cap_writer_bytes(c->w),
+				     &lr)) {
+			c->live_dump = 1;
+			c->live_dump_since = prof_mono_ns();
+			c->live_dump_request = r.request;
+			c->live_dump_fallback = r;
+			return;
+		}
+	}
+	if (dump_from_capture(c, &r) && asked)
+		answer(s, req, -1);
 }
 
 void finish_dump(struct collector *c)

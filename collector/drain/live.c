@@ -20,6 +20,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "collector/drain/collector.h"
 #include "collector/output/outfile.h"
 #include "formats/capture/capture.h"
 #include "formats/export/chrome_live.h"
@@ -29,6 +30,7 @@
 #include "preload/common/debug.h"
 
 #define LIVE_NICE 19     /* where SCHED_IDLE is refused */
+#define LIVE_DUMP_NICE 10 /* while a dump waits: as the dumps made from the capture ran */
 #define POLL_NS 5000000L /* 5 ms between looks at the page while nothing new is written */
 #define PART_SHIFT 40    /* a part's bytes below 1 TiB */
 /* The end waits for the child as long as it moves on; this long without a record read or
@@ -50,6 +52,15 @@ struct live_page {
 	struct live_made made;
 	char why[1024];          /* why the tables were not made */
 	char json_why[1024];     /* why the trace was not made (the tables were) */
+	/* A dump served from the child's state (live_dump_start): the collector fills the
+	 * request, then bumps dump_seq; the child, once it has read the capture to dump_at,
+	 * forks, and the fork writes the outputs, says what it would have printed in
+	 * dump_said, and sets dump_status and then dump_done to that seq. */
+	_Atomic uint64_t dump_at;
+	_Atomic uint32_t dump_seq, dump_done;
+	atomic_int dump_status; /* 0, -1 (no outputs), LIVE_DUMP_DECLINED */
+	struct live_dump_request dump;
+	char dump_said[2048];   /* its lines for the collector's stderr */
 };
 
 /* ---- the child ---- */
@@ -236,12 +247,19 @@ static FILE *temp_beside(const char *final, char *tmp, size_t len, char *why, si
 	return f;
 }
 
-static void write_tables(struct live_page *p, struct model *m, struct stats *s,
+/* What one writing of the outputs made (the end's, in the page; a dump's, its own). */
+struct made_here {
+	struct live_made *made;
+	char *why, *json_why; /* sizeof the page's */
+};
+
+static void write_tables(struct made_here *h, struct model *m, struct stats *s,
 			 const struct model_fold *fold, int read_rc, const char *damage,
 			 const char *path, const char *txt)
 {
 	char err[1024];
-	FILE *f = temp_beside(txt, p->made.txt, sizeof p->made.txt, p->why, sizeof p->why);
+	struct live_made *made = h->made;
+	FILE *f = temp_beside(txt, made->txt, sizeof made->txt, h->why, sizeof followed->why);
 	if (!f)
 		return;
 	struct table_options opt = {.sort = SORT_TOTAL};
@@ -253,33 +271,34 @@ static void write_tables(struct live_page *p, struct model *m, struct stats *s,
 		snprintf(err, sizeof err, "writing the tables: %s", strerror(errno));
 	}
 	if (rc == 2) {
-		unlink(p->made.txt);
-		p->made.txt[0] = 0;
-		snprintf(p->why, sizeof p->why, "%s", err);
+		unlink(made->txt);
+		made->txt[0] = 0;
+		snprintf(h->why, sizeof followed->why, "%s", err);
 	}
 }
 
-static void write_trace(struct live_page *p, struct chrome_live *trace,
+static void write_trace(struct made_here *h, struct chrome_live *trace,
 			const struct model_fold *fold, int read_rc, const char *damage,
 			const char *json)
 {
 	char err[1024];
+	struct live_made *made = h->made;
 	if (!trace) {
-		snprintf(p->json_why, sizeof p->json_why, "no spool");
+		snprintf(h->json_why, sizeof followed->json_why, "no spool");
 		return;
 	}
-	FILE *f = temp_beside(json, p->made.json, sizeof p->made.json, p->json_why,
-			      sizeof p->json_why);
+	FILE *f = temp_beside(json, made->json, sizeof made->json, h->json_why,
+			      sizeof followed->json_why);
 	if (!f)
 		return;
 	int rc = chrome_live_write(trace, fold, read_rc == CAP_READ_DAMAGED ? damage : NULL,
-				   json, f, &p->made.sum, err, sizeof err);
+				   json, f, &made->sum, err, sizeof err);
 	if (rc == 2) {
-		unlink(p->made.json);
-		p->made.json[0] = 0;
-		snprintf(p->json_why, sizeof p->json_why, "%s", err);
+		unlink(made->json);
+		made->json[0] = 0;
+		snprintf(h->json_why, sizeof followed->json_why, "%s", err);
 	}
-	p->made.json_rc = rc == 1;
+	made->json_rc = rc == 1;
 }
 
 /* The trace's spool: an unnamed file beside it (it holds about what the trace will). */
@@ -294,6 +313,178 @@ static int spool_beside(const char *json)
 	unlink(tmp);
 	close(fd);
 	return rw;
+}
+
+/* ---- dumps from the child's state ---- */
+
+/* What a dump's fork needs of the child: set once the child reads. */
+static struct {
+	struct model_live *l;
+	struct model *m;
+	struct stats *s;
+	struct chrome_live *trace;
+	const char *source, *path, *prefix;
+	pid_t pid;        /* the fork writing a dump, 0 when none */
+	uint32_t serving; /* the request it serves */
+	uint64_t since;   /* when it began */
+	int boosted;      /* out of SCHED_IDLE while a dump waits */
+} dumps;
+
+static void sched_idle(int idle)
+{
+	struct sched_param none = {0};
+	if (idle) {
+		if (sched_setscheduler(0, SCHED_IDLE, &none))
+			setpriority(PRIO_PROCESS, 0, LIVE_NICE);
+	} else if (!sched_setscheduler(0, SCHED_OTHER, &none)) {
+		setpriority(PRIO_PROCESS, 0, LIVE_DUMP_NICE);
+	}
+}
+
+static void dump_answered(struct live_page *p, uint32_t seq, int status)
+{
+	atomic_store(&p->dump_status, status);
+	atomic_store(&p->dump_done, seq);
+}
+
+/* The tables only (prof_dumps), to the path the program named. 0 or -1. */
+static int dump_tables_to(struct live_page *p, const struct model_fold *fold, int read_rc,
+			  const char *damage)
+{
+	char why[1024] = "", json_why[1024] = "";
+	struct live_made made = {0};
+	struct made_here h = {&made, why, json_why};
+	const char *path = p->dump.tables_path;
+	if (outfile_probe(path, why, sizeof why) < 0) {
+		fprintf(stderr, "libprof: %s; not writing there\n", why);
+		return -1;
+	}
+	write_tables(&h, dumps.m, dumps.s, fold, read_rc, damage, dumps.path, path);
+	if (!made.txt[0] || outfile_place(made.txt, path, 1)) {
+		if (made.txt[0])
+			unlink(made.txt);
+		fprintf(stderr, "libprof: cannot write %s\n", path);
+		return -1;
+	}
+	return 0;
+}
+
+/* The outputs under the session's prefix, put in place as the end's are. 0 or -1. */
+static int dump_outputs(struct live_page *p, const struct model_fold *fold, int read_rc,
+			const char *damage)
+{
+	char why[1024] = "", json_why[1024] = "", txt[4352], json[4352];
+	struct live_made made = {0};
+	struct made_here h = {&made, why, json_why};
+	snprintf(txt, sizeof txt, "%s.txt", dumps.prefix);
+	snprintf(json, sizeof json, "%s.json", dumps.prefix);
+	if (p->dump.tables)
+		write_tables(&h, dumps.m, dumps.s, fold, read_rc, damage, dumps.path, txt);
+	write_trace(&h, dumps.trace, fold, read_rc, damage, json);
+	struct output_request q = {.max_json_events = p->max_json_events,
+				   .tables = p->dump.tables, .quiet = !p->dump.say,
+				   .shown_capture = dumps.path, .made = &made};
+	return collector_make_outputs(dumps.source, dumps.prefix, &q);
+}
+
+/* The dump's fork: the child's state as it is now, finished as if the capture ended
+ * here, written out; what it prints goes to the page for the collector's stderr. */
+static int dump_fork(struct live_page *p)
+{
+	char damage[1024] = "";
+	struct model_fold fold;
+	int read_rc = CAP_READ_OK, rc = -1;
+	FILE *said = tmpfile();
+	if (said)
+		dup2(fileno(said), 2);
+	if (!model_live_finish(dumps.l, CAP_READ_OK, dumps.path, &fold, &read_rc, damage,
+			       sizeof damage))
+		rc = p->dump.tables_path[0] ? dump_tables_to(p, &fold, read_rc, damage)
+					    : dump_outputs(p, &fold, read_rc, damage);
+	else
+		fprintf(stderr, "libprof: the dump could not be made: %s\n", damage);
+	fflush(stderr);
+	if (said) {
+		size_t n = (size_t)pread(2, p->dump_said, sizeof p->dump_said - 1, 0);
+		p->dump_said[n < sizeof p->dump_said ? n : 0] = 0;
+	}
+	return rc;
+}
+
+/* A dump's fork that ended: its answer stands (or -1 if it died first). */
+static void reap_dump(int wait)
+{
+	int st;
+	if (!dumps.pid)
+		return;
+	/* stuck (a fork of a threaded process can inherit a lock held for good): the
+	 * collector makes it from the capture instead, and prof_dump() is answered */
+	if (!wait && mono_ns() - dumps.since > STALL_NS) {
+		kill(dumps.pid, SIGKILL);
+		wait = 1;
+		if (atomic_load(&followed->dump_done) != dumps.serving)
+			dump_answered(followed, dumps.serving, LIVE_DUMP_DECLINED);
+	}
+	if (waitpid(dumps.pid, &st, wait ? 0 : WNOHANG) <= 0)
+		return;
+	if (atomic_load(&followed->dump_done) != dumps.serving)
+		dump_answered(followed, dumps.serving, -1);
+	dumps.pid = 0;
+	chrome_live_hold(dumps.trace, 0);
+}
+
+static void serve_dump(uint32_t seq)
+{
+	struct live_page *p = followed;
+	atomic_store(&p->dump_status, 0);
+	p->dump_said[0] = 0;
+	chrome_live_hold(dumps.trace, 1);
+	pid_t live = getpid(), pid = fork();
+	if (pid == 0) {
+		prctl(PR_SET_PDEATHSIG, SIGKILL); /* never outlive the child it copies */
+		if (getppid() != live)
+			_exit(1);
+		int rc = dump_fork(p);
+		dump_answered(p, seq, rc ? -1 : 0);
+		_exit(0);
+	}
+	if (pid < 0) {
+		chrome_live_hold(dumps.trace, 0);
+		dump_answered(p, seq, LIVE_DUMP_DECLINED);
+		return;
+	}
+	dumps.pid = pid;
+	dumps.serving = seq;
+	dumps.since = mono_ns();
+}
+
+/* cap_read_between: once the frames read reach the request's place, a fork of this
+ * child writes the dump from its state. While one waits, out of SCHED_IDLE (someone may
+ * be blocked in prof_dump). */
+static void between(uint64_t end)
+{
+	struct live_page *p = followed;
+	reap_dump(0);
+	uint32_t seq = atomic_load(&p->dump_seq);
+	if (seq == atomic_load(&p->dump_done)) {
+		if (dumps.boosted && !dumps.pid && !atomic_load(&p->finished)) {
+			sched_idle(1);
+			dumps.boosted = 0;
+		}
+		return;
+	}
+	if (dumps.pid)
+		return;
+	if (stopping || !dumps.l) { /* its state is not the capture's: the collector's way */
+		dump_answered(p, seq, LIVE_DUMP_DECLINED);
+		return;
+	}
+	if (!dumps.boosted) {
+		sched_idle(0);
+		dumps.boosted = 1;
+	}
+	if (((uint64_t)reading_part << PART_SHIFT | end) >= atomic_load(&p->dump_at))
+		serve_dump(seq);
 }
 
 static int child(struct live_page *p, int fd, int parts, const char *path, const char *prefix)
@@ -324,8 +515,28 @@ static int child(struct live_page *p, int fd, int parts, const char *path, const
 	struct model_live *l = model_live_new(&m);
 	if (!l)
 		return failed(p, "out of memory");
+	dumps.l = l;
+	dumps.m = &m;
+	dumps.s = &s;
+	dumps.trace = b.trace;
+	dumps.source = source;
+	dumps.path = path;
+	dumps.prefix = prefix;
+	cap_read_between = between;
 	int rc = parts ? read_parts(source, l, damage, sizeof damage)
 		       : cap_read(source, visit, l, damage, sizeof damage);
+	/* a dump asked at the very end, or still being written */
+	if (!stopping)
+		between(UINT64_MAX);
+	while (dumps.pid) { /* ends, or is taken for stuck */
+		reap_dump(0);
+		if (dumps.pid)
+			nap();
+	}
+	if (atomic_load(&p->dump_seq) != atomic_load(&p->dump_done))
+		dump_answered(p, atomic_load(&p->dump_seq), LIVE_DUMP_DECLINED);
+	cap_read_between = NULL;
+	dumps.l = NULL;
 	if (getppid() != collector_pid)
 		return 1;
 	rc = model_live_finish(l, rc, path, &fold, &read_rc, damage, sizeof damage);
@@ -333,10 +544,11 @@ static int child(struct live_page *p, int fd, int parts, const char *path, const
 	model_live_free(l);
 	if (rc)
 		return failed(p, damage);
+	struct made_here h = {&p->made, p->why, p->json_why};
 	atomic_fetch_add(&p->progress, 1);
-	write_tables(p, &m, &s, &fold, read_rc, damage, path, txt);
+	write_tables(&h, &m, &s, &fold, read_rc, damage, path, txt);
 	atomic_fetch_add(&p->progress, 1);
-	write_trace(p, b.trace, &fold, read_rc, damage, json);
+	write_trace(&h, b.trace, &fold, read_rc, damage, json);
 	atomic_store(&p->ready_ns, mono_ns());
 	atomic_store(&p->result, DONE);
 	return 0;
@@ -505,4 +717,38 @@ void live_outputs_stop(struct live_outputs *lo)
 		munmap(lo->page, sizeof *lo->page);
 		lo->page = NULL;
 	}
+}
+
+int live_dump_start(struct live_outputs *lo, uint32_t part, uint64_t size,
+		    const struct live_dump_request *r)
+{
+	struct live_page *p = lo->page;
+	if (!lo->pid || !p || atomic_load(&p->result) != RUNNING || atomic_load(&p->finished) ||
+	    atomic_load(&p->dump_seq) != atomic_load(&p->dump_done))
+		return -1;
+	p->dump = *r;
+	atomic_store(&p->dump_at, (uint64_t)part << PART_SHIFT | size);
+	atomic_store(&p->dump_seq, atomic_load(&p->dump_seq) + 1);
+	return 0;
+}
+
+int live_dump_poll(struct live_outputs *lo, int *status)
+{
+	struct live_page *p = lo->page;
+	if (!p)
+		return 0;
+	uint32_t seq = atomic_load(&p->dump_seq);
+	if (seq == atomic_load(&p->dump_done)) {
+		*status = atomic_load(&p->dump_status);
+		if (*status != LIVE_DUMP_DECLINED && p->dump_said[0])
+			fputs(p->dump_said, stderr);
+		p->dump_said[0] = 0;
+		return 1;
+	}
+	if (!lo->pid || reap(lo, 0)) { /* the child is gone, and its fork with it */
+		atomic_store(&p->dump_done, seq);
+		*status = LIVE_DUMP_DECLINED;
+		return 1;
+	}
+	return 0;
 }

@@ -45,6 +45,23 @@ void live_outputs_finish(struct live_outputs *lo, uint32_t part, uint64_t size);
 /* Waits for the child and says what it made (its reasons for what not on the drain
  * debug channel). A trace made for another cap than max_json_events is not used. */
 void live_outputs_take(struct live_outputs *lo, uint64_t max_json_events, struct live_made *out);
+/* A dump (prof_dump, prof_dumps, continuous_dump, `prof dump`) made from the child's
+ * state instead of a read of the whole capture: what it has read so far, once that
+ * reaches where the capture's complete frames went at the request, finished as if the
+ * capture ended there and written by a fork of the child (so the reading goes on). */
+struct live_dump_request {
+	char tables_path[4352]; /* prof_dumps: only the tables, to this file; "" otherwise */
+	int tables;             /* <prefix>.txt too */
+	int say;                /* the summary line naming the files (a signalled dump) */
+};
+#define LIVE_DUMP_DECLINED (-2) /* the child could not serve it: made from the capture */
+/* Asks for one when the capture's complete frames reach size bytes of part. 0, or -1
+ * when the child cannot take it (none, finished, one already asked). */
+int live_dump_start(struct live_outputs *lo, uint32_t part, uint64_t size,
+		    const struct live_dump_request *r);
+/* 1 once the dump asked is answered, its result in *status (0, -1: no outputs, or
+ * LIVE_DUMP_DECLINED), the lines it would have printed printed; else 0. */
+int live_dump_poll(struct live_outputs *lo, int *status);
 /* Stops and reaps the child if it runs, removing what it made and nobody took. */
 void live_outputs_stop(struct live_outputs *lo);
 

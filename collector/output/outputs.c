@@ -225,7 +225,9 @@ int collector_make_outputs(const char *capture, const char *prefix,
 	 * a child alongside the trace */
 	static struct live_made lm;
 	memset(&lm, 0, sizeof lm);
-	if (q->live)
+	if (q->made)
+		lm = *q->made;
+	else if (q->live)
 		live_outputs_take(q->live, q->max_json_events, &lm);
 	if (lm.txt[0] && !q->tables) /* turned off during the run */
 		unlink(lm.txt);

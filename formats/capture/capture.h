@@ -206,6 +206,11 @@ extern uint64_t cap_read_size_limit;
  * reader calls it with that size; it waits until more are, and returns the new size, or
  * returns the same size once the capture is finished. */
 extern uint64_t (*cap_read_follow)(uint64_t known);
+/* When set, called on the thread that visits the records: after each frame's, with the
+ * file offset the frames visited reach, and about every 20 ms while that thread waits for
+ * the next frame of a capture being followed (the live outputs' dumps, live.c: the
+ * visitor's state there holds every record up to that offset, and nothing after). */
+extern void (*cap_read_between)(uint64_t end);
 /* The same for one file only. */
 int cap_read_file(const char *path, cap_visit_fn visit, void *ctx, char *err, size_t errlen);
 /* The same, decompressing ahead whatever the file's size when ahead is set (the parts

@@ -12,6 +12,7 @@
 #include <string.h>
 #include <sys/stat.h>
 #include <unistd.h>
+#include <time.h>
 #include <zstd.h>
 
 #include "formats/capture/capture_internal.h"
@@ -331,6 +332,7 @@ struct ahead {
 	unsigned char *buf[2];
 	size_t cap[2], len[2];
 	int full[2];
+	uint64_t end[2];        /* the file offset after each buffer's frame */
 	int done, stop, result; /* result: the load's, once done */
 	int done_read;          /* the visitor's result came from the load (damage, or 0) */
 };
@@ -358,6 +360,7 @@ static void *read_ahead(void *arg)
 			r->raw = b;
 			r->rawcap = c;
 			a->len[k] = rawlen;
+			a->end[k] = next;
 			a->full[k] = 1;
 			pthread_cond_broadcast(&a->cv);
 		}
@@ -389,10 +392,27 @@ static int read_pipelined(struct reader *r, cap_visit_fn visit, void *ctx, int *
 		return -1;
 	}
 	int rc = 0;
+	uint64_t visited = r->pos; /* the offset the frames visited reach */
 	for (unsigned k = 0;; k ^= 1) {
 		pthread_mutex_lock(&a.mu);
-		while (!a.full[k] && !a.done)
-			pthread_cond_wait(&a.cv, &a.mu);
+		while (!a.full[k] && !a.done) {
+			if (!cap_read_between) {
+				pthread_cond_wait(&a.cv, &a.mu);
+				continue;
+			}
+			struct timespec until;
+			clock_gettime(CLOCK_REALTIME, &until);
+			until.tv_nsec += 20000000;
+			if (until.tv_nsec >= 1000000000) {
+				until.tv_sec++;
+				until.tv_nsec -= 1000000000;
+			}
+			if (pthread_cond_timedwait(&a.cv, &a.mu, &until) == ETIMEDOUT) {
+				pthread_mutex_unlock(&a.mu);
+				cap_read_between(visited);
+				pthread_mutex_lock(&a.mu);
+			}
+		}
 		int full = a.full[k];
 		if (!full) {
 			rc = a.result;
@@ -402,6 +422,9 @@ static int read_pipelined(struct reader *r, cap_visit_fn visit, void *ctx, int *
 		if (!full)
 			break;
 		rc = visit_records(a.buf[k], a.len[k], visit, ctx);
+		visited = a.end[k];
+		if (!rc && cap_read_between)
+			cap_read_between(visited);
 		pthread_mutex_lock(&a.mu);
 		a.full[k] = 0;
 		if (rc)
@@ -427,6 +450,7 @@ static int read_pipelined(struct reader *r, cap_visit_fn visit, void *ctx, int *
 uint64_t cap_read_ahead_min_bytes = 256u << 10;
 uint64_t cap_read_size_limit;
 uint64_t (*cap_read_follow)(uint64_t known);
+void (*cap_read_between)(uint64_t end);
 
 int cap_read_file(const char *path, cap_visit_fn visit, void *ctx, char *err, size_t errlen)
 {
@@ -453,6 +477,8 @@ int cap_read_file_ahead(const char *path, cap_visit_fn visit, void *ctx, char *e
 		rc = load_frame(&r, &rawlen, &next);
 		if (!rc)
 			rc = visit_records(r.raw, rawlen, visit, ctx);
+		if (!rc && cap_read_between)
+			cap_read_between(next);
 		r.pos = next;
 		r.frame++;
 	}

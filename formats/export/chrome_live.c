@@ -39,6 +39,7 @@ struct chrome_live {
 	uint64_t hidden;      /* allocator calls left to the counter tracks */
 	int failed;           /* a spool write failed: errno in err_no */
 	int err_no;
+	int held;             /* another process reads the spool: only appended to */
 };
 
 struct chrome_live *chrome_live_new(const struct chrome_options *o, struct model *m,
@@ -57,6 +58,12 @@ struct chrome_live *chrome_live_new(const struct chrome_options *o, struct model
 	l->spool_cap = chrome_live_spool_min;
 	l->recut_at = chrome_live_recut_every;
 	return l;
+}
+
+void chrome_live_hold(struct chrome_live *l, int hold)
+{
+	if (l)
+		l->held = hold;
 }
 
 void chrome_live_free(struct chrome_live *l)
@@ -228,6 +235,8 @@ static int under_cut(struct chrome_live *l, const struct spooled *s, void *ctx)
 static int room_left(struct chrome_live *l)
 {
 	struct statvfs fs;
+	if (l->held)
+		return 0; /* looked at again at the next compaction */
 	uint64_t grow = (l->spool_cap - l->nspool) * sizeof(struct spooled);
 	if (fstatvfs(l->fd, &fs) || (uint64_t)fs.f_bavail * fs.f_frsize >= grow + SPOOL_SPARE)
 		return 0;
@@ -247,6 +256,10 @@ static int compact(struct chrome_live *l)
 	uint64_t end = UINT64_MAX;
 	if (flush(l))
 		return -1;
+	if (l->held) { /* rewriting it in place now would change what the reader reads */
+		l->spool_cap = 2 * l->nspool;
+		return 0;
+	}
 	recut(l);
 	if (!l->cut && l->tie_keep == UINT64_MAX) { /* nothing to leave out yet */
 		l->spool_cap = 2 * l->nspool;

@@ -38,6 +38,9 @@ int chrome_live_events(void *ctx, struct model *m, uint32_t image, uint32_t thre
 int chrome_live_write(struct chrome_live *l, const struct model_fold *fold, const char *damage,
 		      const char *json_path, FILE *out, struct output_summary *sum, char *err,
 		      size_t errlen);
+/* hold: another process (a dump: a fork of this one) reads the spool as it is now, so it
+ * is only appended to (not compacted in place) until released. */
+void chrome_live_hold(struct chrome_live *l, int hold);
 void chrome_live_free(struct chrome_live *l);
 /* The spool is never compacted below this many records, and the cut looked at again
  * every this many complete events (tests make them small). */

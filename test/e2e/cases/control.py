@@ -270,6 +270,64 @@ def continuous_dump(c):
     eq(report_row(rep, "user", "phase2")["count"], k2, "final capture: phase2 row")
 
 
+LIVE_DUMP = "dump made from the live outputs' state"
+
+
+def dump_lines(err):
+    """How the collector made each dump (PROFILER_DEBUG=drain): from the live outputs'
+    state, or declined by them and made from the capture."""
+    return (len(re.findall(LIVE_DUMP, err)),
+            len(re.findall(r"dump declined by the live outputs", err)))
+
+
+@case
+def dumps_from_live_state(c):
+    # Dumps are written by a fork of the live outputs' child from what it has read (no
+    # read of the whole capture): prof_dump() and prof_dumps() answered with the events
+    # up to the call, continuous dumps every 0.2 s, each from the live state.
+    r = c.run([c.prog("start_state"), 5, 20], autostart=False, env={"PROFILER_DEBUG": "drain"})
+    eq(r.rc, 0, "exit status: %r" % r)
+    eq((r.kv("dump"), r.kv("outputs_after_dump"), r.kv("dumps_null")), (["0"], ["1"], ["0"]),
+       "prof_dump(), its outputs, prof_dumps()")
+    eq(dump_lines(r.err), (2, 0), "dumps made from the live state (prof_dump, prof_dumps): "
+       "%r" % r.err)
+    text = r.out.split("----dumps----", 1)[1].split("----end----", 1)[0]
+    eq(text_rows(text).get(("user", "started work")), 1, "prof_dumps() row of the range")
+    dumped = Trace(load_json(c.path("dumped.json")))
+    dumped.wellformed()
+    eq(dumped.count("malloc", 81002), 20, "trace written by prof_dump(): the 20 mallocs "
+       "before the call (otherData %r)" % dumped.other)
+    eq(dumped.count("malloc", 81003), 0, "trace written by prof_dump(): none after it")
+    for ext in (".json", ".txt", ".prof"):
+        os.unlink(c.path("libprof" + ext))
+    env = {"PROFILER_DEBUG": "drain", "PROFILER_CONTINUOUS_DUMP": "1",
+           "PROFILER_DUMP_PERIOD": "0.2"}
+    r = c.run([c.prog("ticks"), 100, 20], env=env)
+    eq(r.rc, 0, "exit status: %r" % r)
+    live, declined = dump_lines(r.err)
+    check(live >= 5 and declined == 0, "continuous dumps over 2 s every 0.2 s: %d from the "
+          "live state, %d declined: %r" % (live, declined, r.err))
+    t, _ = c.outputs()
+    t.wellformed()
+    eq(len(t.select("X", "tick", "user")), 100, "the final trace's ticks")
+    c.note("%d continuous dumps from the live state" % live)
+
+
+@case
+def dump_after_live_outputs_gave_up(c):
+    # A launcher that runs longer than the live outputs wait (1 s) and then execs makes
+    # them give up (its events were shown before its fold was known): prof_dump() is then
+    # made from the capture, as before, and answered.
+    script = 'sleep 1.5; exec "$0" 5 20'
+    r = c.run(["sh", "-c", script, c.prog("start_state")], env={"PROFILER_DEBUG": "drain"})
+    eq(r.rc, 0, "exit status: %r" % r)
+    eq((r.kv("dump"), r.kv("outputs_after_dump"), r.kv("dumps_null")), (["0"], ["1"], ["0"]),
+       "prof_dump(), its outputs, prof_dumps(): %r" % r.err)
+    eq(dump_lines(r.err)[0], 0, "dumps from the live state after it gave up: %r" % r.err)
+    dumped = Trace(load_json(c.path("dumped.json")))
+    eq(dumped.count("malloc", 81002), 20, "trace written by prof_dump()")
+
+
 @case
 def python_subprocess_and_multiprocessing(c):
     N, K, TASKS = 12, 40, 8
