@@ -34,18 +34,28 @@ def unmatched_frees(trace, pid):
     """Releases (free, realloc's old block) of blocks whose allocation is not in the
     trace, over all threads of pid; and the blocks live at the end. As libprof's memory
     analysis does, a release is placed at its call's start and an allocation at its
-    end (a block another thread released can only be handed out after that began)."""
-    ops = []
+    end (a block another thread released can only be handed out after that began), each
+    thread's in its own order (the trace's: one clock read can tie a malloc's end with
+    the next free's start), the threads merged by time, releases first at one instant."""
+    import heapq
+    per_thread = {}
     for e in trace.select("X", cat="memory", pid=pid):
         a = e.get("args") or {}
+        ops = per_thread.setdefault(e["tid"], [])
         released = a.get("ptr") if e["name"] == "free" else a.get("old_ptr")
         if released is not None and ptr(released):
             ops.append((e["ts"], 0, ptr(released), e))
         if e["name"] != "free" and a.get("ptr") is not None and ptr(a["ptr"]):
             ops.append((e["ts"] + e["dur"], 1, ptr(a["ptr"]), e))
-    ops.sort(key=lambda o: (o[0], o[1]))
+    heads = [(ops[0][0], ops[0][1], tid, 0) for tid, ops in per_thread.items() if ops]
+    heapq.heapify(heads)
     live, unmatched = set(), []
-    for _, alloc, p, e in ops:
+    while heads:
+        _, _, tid, i = heapq.heappop(heads)
+        ops = per_thread[tid]
+        _, alloc, p, e = ops[i]
+        if i + 1 < len(ops):
+            heapq.heappush(heads, (ops[i + 1][0], ops[i + 1][1], tid, i + 1))
         if alloc:
             live.add(p)
         elif p in live:
