@@ -90,6 +90,8 @@ char *chrome_gpu_args(struct chrome *c, char *p, uint32_t cat, const struct prof
 int chrome_gpu_flow(struct chrome *c, uint32_t image, const char *pidtid, size_t pidtid_len,
 		    const struct prof_event *e);
 #define CHROME_GPU_ARGS_MAX 160
+/* The category of allocator calls in the trace (the tables' "memory"). */
+#define CHROME_CAT_ALLOCATOR "cpu_memory"
 
 /* The metadata events, the heap counter track and otherData. */
 void chrome_write_meta(struct chrome *c);

@@ -107,7 +107,8 @@ void chrome_write_alloc_rate(struct chrome *c)
 		for (uint32_t k = 0; k <= r->used; k++) {
 			uint64_t t = r->origin + k * r->width;
 			chrome_sep(c);
-			jw_lit(&c->w, "{\"ph\":\"C\",\"name\":\"allocator calls/s\",\"pid\":");
+			jw_lit(&c->w, "{\"ph\":\"C\",\"name\":\"allocator calls/s\",\"cat\":\""
+				      PROF_CATNAME_MEMORY "\",\"pid\":");
 			jw_u64(&c->w, c->pm->img[i].tpid);
 			jw_lit(&c->w, ",\"ts\":");
 			jw_us(&c->w, (int64_t)(t > c->origin ? t - c->origin : 0));

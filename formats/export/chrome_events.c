@@ -174,6 +174,12 @@ static int complete(struct chrome *c, const struct rec *r, const struct prof_eve
 		return -1;
 	name = escaped(c, name_id, &nlen);
 	cat = escaped(c, cat_id, &clen);
+	if (e->cat == PROF_CAT_MEMORY) {
+		/* not "memory": TensorBoard's PyTorch plugin takes an X event of that category
+		 * for one of PyTorch's memory instants and fails on the whole trace */
+		cat = "\"" CHROME_CAT_ALLOCATOR "\"";
+		clen = sizeof CHROME_CAT_ALLOCATOR + 1;
+	}
 	if (has_detail)
 		detail = escaped(c, detail_id, &dlen);
 	/* One reservation per event, then unchecked writes: the export's hot path. */
@@ -240,6 +246,7 @@ static int counter(struct chrome *c, const struct rec *r, const struct prof_even
 	jw_lit(&c->w, "{\"ph\":\"C\",\"name\":");
 	if (put_str(c, name))
 		return -1;
+	jw_lit(&c->w, ",\"cat\":\"" PROF_CATNAME_COUNTER "\"");
 	jw_raw(&c->w, r->pidtid, r->pidtid_len);
 	jw_lit(&c->w, ",\"ts\":");
 	ts(c, e->t0);

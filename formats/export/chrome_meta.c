@@ -16,7 +16,9 @@ static void str_gid(struct jw *w, const struct model *m, uint32_t gid)
 	jw_str(w, s, len);
 }
 
-static void process_meta(struct chrome *c, const struct image *im)
+/* shared: another process shown has the same label, so this one's pid is added (two
+ * rows of one name cannot be told apart in a viewer) */
+static void process_meta(struct chrome *c, const struct image *im, int shared)
 {
 	char label[32];
 
@@ -24,7 +26,14 @@ static void process_meta(struct chrome *c, const struct image *im)
 	jw_lit(&c->w, "{\"ph\":\"M\",\"name\":\"process_name\",\"pid\":");
 	jw_u64(&c->w, im->tpid);
 	jw_lit(&c->w, ",\"args\":{\"name\":");
-	if (im->label != STR_NONE) {
+	if (im->label != STR_NONE && shared) {
+		size_t len;
+		const char *s = model_str(c->pm, im->label, &len);
+		char buf[512];
+		int n = snprintf(buf, sizeof buf, "%.*s [pid %u]", (int)(len < 400 ? len : 400), s,
+				 im->pid);
+		jw_str(&c->w, buf, (size_t)n);
+	} else if (im->label != STR_NONE) {
 		str_gid(&c->w, c->pm, im->label);
 	} else {
 		snprintf(label, sizeof(label), "pid %u", im->pid);
@@ -67,12 +76,28 @@ void chrome_write_meta(struct chrome *c)
 	size_t i;
 	int created;
 
+	/* how many processes shown have each label */
+	struct u64map labels;
+	u64map_init(&labels);
+	for (i = 0; i < m->nimg; i++) {
+		uint64_t *cur = u64map_find(&m->pid_image, model_pid_key(&m->img[i]));
+		if (cur && *cur == i && !m->img[i].folded && m->img[i].label != STR_NONE) {
+			uint64_t *n = u64map_upsert(&labels, m->img[i].label, &created);
+			if (n)
+				++*n;
+		}
+	}
 	for (i = 0; i < m->nimg; i++) {
 		uint64_t *cur = u64map_find(&m->pid_image, model_pid_key(&m->img[i]));
 		/* One name per pid: its latest image's (after exec). */
-		if (cur && *cur == i && !m->img[i].folded)
-			process_meta(c, &m->img[i]);
+		if (cur && *cur == i && !m->img[i].folded) {
+			uint64_t *n = m->img[i].label != STR_NONE
+					      ? u64map_find(&labels, m->img[i].label)
+					      : NULL;
+			process_meta(c, &m->img[i], n && *n > 1);
+		}
 	}
+	u64map_free(&labels);
 	/* One name per (pid, tid): the last one seen over all images of the pid, else the
 	 * thread's last entry (unnamed). */
 	u64map_init(&last);
@@ -132,7 +157,7 @@ void chrome_write_heap(struct chrome *c)
 			snprintf(name, sizeof(name), "GPU %d live bytes", (int)p->device);
 			jw_cstr(&c->w, name);
 		}
-		jw_lit(&c->w, ",\"pid\":");
+		jw_lit(&c->w, ",\"cat\":\"" PROF_CATNAME_MEMORY "\",\"pid\":");
 		jw_u64(&c->w, p->pid);
 		jw_lit(&c->w, ",\"ts\":");
 		jw_us(&c->w, (int64_t)(p->t - c->origin));

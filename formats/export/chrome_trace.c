@@ -148,7 +148,8 @@ int chrome_write_end(struct chrome *c)
 {
 	chrome_write_heap(c);
 	chrome_write_alloc_rate(c);
-	jw_lit(&c->w, "\n],\n\"displayTimeUnit\":\"ns\",\n\"otherData\":");
+	/* no displayTimeUnit "ns": some Perfetto versions then read ts in the wrong unit */
+	jw_lit(&c->w, "\n],\n\"otherData\":");
 	chrome_write_other(c);
 	jw_lit(&c->w, "}\n");
 	return jw_finish(&c->w) ? -1 : 0;

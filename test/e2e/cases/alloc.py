@@ -42,7 +42,7 @@ def alloc_family_exact_counts(c):
     # the common functions are also called by libc and the loader: the report must agree
     # with the trace exactly
     for fn in ("malloc", "calloc", "realloc", "free"):
-        n = len(t.select("X", fn, "memory"))
+        n = len(t.select("X", fn, "cpu_memory"))
         row = report_row(rep, "memory", fn)
         check(row is not None, "no memory/%s row in the report" % fn)
         eq(row["count"], n, "report JSON %s count vs the trace's %s events" % (fn, fn))

@@ -39,7 +39,7 @@ def unmatched_frees(trace, pid):
     the next free's start), the threads merged by time, releases first at one instant."""
     import heapq
     per_thread = {}
-    for e in trace.select("X", cat="memory", pid=pid):
+    for e in trace.select("X", cat="cpu_memory", pid=pid):
         a = e.get("args") or {}
         ops = per_thread.setdefault(e["tid"], [])
         released = a.get("ptr") if e["name"] == "free" else a.get("old_ptr")
@@ -156,7 +156,7 @@ def data_threads_beyond_rings_named(c):
         workers[int(tid)] = "b" + i
     eq(len(workers), total, "distinct worker tids printed")
     kept = {}
-    for e in t.select("X", cat="memory", pid=pid):
+    for e in t.select("X", cat="cpu_memory", pid=pid):
         kept[e["tid"]] = kept.get(e["tid"], 0) + 1
     lost = {tid: n for (p, tid), n in t.lost_by_thread().items() if p == pid}
     names = {e["tid"]: (e.get("args") or {}).get("name")
@@ -198,7 +198,7 @@ def data_deepbind_plugin_allocations(c):
         eq(matched_frees(t, pid, {"malloc": size}), k, "%s: the plugin's marked frees" % mode)
         unmatched, live = unmatched_frees(t, pid)
         eq(unmatched, [], "%s: releases of blocks never seen allocated" % mode)
-        dup_blocks = [e for e in t.select("X", cat="memory", pid=pid)
+        dup_blocks = [e for e in t.select("X", cat="cpu_memory", pid=pid)
                       if (e.get("args") or {}).get("bytes") in (dup + 1,)
                       and ptr(e["args"]["ptr"]) in live]
         eq(dup_blocks, [], "%s: the plugin's freed strings still live at the end" % mode)

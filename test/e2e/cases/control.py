@@ -426,10 +426,10 @@ def filename_key_and_set_config(c):
     eq(matched_frees(t, pid, {"malloc": 59002}), N, "frees after profile_memory 1")
     off, on = t.select("i", "memory off", "mark"), t.select("i", "memory on", "mark")
     eq((len(off), len(on)), (1, 1), "marks (recording ran while memory was off)")
-    early = [e for e in t.select("X", cat="memory") if e["ts"] < off[0]["ts"]]
+    early = [e for e in t.select("X", cat="cpu_memory") if e["ts"] < off[0]["ts"]]
     eq(early, [], "memory events before the 'memory off' mark")
     rep = c.report_json(c.path("my_out.prof"))
-    eq(report_row(rep, "memory", "malloc")["count"], len(t.select("X", "malloc", "memory")),
+    eq(report_row(rep, "memory", "malloc")["count"], len(t.select("X", "malloc", "cpu_memory")),
        "report malloc count vs trace")
     eq(text_rows(c.text("my_out")).get(("memory", "malloc")),
-       len(t.select("X", "malloc", "memory")), "my_out.txt malloc count")
+       len(t.select("X", "malloc", "cpu_memory")), "my_out.txt malloc count")

@@ -18,7 +18,7 @@ def death(c, mode, sig):
     eq(t.count("malloc", size + 1, pid), TH, "live thread's mallocs before the death")
     t.wellformed()
     rep = c.report_json(c.path("libprof.prof"))
-    eq(report_row(rep, "memory", "malloc")["count"], len(t.select("X", "malloc", "memory")),
+    eq(report_row(rep, "memory", "malloc")["count"], len(t.select("X", "malloc", "cpu_memory")),
        "report malloc count vs trace")
 
 

@@ -152,7 +152,7 @@ IMPORT_HEAVY = ("import ctypes, json, email.mime.multipart, http.server, xml.etr
 
 
 def memory_x(t):
-    return [e for e in t.events if e.get("ph") == "X" and e.get("cat") == "memory"]
+    return [e for e in t.events if e.get("ph") == "X" and e.get("cat") == "cpu_memory"]
 
 
 @case
@@ -207,7 +207,7 @@ def schedule_over_steps(c):
     r, t = profile(c, [c.prog("steps"), 12], env={"PROFILER_SCHEDULE": spec})
     ranges = sorted(e["name"] for e in t.select("X", cat="user"))
     eq(ranges, ["s03", "s04", "s07", "s08"], "the active steps' ranges")
-    sizes = sorted(e["args"]["bytes"] for e in t.select("X", "malloc", "memory"))
+    sizes = sorted(e["args"]["bytes"] for e in t.select("X", "malloc", "cpu_memory"))
     eq(sizes, [1003, 1004, 1007, 1008], "their allocations, and no other")
     # each active step's two step markers (its start and its end)
     marks = sorted(e["args"]["step"] for e in t.select("i", cat="step"))

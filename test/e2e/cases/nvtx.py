@@ -26,7 +26,7 @@ def self_matches_children(rep, t, pid, cat, name):
     check(kids, "%s/%s: nothing inside it to check" % (cat, name))
     # Self keeps the time of the allocator calls inside (formats/model/stats.c), as
     # torch's Self CPU does
-    kid_ns = sum(ns(k["dur"]) for k in kids if k.get("cat") != "memory")
+    kid_ns = sum(ns(k["dur"]) for k in kids if k.get("cat") != "cpu_memory")
     tol = 2 * (len(slices) + len(kids))
     want = row["total_ns"] - kid_ns
     check(abs(row["self_ns"] - want) <= tol,
@@ -143,7 +143,7 @@ def nvtx_left_alone(c):
     eq(r.kv("lib_levels"), ["-2,-2"], "the libraries' levels with no NVTX tool")
     pid = pid_of(r)
     eq([k for k in nvtx_counts(t, pid) if k[1] != "user"], [], "NVTX events recorded")
-    check(t.select("X", "malloc", "memory", pid), "libprof recorded nothing else either")
+    check(t.select("X", "malloc", "cpu_memory", pid), "libprof recorded nothing else either")
     # preloaded but not profiling: the variable is not set
     r = c.run([main, 3], autostart=False, env={"PROFILER_OUTPUT": "idle"})
     eq((r.rc, r.kv("done"), r.kv("nvtx_env")), (0, ["1"], ["(unset)"]),

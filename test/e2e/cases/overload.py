@@ -18,7 +18,7 @@ def overload(c, block):
     rep = c.report_json(c.path("libprof.prof"))
     mine = [e for e in t.select(pid=pid, tid=tid) if e.get("ph") in ("X", "i", "C")
             and e.get("cat") != "lost"]
-    others = [e for e in mine if not (e.get("cat") == "memory" and (
+    others = [e for e in mine if not (e.get("cat") == "cpu_memory" and (
         (e["name"] == "malloc" and e["args"].get("bytes") == size) or e["name"] == "free"))]
     check(not others, "the worker thread has events other than its pairs: %r" % others[:5])
     kept = len(mine)

@@ -135,7 +135,7 @@ def closes_all_fds(c):
     r = c.run([c.prog("close_fds"), N])
     eq(r.rc, 0, "exit status")
     t, _ = c.outputs(wait=10)
-    eq(len(t.select("X", "malloc", "memory")) > 0, True, "malloc events")
+    eq(len(t.select("X", "malloc", "cpu_memory")) > 0, True, "malloc events")
     eq(t.count("malloc", 61001), N, "main thread's mallocs after closing every fd")
     eq(t.count("malloc", 61002), N, "new thread's mallocs after closing every fd")
     eq(len({e["pid"] for e in t.allocs("malloc", 61001)}), 1, "pids")

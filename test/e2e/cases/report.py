@@ -57,7 +57,7 @@ def report_rows_and_sorts(c):
     want = {"outer": T * R, "inner": T * R, "sibling": T * R, "short": T * M}
     eq({x["name"]: x["count"] for x in rep["rows"] if x["category"] == "user"}, want,
        "user rows")
-    eq(report_row(rep, "memory", "malloc")["count"], len(t.select("X", "malloc", "memory")),
+    eq(report_row(rep, "memory", "malloc")["count"], len(t.select("X", "malloc", "cpu_memory")),
        "report malloc count vs trace")
     eq(rep["events"], t.other["events"], "report events vs otherData.events")
     p = report_process(rep, pid_of(r))[0]
@@ -163,7 +163,7 @@ def export_again(c):
         return out
     eq(key(a), key(t), "events of the export vs libprof.json")
     eq(a.other.get("events"), t.other.get("events"), "otherData events")
-    full_mem = t.select("X", cat="memory")
+    full_mem = t.select("X", cat="cpu_memory")
     full_user = t.select("X", cat="user")
 
     def written(tr):
@@ -177,7 +177,7 @@ def export_again(c):
     eq(x.rc, 0, "prof export --max-events 50: %r" % x)
     s = Trace(load_json(c.path("small.json")))
     s.wellformed()
-    eq(len(s.select("X", cat="memory")), 0, "allocator events kept under a cap of 50")
+    eq(len(s.select("X", cat="cpu_memory")), 0, "allocator events kept under a cap of 50")
     eq(len(s.select("X", cat="user")), len(full_user), "user ranges kept under a cap of 50")
     eq(s.other.get("json_dropped"), len(full_mem), "json_dropped under a cap of 50")
     eq(s.other.get("json_events"), written(s), "json_events vs events written (cap 50)")
@@ -191,7 +191,7 @@ def export_again(c):
     x = c.prof("export", cap, "-o", c.path("mid.json"), "--max-events", cap_n)
     eq(x.rc, 0, "prof export --max-events %d: %r" % (cap_n, x))
     m = Trace(load_json(c.path("mid.json")))
-    kept_mem = len(m.select("X", cat="memory"))
+    kept_mem = len(m.select("X", cat="cpu_memory"))
     check(0 < kept_mem < len(full_mem), "allocator events kept under a cap of %d: %d of %d"
           % (cap_n, kept_mem, len(full_mem)))
     eq(m.other.get("json_dropped"), len(full_mem) - kept_mem, "json_dropped (cap %d)" % cap_n)
@@ -201,7 +201,7 @@ def export_again(c):
     # what is kept is an unchanged subset of the full trace
     full_keys = {(e["tid"], e["ts"], e["dur"], e["name"]) for e in full_mem}
     check(all((e["tid"], e["ts"], e["dur"], e["name"]) in full_keys
-              for e in m.select("X", cat="memory")), "kept allocator events differ from the full trace")
+              for e in m.select("X", cat="cpu_memory")), "kept allocator events differ from the full trace")
     # the session's own cap says so on stderr, counting captured events only (not the
     # trace's metadata and live-heap counter points)
     r2 = c.run([c.prog("ranges"), 2, 20, 50], env={"PROFILER_OUTPUT": "capped",

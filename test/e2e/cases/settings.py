@@ -42,7 +42,7 @@ def good_settings(c):
     eq(r.err, "", "stderr with PROFILER_QUIET=1")
     pid = pid_of(r)
     t, _ = c.outputs("out_%d_r5" % pid)
-    eq(t.select("X", cat="memory"), [], "memory events with PROFILER_PROFILE_MEMORY=0")
+    eq(t.select("X", cat="cpu_memory"), [], "memory events with PROFILER_PROFILE_MEMORY=0")
     eq(len(t.select("X", "outer", "user")), 3, "ranges")
     # %h host, %t start time; MXNet's filename key names the trace: the prefix drops .json
     r = c.run([c.prog("basic"), 2, 52203, "exit:0"], env={"PROFILER_OUTPUT": "o_%h_%t",
@@ -122,7 +122,7 @@ def settings_record_flags_match_table(c):
     # and they work: each switch is the setting's value (--no-memory: profile_memory 0)
     r = c.prof("record", "-q", "--no-memory", "-o", "nm", c.prog("basic"), 3, 52701, "exit:0")
     eq((r.rc, r.err), (0, ""), "prof record -q --no-memory: %r" % r)
-    eq(c.outputs("nm")[0].select("X", cat="memory"), [], "memory events with --no-memory")
+    eq(c.outputs("nm")[0].select("X", cat="cpu_memory"), [], "memory events with --no-memory")
 
 
 @case

@@ -237,7 +237,7 @@ def allocation_sites_by_stack(c):
     hist = {h["max_bytes"]: h for h in proc["size_histogram"]}
     # other blocks of that bucket, e.g. libstdc++'s 72,704-byte pool when a sanitizer
     # runtime brings libstdc++ in (allocations before libprof's constructor are recorded)
-    other = [(e.get("args") or {}).get("bytes") for e in t.select("X", cat="memory",
+    other = [(e.get("args") or {}).get("bytes") for e in t.select("X", cat="cpu_memory",
                                                                    pid=pid_of(r))]
     other = [b for b in other if isinstance(b, int) and 65536 < b <= 131072 and b != S]
     eq((hist[131072]["allocations"] - len(other), hist[131072]["bytes"] - sum(other)),

@@ -50,7 +50,7 @@ def matched_frees(trace, pid, marked):
     """Free events of blocks from marked allocations, matched per thread in time order
     (a block is counted from its allocation to its first free)."""
     by_tid = {}
-    for e in trace.select("X", cat="memory", pid=pid):
+    for e in trace.select("X", cat="cpu_memory", pid=pid):
         by_tid.setdefault(e["tid"], []).append(e)
     freed = 0
     for evs in by_tid.values():

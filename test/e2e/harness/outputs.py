@@ -54,7 +54,7 @@ class Trace:
 
     def allocs(self, fn, size, pid=None):
         """X events of allocator function fn that asked for size bytes."""
-        return [e for e in self.select("X", fn, "memory", pid)
+        return [e for e in self.select("X", fn, "cpu_memory", pid)
                 if (e.get("args") or {}).get("bytes") == size]
 
     def count(self, fn, size, pid=None):
@@ -101,7 +101,7 @@ class Trace:
                 if (e["pid"], e["tid"]) not in named_threads:
                     raise Fail("no thread_name metadata for pid %s tid %s"
                                % (e["pid"], e["tid"]))
-                if e["cat"] == "memory" and e["name"] != "free":
+                if e["cat"] == "cpu_memory" and e["name"] != "free":
                     # free(NULL) has no args; an allocation has both
                     a = e.get("args") or {}
                     if not isinstance(a.get("bytes"), int) or "ptr" not in a:
