@@ -17,7 +17,7 @@
 
 #define bad(...) opt_error("export", __VA_ARGS__)
 
-enum export_format { EXPORT_CHROME, EXPORT_FOLDED, EXPORT_PARQUET };
+enum export_format { EXPORT_CHROME, EXPORT_FOLDED, EXPORT_PARQUET, EXPORT_KINETO };
 
 struct export_args {
 	const char *capture, *out;
@@ -28,7 +28,8 @@ struct export_args {
 	int alloc;           /* --trace-alloc: enum in struct chrome_options */
 };
 
-static const char *const formats[] = { "chrome", "folded", "parquet" }; /* enum order */
+/* enum order */
+static const char *const formats[] = { "chrome", "folded", "parquet", "kineto" };
 static const char *const alloc_views[] = { "auto", "all" };
 /* in enum folded_weight order, after FOLDED_AUTO */
 static const char *const weights[] = { "time", "bytes", "count" };
@@ -58,7 +59,7 @@ static int parse(int argc, char **argv, struct export_args *a)
 		  .help = "replace OUT when it exists (else: an error, exit 2)" },
 		{ .name = "format", .kind = OPT_CHOICE, .value = "FORMAT", .dest = &format,
 		  .choices = formats, .nchoices = ARRAY_LEN(formats),
-		  .help = "chrome (default), folded or parquet" },
+		  .help = "chrome (default), folded, parquet or kineto" },
 		{ .name = "max-events", .kind = OPT_NUMBER, .value = "N", .dest = &a->max_events,
 		  .min = 1, .max = UINT64_MAX, .needs = "a positive number", .help = max_help },
 		{ .name = "trace-alloc", .kind = OPT_CHOICE, .value = "WHICH", .dest = &alloc,
@@ -89,6 +90,8 @@ static int parse(int argc, char **argv, struct export_args *a)
 		.name = "export",
 		.usage = "prof export CAPTURE... [-o OUT.json] [--max-events N] [--trace-alloc all]\n"
 			 "                   [--all-processes]\n"
+			 "       prof export CAPTURE... --format kineto [-o OUT.pt.trace.json]\n"
+			 "                   [--max-events N] [--trace-alloc all]\n"
 			 "       prof export FILE.prof --format folded [--weight time|bytes|count]\n"
 			 "                   [--threads] [--all-processes] [-o OUT]\n"
 			 "       prof export CAPTURE... --format parquet [-o DIR] [--all-processes]",
@@ -99,6 +102,13 @@ static int parse(int argc, char **argv, struct export_args *a)
 			 "lost-event markers, and otherData with the session's facts.\n"
 			 "CAPTURE is a .prof file, or a capture in parts: its directory, or some of its\n"
 			 "parts in order.\n"
+			 "\n"
+			 "--format kineto writes the same trace as the PyTorch profiler (Kineto) writes\n"
+			 "its own, for TensorBoard's PyTorch profiler plugin and Holistic Trace Analysis:\n"
+			 "cpu_op, user_annotation, cuda_runtime, kernel, gpu_memcpy and gpu_memset slices,\n"
+			 "allocator calls as [memory] instants, a ProfilerStep#N slice per step, GPU work\n"
+			 "on pid = device and tid = stream, distributedInfo for a rank. TensorBoard reads\n"
+			 "files named WORKER.pt.trace.json from its --logdir's run folders.\n"
 			 "\n"
 			 "--format folded writes the call stacks recorded with PROFILER_STACK=alloc or all\n"
 			 "as folded stacks for flame graphs (flamegraph.pl, speedscope, inferno): one line\n"
@@ -130,7 +140,8 @@ static int parse(int argc, char **argv, struct export_args *a)
 	a->alloc = alloc < 0 ? CHROME_ALLOC_AS_CAPTURED : alloc ? CHROME_ALLOC_ALL : CHROME_ALLOC_AUTO;
 	if (weight >= 0)
 		a->folded.weight = (enum folded_weight)(weight + 1);
-	if (a->format == EXPORT_CHROME && (weight >= 0 || a->folded.threads))
+	if ((a->format == EXPORT_CHROME || a->format == EXPORT_KINETO) &&
+	    (weight >= 0 || a->folded.threads))
 		return bad("%s needs --format folded", weight >= 0 ? "--weight" : "--threads");
 	if (a->format == EXPORT_FOLDED && a->max_events)
 		return bad("--max-events applies to --format chrome only");
@@ -142,7 +153,7 @@ static int parse(int argc, char **argv, struct export_args *a)
 static char *default_out(const char *capture, const char *ext)
 {
 	size_t n = strlen(capture);
-	char *s = malloc(n + 10);
+	char *s = malloc(n + 16);
 
 	if (!s)
 		return NULL;
@@ -183,7 +194,8 @@ static int export_chrome(struct export_args *a, struct output_summary *sum, char
 	}
 	struct chrome_options o = {.max_events = a->max_events,
 				   .all_processes = a->folded.all_processes,
-				   .alloc = a->alloc};
+				   .alloc = a->alloc,
+				   .kineto = a->format == EXPORT_KINETO};
 	rc = chrome_export_opts(a->capture, a->out, f, &o, sum,
 			       err, errlen);
 	if (rc == 2) {
@@ -244,8 +256,10 @@ int cmd_export(int argc, char **argv)
 		return rc < 0 ? 0 : rc;
 	if (a.format == EXPORT_FOLDED)
 		return export_folded(&a);
-	if (!a.out && !(a.out = made = default_out(opt_capture_shown, a.format == EXPORT_PARQUET
-										     ? ".parquet" : ".json")))
+	if (!a.out && !(a.out = made = default_out(opt_capture_shown,
+						   a.format == EXPORT_PARQUET  ? ".parquet"
+						   : a.format == EXPORT_KINETO ? ".pt.trace.json"
+									       : ".json")))
 		return bad("out of memory");
 	if (a.format == EXPORT_PARQUET) {
 		rc = export_parquet(a.capture, opt_capture_shown, a.out, a.force_overwrite,

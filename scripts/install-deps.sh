@@ -67,6 +67,25 @@ if ! "$ARROWENV/bin/python" -c 'import pyarrow, duckdb' 2>/dev/null; then
 	"$ARROWENV/bin/python" -c 'import pyarrow, duckdb' 2>/dev/null ||
 		echo "install-deps: pyarrow and duckdb could not be installed in $ARROWENV (the parquet tests will fail)"
 fi
+# The PyTorch profiler's tools the Kineto export is checked against (TensorBoard's
+# PyTorch profiler plugin, Holistic Trace Analysis) in a venv of their own. HTA 0.5 fails
+# with pandas 3. Where they cannot be installed, a note says so and those cases are
+# skipped, naming it.
+TBENV=${LIBPROF_TBENV:-${HOME:-/tmp}/.cache/libprof/tbenv}
+if ! "$TBENV/bin/python" -c 'import torch_tb_profiler, tensorboard, hta' 2>/dev/null; then
+	echo "installing: torch-tb-profiler tensorboard HolisticTraceAnalysis (pip, venv $TBENV)"
+	{ "$PYTHON" -m venv "$TBENV" &&
+		"$TBENV/bin/python" -m pip install -q torch-tb-profiler tensorboard \
+			HolisticTraceAnalysis "pandas<3"; } 2>&1 | grep -v "as the 'root' user" | tail -3 >/tmp/libprof-tbenv.$$ || true
+	if "$TBENV/bin/python" -c 'import torch_tb_profiler, tensorboard, hta' 2>/dev/null; then
+		rm -f "$TBENV/NOT-INSTALLED"
+	else
+		mkdir -p "$TBENV"
+		{ echo "pip failed:"; cat /tmp/libprof-tbenv.$$; } >"$TBENV/NOT-INSTALLED"
+		echo "install-deps: the PyTorch profiler's tools could not be installed in $TBENV (the kineto tests will be skipped)"
+	fi
+	rm -f /tmp/libprof-tbenv.$$
+fi
 # The CUDA 13 toolkit (headers, libcudart.so.13, libcupti.so.13) is part of this
 # project's machine image; the NVTX, CUDA and CUPTI tests build against it and say so
 # when it is missing.

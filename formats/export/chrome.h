@@ -56,7 +56,41 @@ struct chrome {
 	int64_t *fix;
 	int64_t *given_fix; /* pass 1 read again with the refinement found (refined()) */
 	int several; /* the capture is a directory: maybe several sessions (and clocks) */
+	/* the PyTorch profiler's flavor (chrome_kineto.c) */
+	int is_kineto;
+	struct {
+		struct u64map step_start; /* image << 32 | thread -> where its next step began */
+		struct u64map blocks;     /* image << 47 ^ pointer -> bytes: [memory]'s sizes */
+		struct u64map gpu_rows;   /* device << 32 | stream seen */
+		uint64_t devices;         /* bit d: GPU d had work */
+		uint64_t next_id;         /* an operator's "External id" */
+		char backend[8];          /* the collectives' library: nccl, gloo, mpi */
+	} kineto;
 };
+
+/* chrome_kineto.c: Kineto's category for one of libprof's (both quoted), or NULL to
+ * keep it; name is the event's, quoted. */
+const char *kineto_cat(const char *cat, size_t clen, const char *name, size_t nlen);
+/* ,"pid":DEVICE,"tid":STREAM of GPU work into out (64 bytes), its length; and the row
+ * noted, for its names. */
+size_t kineto_gpu_row(char *out, uint64_t where);
+int kineto_note_gpu_row(struct chrome *c, uint64_t where);
+/* Whether an operator's shapes text can be given as JSON ("Input Dims"). */
+int kineto_dims(const char *s, size_t n);
+/* A thread's first event (where its first step begins). 0 or -1. */
+int kineto_note_thread(struct chrome *c, uint32_t image, uint32_t thread, uint64_t t0);
+/* A step's end on a thread: its ProfilerStep#N slice since the previous one. */
+int kineto_step(struct chrome *c, const char *pidtid, size_t pidtid_len, uint32_t image,
+		uint32_t thread, const struct prof_event *e);
+/* An allocator call (device -1) or a device allocation as "[memory]" instants. */
+int kineto_memory(struct chrome *c, const char *pidtid, size_t pidtid_len, uint32_t image,
+		  const struct prof_event *e, int device);
+/* Pass 1: the devices with work, the collectives' library. */
+void kineto_plan(struct chrome *c, struct model *m, uint32_t image, const struct prof_event *e);
+/* The head before traceEvents, the events after the capture's, the tail after them. */
+void kineto_head(struct chrome *c);
+void kineto_events_end(struct chrome *c);
+void kineto_tail(struct chrome *c);
 
 /* A trace's state for the options (calloc'd, models empty, pm and om at plan and out);
  * NULL when out of memory. */

@@ -56,7 +56,7 @@ static int put_str(struct chrome *c, uint32_t gid)
 struct rec {
 	char pidtid[64]; /* ,"pid":P,"tid":T */
 	size_t pidtid_len;
-	uint32_t image;
+	uint32_t image, thread;
 	const struct prof_event *ev; /* the events given, for c->ev_place */
 };
 
@@ -160,6 +160,8 @@ static int complete(struct chrome *c, const struct rec *r, const struct prof_eve
 	}
 	if (!keep_complete(c, r, e, dur))
 		return 0;
+	if (c->is_kineto && e->cat == PROF_CAT_MEMORY)
+		return kineto_memory(c, r->pidtid, r->pidtid_len, r->image, e, -1);
 	c->written++;
 	name_id = model_name(c->om, r->image, e->name);
 	cat_id = model_category(c->om, r->image, e->cat);
@@ -180,6 +182,25 @@ static int complete(struct chrome *c, const struct rec *r, const struct prof_eve
 		cat = "\"" CHROME_CAT_ALLOCATOR "\"";
 		clen = sizeof CHROME_CAT_ALLOCATOR + 1;
 	}
+	/* the PyTorch profiler's flavor: its categories, GPU work on its device and stream */
+	const char *pidtid = r->pidtid;
+	size_t pidtid_len = r->pidtid_len;
+	char gpu_row[64];
+	int cpu_op = 0;
+	if (c->is_kineto) {
+		const char *k = kineto_cat(cat, clen, name, nlen);
+		if (k) {
+			cat = k;
+			clen = strlen(k);
+			cpu_op = !strcmp(k, "\"cpu_op\"");
+		}
+		if (e->flags & PROF_EVF_GPU) {
+			pidtid_len = kineto_gpu_row(gpu_row, e->c);
+			pidtid = gpu_row;
+			if (kineto_note_gpu_row(c, e->c))
+				return -1;
+		}
+	}
 	if (has_detail)
 		detail = escaped(c, detail_id, &dlen);
 	/* One reservation per event, then unchecked writes: the export's hot path. */
@@ -193,7 +214,7 @@ static int complete(struct chrome *c, const struct rec *r, const struct prof_eve
 	p = jp_mem(p, name, nlen);
 	p = jp_lit(p, ",\"cat\":");
 	p = jp_mem(p, cat, clen);
-	p = jp_mem(p, r->pidtid, r->pidtid_len);
+	p = jp_mem(p, pidtid, pidtid_len);
 	p = jp_lit(p, ",\"ts\":");
 	p = jp_us(p, (int64_t)(e->t0 - c->origin));
 	p = jp_lit(p, ",\"dur\":");
@@ -204,7 +225,21 @@ static int complete(struct chrome *c, const struct rec *r, const struct prof_eve
 		p = chrome_gpu_args(c, p, cat_id, e);
 	else if (e->flags & PROF_EVF_COMM)
 		p = comm_args(p, e, detail, dlen);
-	else if (detail) {
+	else if (cpu_op) {
+		/* Kineto's: an id per operator, its shapes as JSON */
+		p = jp_lit(p, ",\"args\":{\"External id\":");
+		p = jp_u64(p, ++c->kineto.next_id);
+		size_t raw_len = 0;
+		const char *raw = has_detail ? model_str(c->om, detail_id, &raw_len) : NULL;
+		if (raw && kineto_dims(raw, raw_len) && raw_len + 16 <= dlen + X_EVENT_FIXED / 2) {
+			p = jp_lit(p, ",\"Input Dims\":");
+			p = jp_mem(p, raw, raw_len);
+		} else if (detail) {
+			p = jp_lit(p, ",\"Input Shapes\":");
+			p = jp_mem(p, detail, dlen);
+		}
+		p = jp_lit(p, "}");
+	} else if (detail) {
 		p = jp_lit(p, ",\"args\":{\"Input Shapes\":");
 		p = jp_mem(p, detail, dlen);
 		p = jp_lit(p, "}");
@@ -212,7 +247,7 @@ static int complete(struct chrome *c, const struct rec *r, const struct prof_eve
 	p = jp_lit(p, "}");
 	c->w.len = (size_t)(p - c->w.buf);
 	if (e->flags & (PROF_EVF_GPU | PROF_EVF_TID))
-		return chrome_gpu_flow(c, r->image, r->pidtid, r->pidtid_len, e);
+		return chrome_gpu_flow(c, r->image, pidtid, pidtid_len, e);
 	return 0;
 }
 
@@ -234,6 +269,8 @@ static int instant(struct chrome *c, const struct rec *r, const struct prof_even
 		jw_lit(&c->w, "}");
 	}
 	jw_lit(&c->w, "}");
+	if (c->is_kineto && e->cat == PROF_CAT_STEP)
+		return kineto_step(c, r->pidtid, r->pidtid_len, r->image, r->thread, e);
 	return 0;
 }
 
@@ -303,7 +340,7 @@ int chrome_write_events(void *ctx, struct model *m, uint32_t image, uint32_t thr
 			const struct prof_event *ev, uint32_t n)
 {
 	struct chrome *c = ctx;
-	struct rec r = { .image = image, .ev = ev };
+	struct rec r = { .image = image, .thread = thread, .ev = ev };
 	uint32_t i;
 	size_t k;
 
@@ -313,6 +350,8 @@ int chrome_write_events(void *ctx, struct model *m, uint32_t image, uint32_t thr
 	k += 7;
 	k += fmt_u64(r.pidtid + k, m->thr[thread].tid);
 	r.pidtid_len = k;
+	if (c->is_kineto && n && kineto_note_thread(c, image, thread, ev[0].t0))
+		return -1;
 	for (i = 0; i < n; i++)
 		if (one(c, &r, &ev[i]))
 			return -1;

@@ -100,7 +100,10 @@ int chrome_gpu_flow(struct chrome *c, uint32_t image, const char *pidtid, size_t
 	chrome_sep(c);
 	jw_text(&c->w, start);
 	jw_u64(&c->w, key);
-	jw_lit(&c->w, ",\"name\":\"launch\",\"cat\":\"cuda_flow\"");
+	if (c->is_kineto) /* Kineto's arrows from a launch to its work */
+		jw_lit(&c->w, ",\"name\":\"ac2g\",\"cat\":\"ac2g\"");
+	else
+		jw_lit(&c->w, ",\"name\":\"launch\",\"cat\":\"cuda_flow\"");
 	jw_raw(&c->w, pidtid, pidtid_len);
 	jw_lit(&c->w, ",\"ts\":");
 	jw_us(&c->w, (int64_t)(e->t0 - c->origin));

@@ -98,5 +98,48 @@ int heap_track_build(struct heap_track *h, struct model *m, uint64_t max_points)
 void heap_track_free(struct heap_track *h)
 {
 	free(h->pts);
+	u64map_free(&h->runs);
 	memset(h, 0, sizeof(*h));
+}
+
+static uint64_t run_key(uint32_t pid, int32_t device)
+{
+	return (uint64_t)pid << 8 | (uint8_t)(device + 1);
+}
+
+/* Each curve's points are one run, in time order (heap_track_build). */
+static void index_runs(struct heap_track *h)
+{
+	int created;
+	u64map_init(&h->runs);
+	h->indexed = 1;
+	for (size_t i = 0, start = 0; i < h->n; i++)
+		if (i + 1 == h->n || run_key(h->pts[i + 1].pid, h->pts[i + 1].device) !=
+					     run_key(h->pts[i].pid, h->pts[i].device)) {
+			uint64_t *v = u64map_upsert(&h->runs, run_key(h->pts[i].pid, h->pts[i].device),
+						    &created);
+			if (v && created)
+				*v = (uint64_t)start << 32 | (i + 1 - start);
+			start = i + 1;
+		}
+}
+
+uint64_t heap_live_at(struct heap_track *h, uint32_t pid, int32_t device, uint64_t t)
+{
+	if (!h->indexed)
+		index_runs(h);
+	uint64_t *v = u64map_find(&h->runs, run_key(pid, device));
+	if (!v)
+		return 0;
+	size_t lo = *v >> 32, n = *v & 0xffffffffu, hi = lo + n;
+	if (!n || h->pts[lo].t > t)
+		return 0;
+	while (hi - lo > 1) { /* the last point at or before t */
+		size_t mid = lo + (hi - lo) / 2;
+		if (h->pts[mid].t <= t)
+			lo = mid;
+		else
+			hi = mid;
+	}
+	return h->pts[lo].live;
 }

@@ -8,6 +8,7 @@
 #include <stdint.h>
 
 #include "formats/model/model.h"
+#include "formats/util/u64map.h"
 
 struct heap_point {
 	uint64_t t, live;
@@ -20,6 +21,8 @@ struct heap_track {
 	size_t n, cap;
 	uint64_t changes; /* points before thinning */
 	int thinned;
+	struct u64map runs; /* heap_live_at's index: (pid, device) -> first << 32 | count */
+	int indexed;
 };
 
 /* From the curves of every image of m (read with track_memory and keep_curves), its heap
@@ -29,5 +32,8 @@ struct heap_track {
  * kept (so the peak always is), plus the last point. 0, or -1 when out of memory. */
 int heap_track_build(struct heap_track *h, struct model *m, uint64_t max_points);
 void heap_track_free(struct heap_track *h);
+/* The live bytes of pid's heap (device -1) or device at time t, as the track has them
+ * (its last point at or before t; 0 before the first). */
+uint64_t heap_live_at(struct heap_track *h, uint32_t pid, int32_t device, uint64_t t);
 
 #endif

@@ -23,6 +23,8 @@ int chrome_plan_one(struct chrome *c, struct model *m, uint32_t image,
 	}
 	if ((e->flags & (PROF_EVF_GPU | PROF_EVF_TID)) && chrome_gpu_plan(c, image, e))
 		return -1;
+	if (c->is_kineto)
+		kineto_plan(c, m, image, e);
 	if (e->type == PROF_EV_COMPLETE && e->cat == PROF_CAT_MEMORY) {
 		int shown = alloc_view_shown(&c->alloc, 0, image, e, model_origin(m));
 		if (shown <= 0)
@@ -139,7 +141,10 @@ int chrome_write_begin(struct chrome *c, FILE *f)
 	if (jw_init(&c->w, f, 4u << 20))
 		return -1;
 	c->first = 1;
-	jw_lit(&c->w, "{\"traceEvents\":[");
+	if (c->is_kineto)
+		kineto_head(c);
+	else
+		jw_lit(&c->w, "{\"traceEvents\":[");
 	chrome_write_meta(c);
 	return 0;
 }
@@ -148,8 +153,13 @@ int chrome_write_end(struct chrome *c)
 {
 	chrome_write_heap(c);
 	chrome_write_alloc_rate(c);
+	if (c->is_kineto)
+		kineto_events_end(c);
+	jw_lit(&c->w, "\n]");
+	if (c->is_kineto)
+		kineto_tail(c);
 	/* no displayTimeUnit "ns": some Perfetto versions then read ts in the wrong unit */
-	jw_lit(&c->w, "\n],\n\"otherData\":");
+	jw_lit(&c->w, ",\n\"otherData\":");
 	chrome_write_other(c);
 	jw_lit(&c->w, "}\n");
 	return jw_finish(&c->w) ? -1 : 0;
@@ -209,6 +219,7 @@ struct chrome *chrome_new(const struct chrome_options *o)
 	c->om = &c->out;
 	u64map_init(&c->flows);
 	c->kernel_cat = STR_NONE;
+	c->is_kineto = o->kineto;
 	c->clock_ranks = malloc(sizeof *c->clock_ranks);
 	if (!c->clock_ranks) {
 		chrome_free(c);
@@ -227,6 +238,9 @@ void chrome_free(struct chrome *c)
 	model_fold_free(&c->fold);
 	heap_track_free(&c->heap);
 	u64map_free(&c->flows);
+	u64map_free(&c->kineto.step_start);
+	u64map_free(&c->kineto.blocks);
+	u64map_free(&c->kineto.gpu_rows);
 	alloc_view_free(&c->alloc);
 	if (c->clock_ranks)
 		ranks_free(c->clock_ranks);

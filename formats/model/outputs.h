@@ -68,6 +68,7 @@ struct chrome_options {
 	/* allocator calls in the timeline (chrome_alloc.h): as the capture's session chose
 	 * (its trace_alloc fact, PROFILER_TRACE_ALLOC), or the rule, or all */
 	enum { CHROME_ALLOC_AS_CAPTURED, CHROME_ALLOC_AUTO, CHROME_ALLOC_ALL } alloc;
+	int kineto; /* the PyTorch profiler's flavor (chrome_kineto.c): for TensorBoard, HTA */
 };
 /* chrome_export_to with options (chrome_export's: all zero but max_events). */
 int chrome_export_opts(const char *capture_path, const char *json_path, FILE *out,

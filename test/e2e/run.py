@@ -31,7 +31,7 @@ sys.dont_write_bytecode = True  # no __pycache__ in the source tree
 import harness  # noqa: E402 (test/e2e is on sys.path: this file's folder)
 from harness.build import compile_programs  # noqa: E402
 from harness.case import Case  # noqa: E402
-from harness.outputs import Fail  # noqa: E402
+from harness.outputs import Fail, Skip  # noqa: E402
 from harness.paths import BUILD, HERE, LIB, PROF, setup_failed  # noqa: E402
 from harness.sanitizers import Setup, setup_sanitizers  # noqa: E402
 
@@ -76,7 +76,7 @@ class Suite:
 
     def __init__(self, keep, verbose):
         self.keep, self.verbose = keep, verbose
-        self.passed = self.failed = 0
+        self.passed = self.failed = self.skipped = 0
         self.failures = []
         self.removed = []  # (case, sid, segments) left by the cases' sessions, removed
         self.kept = []     # (case, sid, why) the same, still mapped: left alone
@@ -86,9 +86,11 @@ class Suite:
         name = fn.__name__.rstrip("_")
         c = Case(name, self.keep)
         t0 = time.monotonic()
-        err = None
+        err = skipped = None
         try:
             fn(c)
+        except Skip as e:
+            skipped = str(e)
         except Fail as e:
             err = str(e)
         except Exception:
@@ -102,7 +104,11 @@ class Suite:
         removed, kept = c.remove_sessions()
         dt = time.monotonic() - t0
         notes = ("  [" + "; ".join(c.notes) + "]") if c.notes else ""
-        if err is None:
+        if err is None and skipped:
+            line = "SKIP  %-28s %6.2fs  [%s]" % (name, dt, skipped)
+            if not self.keep:
+                c.remove()
+        elif err is None:
             line = "PASS  %-28s %6.2fs%s" % (name, dt, notes)
             if not self.keep:
                 c.remove()
@@ -112,7 +118,9 @@ class Suite:
         if self.verbose:
             line += "\n      dir: %s" % c.root
         with self.lock:
-            if err is None:
+            if err is None and skipped:
+                self.skipped += 1
+            elif err is None:
                 self.passed += 1
             else:
                 self.failed += 1
@@ -167,7 +175,8 @@ def main():
     print("suite time %.1fs (-j%d)" % (time.monotonic() - t_all, jobs))
     if suite.failures:
         print("failed: " + " ".join(suite.failures))
-    print("%d passed, %d failed" % (suite.passed, suite.failed))
+    print("%d passed, %d failed%s" % (suite.passed, suite.failed,
+                                      ", %d skipped" % suite.skipped if suite.skipped else ""))
     sys.exit(1 if suite.failed or not suite.passed else 0)
 
 

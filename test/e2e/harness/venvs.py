@@ -6,7 +6,7 @@ import re
 import subprocess
 import threading
 
-from .outputs import check
+from .outputs import check, skip
 
 _probed = {}
 _lock = threading.Lock()
@@ -59,4 +59,22 @@ def arrow_python():
     check(rc == 0, "pyarrow and duckdb are not importable from %s (%s): scripts/install-deps.sh "
           "installs them (python3 -m venv %s && %s -m pip install pyarrow duckdb)"
           % (py, last, env, py))
+    return py
+
+
+def tools_python(module):
+    """The venv's python that scripts/install-deps.sh made with the PyTorch profiler's
+    tools (LIBPROF_TBENV, default ~/.cache/libprof/tbenv: torch-tb-profiler, TensorBoard,
+    HolisticTraceAnalysis), when module imports there. Where install-deps could not make
+    it (it says so, and leaves a note in the venv's folder), the case is skipped with a
+    line saying why; a venv that was never made fails as the others do."""
+    env = _cache_dir("LIBPROF_TBENV", "tbenv")
+    py = os.path.join(env, "bin", "python")
+    rc, last = _probe(py, "import torch_tb_profiler, tensorboard, hta; print('ok')")
+    if rc != 0 and os.path.exists(os.path.join(env, "NOT-INSTALLED")):
+        with open(os.path.join(env, "NOT-INSTALLED")) as f:
+            skip("%s could not be installed in %s: %s" % (module, env, f.read().strip()))
+    check(rc == 0, "%s is not importable from %s (%s): scripts/install-deps.sh installs it "
+          "(python3 -m venv %s && %s -m pip install torch-tb-profiler tensorboard "
+          "HolisticTraceAnalysis)" % (module, py, last, env, py))
     return py
