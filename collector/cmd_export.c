@@ -88,7 +88,7 @@ static int parse(int argc, char **argv, struct export_args *a)
 	};
 	const struct opt_command c = {
 		.name = "export",
-		.usage = "prof export CAPTURE... [-o OUT.json] [--max-events N] [--trace-alloc all]\n"
+		.usage = "prof export [CAPTURE...] [-o OUT.json] [--max-events N] [--trace-alloc all]\n"
 			 "                   [--all-processes]\n"
 			 "       prof export CAPTURE... --format kineto [-o OUT.pt.trace.json]\n"
 			 "                   [--max-events N] [--trace-alloc all]\n"
@@ -101,7 +101,7 @@ static int parse(int argc, char **argv, struct export_args *a)
 			 "steps as instants, counters, a \"live heap bytes\" counter per process,\n"
 			 "lost-event markers, and otherData with the session's facts.\n"
 			 "CAPTURE is a .prof file, or a capture in parts: its directory, or some of its\n"
-			 "parts in order.\n"
+			 "parts in order; without one, the newest capture in the current directory.\n"
 			 "\n"
 			 "--format kineto writes the same trace as the PyTorch profiler (Kineto) writes\n"
 			 "its own, for TensorBoard's PyTorch profiler plugin and Holistic Trace Analysis:\n"

@@ -97,7 +97,7 @@ static int parse(int argc, char **argv, struct report_args *a)
 	};
 	const struct opt_command c = {
 		.name = "report",
-		.usage = "prof report CAPTURE... [--sort KEY] [--top N] [--category NAME]\n"
+		.usage = "prof report [CAPTURE...] [--sort KEY] [--top N] [--category NAME]\n"
 			 "                   [--format text|csv|json] [--group-by stack[:N]|shape]\n"
 			 "                   [-o OUT]\n"
 			 "                   [--all-processes]",
@@ -110,7 +110,8 @@ static int parse(int argc, char **argv, struct report_args *a)
 			 "counters. The header gives the command, host, processes, duration, and the\n"
 			 "events captured and lost.\n"
 			 "CAPTURE is a .prof file, or a capture in parts (PROFILER_ROTATE,\n"
-			 "PROFILER_FLIGHT): its directory, or some of its parts in order.\n",
+			 "PROFILER_FLIGHT): its directory, or some of its parts in order. Without one,\n"
+			 "the newest capture in the current directory (NAME.prof) is read.\n",
 		.after = "--sort, --top and --category apply to the rows in every format.\n"
 			 "Exit status: 0 ok; 1 the capture is damaged (the tables cover every complete\n"
 			 "frame before the damage, which is named on standard error); 2 bad arguments or\n"

@@ -6,6 +6,7 @@
 #include "preload/common/session.h"
 
 #include <dirent.h>
+#include <fcntl.h>
 #include <errno.h>
 #include <limits.h>
 #include <stdio.h>
@@ -293,13 +294,66 @@ int opt_parse(const struct opt_command *c, int argc, char **argv, char ***pos, i
 	return 0;
 }
 
+/* Whether name here is a capture: a file beginning with the capture's magic, or a
+ * directory of parts. */
+static int is_capture_here(const char *name, const struct stat *st)
+{
+	if (S_ISDIR(st->st_mode)) {
+		char **parts;
+		size_t n;
+		if (cap_parts(name, &parts, &n))
+			return 0;
+		cap_parts_free(parts, n);
+		return n > 0;
+	}
+	char magic[8];
+	int fd = S_ISREG(st->st_mode) ? open(name, O_RDONLY | O_CLOEXEC | O_NOFOLLOW) : -1;
+	int ok = fd >= 0 && read(fd, magic, sizeof magic) == (ssize_t)sizeof magic &&
+		 !memcmp(magic, CAP_FILE_MAGIC, sizeof magic);
+	if (fd >= 0)
+		close(fd);
+	return ok;
+}
+
+/* The newest capture in the current directory (NAME.prof, a file or parts), as nsys and
+ * perf read theirs without a name; NULL when there is none. */
+static const char *newest_capture_here(void)
+{
+	static char best[PATH_MAX];
+	struct timespec best_t = {0, 0};
+	DIR *d = opendir(".");
+	best[0] = 0;
+	for (struct dirent *e; d && (e = readdir(d));) {
+		size_t n = strlen(e->d_name);
+		struct stat st;
+		if (n <= 5 || strcmp(e->d_name + n - 5, ".prof") || stat(e->d_name, &st) ||
+		    !is_capture_here(e->d_name, &st))
+			continue;
+		if (!best[0] || st.st_mtim.tv_sec > best_t.tv_sec ||
+		    (st.st_mtim.tv_sec == best_t.tv_sec && st.st_mtim.tv_nsec > best_t.tv_nsec)) {
+			snprintf(best, sizeof best, "%s", e->d_name);
+			best_t = st.st_mtim;
+		}
+	}
+	if (d)
+		closedir(d);
+	return best[0] ? best : NULL;
+}
+
 int opt_one_capture(const struct opt_command *c, char **pos, int npos, const char **capture)
 {
 	if (npos > 1)
 		return opt_error(c->name, "more than one capture given ('%s', '%s')", pos[0],
 				 pos[1]);
-	if (npos == 0)
-		return opt_error(c->name, "no capture file given (see prof %s --help)", c->name);
+	if (npos == 0) {
+		const char *here = newest_capture_here();
+		if (!here)
+			return opt_error(c->name, "no capture file given, and none here (NAME.prof; "
+					 "see prof %s --help)", c->name);
+		fprintf(stderr, "prof %s: reading %s (the newest capture here)\n", c->name, here);
+		*capture = here;
+		return 0;
+	}
 	*capture = pos[0];
 	return 0;
 }

@@ -272,6 +272,29 @@ def cli_record_leaves_program_arguments(c):
 
 
 @case
+def cli_newest_capture_here(c):
+    # prof report and prof export without a capture read the newest one in the current
+    # directory (as nsys and perf do), saying which; a file that merely ends in .prof is
+    # not one.
+    for name in ("old", "new"):
+        r = c.run([c.prog("basic"), 10, 4321 if name == "old" else 4322, "exit:0"],
+                  env={"PROFILER_OUTPUT": name})
+        eq(r.rc, 0, "the program (%r)" % r)
+        time.sleep(0.05)
+    with open(c.path("junk.prof"), "w") as f:
+        f.write("not a capture")
+    r = c.prof("report", "--format", "json", cwd=c.path())
+    eq(r.rc, 0, "prof report without a capture (%r)" % r)
+    eq(r.err, "prof report: reading new.prof (the newest capture here)\n", "its line")
+    rows = {w["name"]: w for w in json.loads(r.out)["rows"] if w["category"] == "memory"}
+    check(rows.get("malloc", {}).get("count", 0) >= 10, "the newest capture's rows: %r" % rows)
+    os.unlink(c.path("new.json"))
+    x = c.prof("export", cwd=c.path())
+    eq(x.rc, 0, "prof export without a capture (%r)" % x)
+    check(os.path.exists(c.path("new.json")), "prof export wrote new.json")
+
+
+@case
 def cli_one_capture(c):
     # prof report and prof export read one capture, or several listed (the parts of one
     # in order, the captures of a job's ranks): none, a missing one or an empty directory
@@ -280,8 +303,8 @@ def cli_one_capture(c):
     for cmd in ("report", "export"):
         r = c.prof(cmd)
         eq(r.rc, 2, "prof %s without a capture: exit status (%r)" % (cmd, r))
-        eq(r.err, "prof %s: no capture file given (see prof %s --help)\n" % (cmd, cmd),
-           "prof %s without a capture" % cmd)
+        eq(r.err, "prof %s: no capture file given, and none here (NAME.prof; see prof %s "
+           "--help)\n" % (cmd, cmd), "prof %s without a capture" % cmd)
         r = c.prof(cmd, "a.prof", "b.prof", "-o", c.path("out"))
         eq(r.rc, 2, "prof %s with two missing parts: exit status (%r)" % (cmd, r))
         eq(r.err, "prof %s: a.prof: No such file or directory\n" % cmd,
