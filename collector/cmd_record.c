@@ -86,7 +86,7 @@ static int set_setting(const struct opt *o, const char *value, void *dest)
 /* 0 with *cmd_at the index of the command in argv, OPT_HELP after --help, or 2 after one
  * line. The options are the settings table's rows that name a prof record flag, so a
  * setting and its flag cannot drift apart. */
-static int parse(int argc, char **argv, struct prof_config *c, int *cmd_at)
+static int parse(int argc, char **argv, struct prof_config *c, int *cmd_at, int *stats)
 {
 	struct opt_list list = { 0 };
 	struct opt_command cmd = {
@@ -114,6 +114,14 @@ static int parse(int argc, char **argv, struct prof_config *c, int *cmd_at)
 			return opt_error("record", "out of memory");
 		}
 	}
+	/* what prof record itself does, not a setting of the session */
+	struct opt stats_opt = { .name = "stats", .kind = OPT_FLAG, .dest = stats,
+				 .help = "print the tables (PREFIX.txt) on standard output once\n"
+					 "the command ended, as nsys profile --stats=true does" };
+	if (opt_list_add(&list, &stats_opt, 1)) {
+		opt_list_free(&list);
+		return opt_error("record", "out of memory");
+	}
 	cmd.opts = list.v;
 	cmd.nopts = list.n;
 	rc = opt_parse(&cmd, argc, argv, &rest, &nrest);
@@ -139,13 +147,32 @@ static void child_environment(const struct prof_config *c, const char *lib, cons
 	add_python_path(lib);
 }
 
+/* --stats: the tables this session wrote, after the command's own output. */
+static void print_tables(void)
+{
+	const char *txt = collector_outputs_txt();
+	FILE *f = txt ? fopen(txt, "r") : NULL;
+	if (!f) {
+		fprintf(stderr, "prof record: --stats: no tables were written\n");
+		return;
+	}
+	char buf[65536];
+	size_t n;
+	fflush(stdout);
+	putchar('\n');
+	while ((n = fread(buf, 1, sizeof buf, f)) > 0)
+		fwrite(buf, 1, n, stdout);
+	fclose(f);
+	fflush(stdout);
+}
+
 int cmd_record(int argc, char **argv)
 {
 	struct prof_config cfg;
-	int cmd_at = 0;
+	int cmd_at = 0, stats = 0;
 	prof_config_defaults(&cfg);
 	prof_config_from_env(&cfg, environ, warn_line);
-	int bad_usage = parse(argc, argv, &cfg, &cmd_at);
+	int bad_usage = parse(argc, argv, &cfg, &cmd_at, &stats);
 	if (bad_usage)
 		return bad_usage == OPT_HELP ? 0 : bad_usage;
 	signal(SIGCHLD, SIG_DFL); /* an inherited SIG_IGN would reap the command for us */
@@ -209,6 +236,8 @@ int cmd_record(int argc, char **argv)
 		waitpid(child, &o.child_status, 0);
 	/* a collector that could not start (its capture) left the command's segments */
 	reclaim_session(sid);
+	if (stats)
+		print_tables();
 	int st = o.child_status;
 	if (WIFEXITED(st))
 		return WEXITSTATUS(st);

@@ -55,6 +55,10 @@ void collector_outputs_init(int overwrite);
 int collector_make_outputs(const char *capture, const char *prefix,
 			   const struct output_request *q);
 
+/* The tables' file this session put in place last (PREFIX.txt or the name it got), or
+ * NULL when it made none. */
+const char *collector_outputs_txt(void);
+
 /* Writes the tables of capture to path (atomically, replacing a regular file there but
  * nothing else). Returns 0 or -1. */
 int collector_write_tables(const char *capture, const char *path);

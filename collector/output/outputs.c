@@ -48,6 +48,7 @@ static struct owned *mine(void)
 	return owned ? owned : &owned_here;
 }
 
+
 static const char *base(const char *path)
 {
 	const char *s = strrchr(path, '/');
@@ -59,6 +60,12 @@ static int is_owned(const struct owned_file *o)
 	struct stat st;
 	return o->path[0] && !lstat(o->path, &st) && S_ISREG(st.st_mode) && st.st_dev == o->dev &&
 	       st.st_ino == o->ino;
+}
+
+const char *collector_outputs_txt(void)
+{
+	const struct owned_file *o = &mine()->txt;
+	return o->path[0] && is_owned(o) ? o->path : NULL;
 }
 
 /* Puts tmp in place as prefix+ext: over the file this session put there before, else

@@ -295,6 +295,21 @@ def cli_newest_capture_here(c):
 
 
 @case
+def cli_record_stats(c):
+    # prof record --stats prints the tables it wrote on standard output after the
+    # command's own output (nsys profile --stats=true), the same bytes as PREFIX.txt; a
+    # name taken gets the suffixed file's tables
+    for name in ("st", "st"):
+        r = c.prof("record", "--stats", "-q", "-o", name, "--", c.prog("basic"), 5, 61001,
+                   "exit:0")
+        eq(r.rc, 0, "prof record --stats (%r)" % r)
+    check(r.out.startswith("pid="), "the command's output first: %r" % r.out[:200])
+    txt = read_text(c.path("st-2.txt"))
+    check(txt and r.out.endswith("\n" + txt), "the tables of st-2.txt after it: %r" % r.out[-400:])
+    check(("memory", "malloc") in text_rows(txt), "a malloc row")
+
+
+@case
 def cli_one_capture(c):
     # prof report and prof export read one capture, or several listed (the parts of one
     # in order, the captures of a job's ranks): none, a missing one or an empty directory
