@@ -18,6 +18,7 @@ static const struct command {
 	{ "report", cmd_report, "report FILE.prof [options]",
 	  "print the tables again from a raw capture" },
 	{ "export", cmd_export, "export FILE.prof -o OUT.json", "make the Chrome trace again" },
+	{ "tree", cmd_tree, "tree FILE.prof [options]", "the call tree: calls, total and self time" },
 	{ "summary", cmd_summary, "summary INPUT... -o BASE.json",
 	  "a compact summary of runs, for a baseline" },
 	{ "diff", cmd_diff, "diff BASE CUR [options]",

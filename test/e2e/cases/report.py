@@ -303,3 +303,38 @@ def help_texts(c):
         check(w in r.out, "prof record --help does not mention %s" % w)
     r = c.prof()
     eq(r.rc, 2, "prof with no command: %r" % r)
+
+
+@case
+def tree_call_paths(c):
+    # prof tree: ranges/3 threads x 4 times outer { inner } and sibling, 5 short ranges:
+    # one tree per process, the threads merged (calls summed), inner under outer, self
+    # times that add up, --max-depth and --threads
+    r = c.run([c.prog("ranges"), 3, 4, 5, 1, 0])
+    eq(r.rc, 0, "ranges (%r)" % r)
+    t = c.prof("tree", c.path("libprof.prof"))
+    eq(t.rc, 0, "prof tree (%r)" % t)
+    rows = []
+    for line in t.out.splitlines():
+        m = re.match(r"^\s*(\S+)\s+(\S+)\s+(\d+)  ( *)(.+?)  \[(\S+)\]$", line)
+        if m:
+            rows.append((len(m.group(4)) // 2, m.group(5), int(m.group(3)), m.group(6)))
+    got = {(lvl, name): (calls, cat) for lvl, name, calls, cat in rows}
+    eq(got.get((0, "outer")), (12, "user"), "outer at the root, 3 threads x 4 (%r)" % rows)
+    eq(got.get((1, "inner")), (12, "user"), "inner under outer (%r)" % rows)
+    eq(got.get((0, "sibling")), (12, "user"), "sibling at the root (%r)" % rows)
+    eq(got.get((0, "short")), (15, "user"), "short ranges (%r)" % rows)
+    eq(sum(1 for lvl, name, _, _ in rows if name == "inner"), 1, "one inner line")
+    check(not any(cat == "memory" for _, _, _, cat in rows), "allocator calls by default")
+    d = c.prof("tree", c.path("libprof.prof"), "--max-depth", "1")
+    check("inner" not in d.out and "outer" in d.out, "--max-depth 1: %r" % d.out)
+    th = c.prof("tree", c.path("libprof.prof"), "--threads")
+    eq(len(re.findall(r"^pid \d+, thread \d+", th.out, re.M)), 3, "--threads: a tree per "
+       "thread with ranges: %r" % th.out[:600])
+    m = c.prof("tree", c.path("libprof.prof"), "--memory")
+    check(re.search(r"\bmalloc  \[memory\]", m.out), "--memory: allocator calls: %r"
+          % m.out[-600:])
+    b = c.prof("tree", c.path("libprof.prof"), "--min-percent", "x")
+    eq((b.rc, b.err.strip()), (2, "prof tree: --min-percent wants a percentage from 0 to 100, "
+                                  "got 'x'"), "a bad --min-percent")
+    c.note("%d lines" % len(rows))
