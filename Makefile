@@ -7,7 +7,8 @@
 #   make bench    overhead and throughput benchmarks (ratios measured side by side)
 #   make fuzz     the shared-memory and capture fuzzers, FUZZ_RUNS executions each (clang;
 #                 test/fuzz)
-#   make install  PREFIX=/usr/local (library, command, header, Python module)
+#   make install  PREFIX=/usr/local (library, command, header, Python module, man pages,
+#                 bash completion, pkg-config file); make uninstall removes them
 
 BUILD   ?= build
 PREFIX  ?= /usr/local
@@ -44,7 +45,7 @@ PROF := $(BUILD)/prof
 CORE := $(BUILD)/libprofcore.a
 UNIT_BINS := $(patsubst test/unit/%.c,$(BUILD)/test/%,$(UNIT_SRC))
 
-.PHONY: all run test unit e2e asan bench install deps clean
+.PHONY: all run test unit e2e asan bench install uninstall man deps clean
 all: $(LIB) $(PROF)
 
 # torch_callbacks.c runs inside C++ that may throw through it: its cleanups must run
@@ -166,6 +167,20 @@ PERF_BASE ?= HEAD~1
 perf-check: all
 	@scripts/perf-check --self $(PERF_BASE)
 
+# Where the Python module goes, never outside PREFIX: the directory under PREFIX the
+# chosen Python imports from (Debian's python3 and PREFIX=/usr/local:
+# /usr/local/lib/python3.X/dist-packages), else its site layout under PREFIX (PYTHONPATH
+# must then name it: install says so).
+PY_SITE = $(shell $(PYTHON) -c 'import sys, sysconfig; p = [d for d in sys.path if d.startswith("$(PREFIX)/") and d.endswith("-packages")]; print(p[0] if p else sysconfig.get_path("purelib", vars={"base": "$(PREFIX)", "platbase": "$(PREFIX)"}))' 2>/dev/null)
+PY_SEES = $(shell $(PYTHON) -c 'import sys; print(int("$(PY_SITE)" in sys.path))' 2>/dev/null)
+VERSION = $(shell sed -n 's/^#define PROF_VERSION "\(.*\)"/\1/p' collector/commands.h)
+INSTALLED = bin/prof lib/libprof.so include/prof.h lib/libprof/python/libprof.py \
+	    share/libprof/sql/straggler.sql share/bash-completion/completions/prof \
+	    lib/pkgconfig/libprof.pc
+
+man: all
+	@scripts/man.sh $(BUILD)
+
 install: all
 	install -d $(DESTDIR)$(PREFIX)/lib $(DESTDIR)$(PREFIX)/bin $(DESTDIR)$(PREFIX)/include
 	install -m 0755 $(LIB) $(DESTDIR)$(PREFIX)/lib/libprof.so
@@ -175,9 +190,25 @@ install: all
 	install -m 0644 scripts/libprof.py $(DESTDIR)$(PREFIX)/lib/libprof/python/libprof.py
 	install -d $(DESTDIR)$(PREFIX)/share/libprof/sql
 	install -m 0644 scripts/sql/straggler.sql $(DESTDIR)$(PREFIX)/share/libprof/sql/straggler.sql
-	@site=$$($(PYTHON) -c 'import sysconfig;print(sysconfig.get_path("purelib",vars={"base":"$(PREFIX)"}))' 2>/dev/null); \
-	  if [ -n "$$site" ]; then install -d $(DESTDIR)$$site && \
-	  install -m 0644 scripts/libprof.py $(DESTDIR)$$site/libprof.py && echo "python module: $$site/libprof.py"; fi
+	install -d $(DESTDIR)$(PREFIX)/share/bash-completion/completions
+	install -m 0644 scripts/completion/prof.bash $(DESTDIR)$(PREFIX)/share/bash-completion/completions/prof
+	install -d $(DESTDIR)$(PREFIX)/lib/pkgconfig
+	sed 's|@PREFIX@|$(PREFIX)|; s|@VERSION@|$(VERSION)|' scripts/libprof.pc.in > $(DESTDIR)$(PREFIX)/lib/pkgconfig/libprof.pc
+	@if scripts/man.sh $(BUILD) >/dev/null; then \
+	  install -d $(DESTDIR)$(PREFIX)/share/man/man1 && \
+	  install -m 0644 $(BUILD)/man/man1/*.1 $(DESTDIR)$(PREFIX)/share/man/man1/ && \
+	  echo "man pages: $(PREFIX)/share/man/man1"; fi
+	@if [ -n "$(PY_SITE)" ]; then install -d $(DESTDIR)$(PY_SITE) && \
+	  install -m 0644 scripts/libprof.py $(DESTDIR)$(PY_SITE)/libprof.py && \
+	  if [ "$(PY_SEES)" = 1 ]; then echo "python module: $(PY_SITE)/libprof.py ($(PYTHON) imports it)"; \
+	  else echo "python module: $(PY_SITE)/libprof.py ($(PYTHON) imports it with PYTHONPATH=$(PY_SITE))"; fi; fi
+
+uninstall:
+	rm -f $(addprefix $(DESTDIR)$(PREFIX)/,$(INSTALLED))
+	rm -f $(DESTDIR)$(PREFIX)/share/man/man1/prof.1 $(DESTDIR)$(PREFIX)/share/man/man1/prof-*.1
+	@if [ -n "$(PY_SITE)" ]; then rm -f $(DESTDIR)$(PY_SITE)/libprof.py; fi
+	-rmdir $(DESTDIR)$(PREFIX)/lib/libprof/python $(DESTDIR)$(PREFIX)/lib/libprof \
+	  $(DESTDIR)$(PREFIX)/share/libprof/sql $(DESTDIR)$(PREFIX)/share/libprof 2>/dev/null
 
 clean:
 	rm -rf build build-asan

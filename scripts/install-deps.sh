@@ -5,7 +5,8 @@ need=""
 # python3-torch: CPU PyTorch for /usr/bin/python3, run for real by the e2e tests
 # openmpi-bin, libopenmpi-dev: mpirun and mpicc for the MPI e2e cases
 # clang, libclang-rt-14-dev: libFuzzer for the shared-memory fuzzer (make fuzz, and its smoke run in make test)
-for pkg in build-essential clang libclang-rt-14-dev libzstd-dev libcmocka-dev libunwind-dev python3 python3-dev python3-torch python3-venv openmpi-bin libopenmpi-dev; do
+# help2man, man-db, pkg-config: make install's man pages and pkg-config file, and their test
+for pkg in build-essential clang libclang-rt-14-dev libzstd-dev libcmocka-dev libunwind-dev python3 python3-dev python3-torch python3-venv openmpi-bin libopenmpi-dev help2man man-db pkg-config; do
 	dpkg-query -W -f='${Status}' "$pkg" 2>/dev/null | grep -q "install ok installed" ||
 		need="$need $pkg"
 done

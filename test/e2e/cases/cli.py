@@ -332,3 +332,48 @@ def cli_one_capture(c):
         eq(r.rc, 2, "prof %s with directories listed: exit status (%r)" % (cmd, r))
         eq(r.err, "prof %s: d.prof: a directory with no capture in it (neither parts "
            "part-N.prof nor captures NAME.prof)\n" % cmd, "prof %s with directories listed" % cmd)
+
+
+@case
+def cli_install_uninstall(c):
+    # make install into a prefix of the case's: the command, the library, the header, the
+    # Python module where the chosen Python imports it (here with the PYTHONPATH install
+    # names: the prefix is not the Python's), man pages made from the help texts, the
+    # bash completion, a pkg-config file; make uninstall takes all of it away again
+    prefix = c.path("p")
+    mk = ["make", "-s", "-C", ROOT, "BUILD=" + BUILD, "PREFIX=" + prefix,
+          "PYTHON=/usr/bin/python3"]
+    r = subprocess.run(mk + ["install"], capture_output=True, text=True, timeout=300)
+    eq(r.returncode, 0, "make install: %s" % r.stderr[-2000:])
+    for f in ("bin/prof", "lib/libprof.so", "include/prof.h", "lib/pkgconfig/libprof.pc",
+              "share/bash-completion/completions/prof", "share/man/man1/prof.1",
+              "share/man/man1/prof-report.1", "share/man/man1/prof-tree.1"):
+        check(os.path.exists(os.path.join(prefix, f)), "%s not installed" % f)
+    m = re.search(r"^python module: (\S+)/libprof\.py \(/usr/bin/python3 imports it with "
+                  r"PYTHONPATH=(\S+)\)$", r.stdout, re.M)
+    check(m and m.group(1).startswith(prefix), "the module's line: %r" % r.stdout)
+    p = subprocess.run(["/usr/bin/python3", "-c", "import libprof; print(libprof.__file__)"],
+                       capture_output=True, text=True, env=dict(os.environ, PYTHONPATH=m.group(2)))
+    eq(p.stdout.strip(), os.path.join(m.group(1), "libprof.py"), "import libprof: %r" % p)
+    if shutil.which("pkg-config"):
+        env = dict(os.environ, PKG_CONFIG_PATH=os.path.join(prefix, "lib", "pkgconfig"))
+        got = [subprocess.run(["pkg-config", q, "libprof"], capture_output=True, text=True,
+                              env=env).stdout.strip() for q in ("--cflags", "--variable=preload")]
+        eq(got, ["-I" + os.path.join(prefix, "include"),
+                 os.path.join(prefix, "lib", "libprof.so")], "pkg-config --cflags, preload")
+    man = subprocess.run(["man", "-l", os.path.join(prefix, "share/man/man1/prof-tree.1")],
+                         capture_output=True, text=True, env=dict(os.environ, MANWIDTH="80"))
+    check("the call tree" in man.stdout and "--max-depth" in man.stdout.replace("\u2010", "-"),
+          "man prof-tree: %r" % man.stdout[:500])
+    comp = subprocess.run(["bash", "-c", 'PATH="%s/bin:$PATH"; source "%s"; COMP_WORDS=(prof '
+                           're); COMP_CWORD=1; _prof; echo "${COMPREPLY[*]}"; COMP_WORDS=(prof '
+                           'report --format ""); COMP_CWORD=3; _prof; echo "${COMPREPLY[*]}"'
+                           % (prefix, os.path.join(prefix, "share/bash-completion/completions/"
+                                                           "prof"))],
+                          capture_output=True, text=True)
+    eq(comp.stdout.splitlines(), ["record report", "text csv json"], "bash completion (%r)"
+       % comp)
+    r = subprocess.run(mk + ["uninstall"], capture_output=True, text=True, timeout=120)
+    eq(r.returncode, 0, "make uninstall: %s" % r.stderr)
+    left = [os.path.join(d, f) for d, _, fs in os.walk(prefix) for f in fs]
+    eq(left, [], "files left after make uninstall")
