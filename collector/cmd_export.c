@@ -10,6 +10,7 @@
 #include "collector/commands.h"
 #include "collector/export_parquet.h"
 #include "collector/options.h"
+#include "collector/progress.h"
 #include "collector/output/cmd_save.h"
 #include "formats/export/folded.h"
 #include "collector/output/outfile.h"
@@ -196,8 +197,10 @@ static int export_chrome(struct export_args *a, struct output_summary *sum, char
 				   .all_processes = a->folded.all_processes,
 				   .alloc = a->alloc,
 				   .kineto = a->format == EXPORT_KINETO};
+	progress_start("prof export");
 	rc = chrome_export_opts(a->capture, a->out, f, &o, sum,
 			       err, errlen);
+	progress_end();
 	if (rc == 2) {
 		unlink(tmp);
 		return 2;
@@ -219,7 +222,9 @@ static int export_folded(struct export_args *a)
 
 	if (!out)
 		return bad("out of memory");
+	progress_start("prof export");
 	rc = folded_write(a->capture, out, &a->folded, &sum, err, sizeof(err));
+	progress_end();
 	if (a->out && fclose(out) && rc != 2) {
 		snprintf(err, sizeof(err), "out of memory");
 		rc = 2;

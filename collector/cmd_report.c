@@ -6,6 +6,7 @@
 
 #include "collector/commands.h"
 #include "collector/options.h"
+#include "collector/progress.h"
 #include "collector/output/cmd_save.h"
 #include "formats/model/outputs.h"
 #include "formats/tables/table_stacks.h"
@@ -149,11 +150,13 @@ int cmd_report(int argc, char **argv)
 	out = a.out ? open_memstream(&buf, &len) : stdout;
 	if (!out)
 		return bad("out of memory");
+	progress_start("prof report");
 	if (a.stack_frames)
 		rc = table_stacks_write(a.capture, out, &a.opt, a.stack_frames, &sum, err,
 					sizeof(err));
 	else
 		rc = tables_write(a.capture, out, &a.opt, &sum, err, sizeof(err));
+	progress_end();
 	if (a.out && fclose(out) && rc != 2)
 		rc = bad("out of memory");
 	if (rc == 2) {

@@ -4,6 +4,7 @@
 
 #include "collector/commands.h"
 #include "collector/options.h"
+#include "collector/progress.h"
 #include "formats/tables/calltree.h"
 
 #define bad(...) opt_error("tree", __VA_ARGS__)
@@ -57,7 +58,9 @@ int cmd_tree(int argc, char **argv)
 	o.max_depth = (unsigned)depth;
 	if ((rc = opt_capture_parts(&c, pos, npos, &capture)))
 		return rc;
+	progress_start("prof tree");
 	rc = calltree_write(capture, stdout, &o, err, sizeof err);
+	progress_end();
 	if (rc)
 		bad("%s", err);
 	return rc;

@@ -22,6 +22,7 @@
 
 #include "collector/drain/collector.h"
 #include "collector/output/outfile.h"
+#include "collector/progress.h"
 #include "formats/capture/capture.h"
 #include "formats/export/chrome_live.h"
 #include "formats/model/model_live.h"
@@ -48,6 +49,7 @@ struct live_page {
 	atomic_int result;     /* the child's: RUNNING, DONE (made is set), FAILED (why) */
 	_Atomic uint64_t finished_ns, ready_ns; /* CLOCK_MONOTONIC: said on the debug channel */
 	_Atomic uint64_t progress; /* records read, outputs begun: the child is not stuck */
+	_Atomic uint64_t read_to;  /* how far its read goes, in at's form */
 	uint64_t max_json_events; /* the cap the trace was made for */
 	struct live_made made;
 	char why[1024];          /* why the tables were not made */
@@ -464,6 +466,9 @@ static void serve_dump(uint32_t seq)
 static void between(uint64_t end)
 {
 	struct live_page *p = followed;
+	if (end != UINT64_MAX)
+		atomic_store_explicit(&p->read_to, (uint64_t)reading_part << PART_SHIFT | end,
+				      memory_order_relaxed);
 	reap_dump(0);
 	uint32_t seq = atomic_load(&p->dump_seq);
 	if (seq == atomic_load(&p->dump_done)) {
@@ -668,6 +673,10 @@ void live_outputs_take(struct live_outputs *lo, uint64_t max_json_events, struct
 	struct live_page *p = lo->page;
 	uint64_t seen = atomic_load(&p->progress), since = mono_ns();
 	while (lo->pid && !reap(lo, 0)) {
+		uint64_t end = atomic_load(&p->at), to = atomic_load(&p->read_to);
+		if (end >> PART_SHIFT == to >> PART_SHIFT) /* a capture in parts: its last one */
+			progress_show(to & ((1ull << PART_SHIFT) - 1),
+				      end & ((1ull << PART_SHIFT) - 1), "writing the outputs:");
 		uint64_t now = mono_ns(), at = atomic_load(&p->progress);
 		if (at != seen) {
 			seen = at;

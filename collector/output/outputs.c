@@ -13,6 +13,7 @@
 #include "formats/capture/capture.h"
 #include "collector/drain/collector.h"
 #include "collector/output/outfile.h"
+#include "collector/progress.h"
 #include "formats/model/outputs.h"
 
 #define NAME_MAX_LEN 4352
@@ -232,6 +233,9 @@ int collector_make_outputs(const char *capture, const char *prefix,
 	 * a child alongside the trace */
 	static struct live_made lm;
 	memset(&lm, 0, sizeof lm);
+	/* the end of a run that read or reads a long capture: a progress line (terminals) */
+	if (!q->made && !q->quiet)
+		progress_start("libprof");
 	if (q->made)
 		lm = *q->made;
 	else if (q->live)
@@ -296,6 +300,8 @@ int collector_make_outputs(const char *capture, const char *prefix,
 			rc = -1;
 		}
 	}
+	if (!q->made)
+		progress_end();
 	/* said even when quiet: events lost without a word are what must never happen */
 	uint64_t gone = q->write_failed && !q->flight ? unwritten(capture, q->drained) : 0;
 	if (gone)

@@ -211,6 +211,9 @@ extern uint64_t (*cap_read_follow)(uint64_t known);
  * the next frame of a capture being followed (the live outputs' dumps, live.c: the
  * visitor's state there holds every record up to that offset, and nothing after). */
 extern void (*cap_read_between)(uint64_t end);
+/* When set, called on the thread that visits after each frame's records, with how far
+ * the frames visited reach and the file's size (prof's progress line). */
+extern void (*cap_read_progress)(uint64_t at, uint64_t size);
 /* The same for one file only. */
 int cap_read_file(const char *path, cap_visit_fn visit, void *ctx, char *err, size_t errlen);
 /* The same, decompressing ahead whatever the file's size when ahead is set (the parts

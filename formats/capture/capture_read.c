@@ -425,6 +425,8 @@ static int read_pipelined(struct reader *r, cap_visit_fn visit, void *ctx, int *
 		visited = a.end[k];
 		if (!rc && cap_read_between)
 			cap_read_between(visited);
+		if (!rc && cap_read_progress)
+			cap_read_progress(visited, r->size);
 		pthread_mutex_lock(&a.mu);
 		a.full[k] = 0;
 		if (rc)
@@ -451,6 +453,7 @@ uint64_t cap_read_ahead_min_bytes = 256u << 10;
 uint64_t cap_read_size_limit;
 uint64_t (*cap_read_follow)(uint64_t known);
 void (*cap_read_between)(uint64_t end);
+void (*cap_read_progress)(uint64_t at, uint64_t size);
 
 int cap_read_file(const char *path, cap_visit_fn visit, void *ctx, char *err, size_t errlen)
 {
@@ -479,6 +482,8 @@ int cap_read_file_ahead(const char *path, cap_visit_fn visit, void *ctx, char *e
 			rc = visit_records(r.raw, rawlen, visit, ctx);
 		if (!rc && cap_read_between)
 			cap_read_between(next);
+		if (!rc && cap_read_progress)
+			cap_read_progress(next, r.size);
 		r.pos = next;
 		r.frame++;
 	}

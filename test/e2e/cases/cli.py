@@ -377,3 +377,33 @@ def cli_install_uninstall(c):
     eq(r.returncode, 0, "make uninstall: %s" % r.stderr)
     left = [os.path.join(d, f) for d, _, fs in os.walk(prefix) for f in fs]
     eq(left, [], "files left after make uninstall")
+
+
+@case(serial=True)
+def cli_progress_on_terminals(c):
+    # prof report / prof export over a capture that takes seconds show a progress line on
+    # standard error when it is a terminal (as nsys shows its processing), and nothing
+    # when it is not; prof export's two reads say "again" on the second
+    r = c.prof("record", "--block", "-q", "-o", "big", "--", c.prog("pairs"), 25000000,
+               timeout=600)
+    eq(r.rc, 0, "prof record (%r)" % r)
+    cmd = "%s report %s > /dev/null" % (Setup.prof, c.path("big.prof"))
+    # bytes: text mode would read each \r as a line's end
+    t = subprocess.run(["script", "-q", "-e", "-c", cmd, "/dev/null"], capture_output=True,
+                       timeout=300, env=dict(os.environ, **Setup.prof_env()))
+    out = t.stdout.decode(errors="replace")
+    eq(t.returncode, 0, "prof report on a terminal: %r" % out[-500:])
+    lines = re.findall(r"\rprof report: reading +(\d+)% \([\d.]+ of ([\d.]+) MB\)", out)
+    check(lines, "no progress line on the terminal: %r" % out[-500:])
+    check(out.rstrip("\r\n").endswith("\r\x1b[K"), "the line cleared at the end: %r"
+          % out[-80:])
+    plain = c.prof("report", c.path("big.prof"))
+    check("reading" not in plain.err and "\r" not in plain.err, "progress without a "
+          "terminal: %r" % plain.err[-300:])
+    cmd = "%s export %s -o %s > /dev/null" % (Setup.prof, c.path("big.prof"), c.path("b.json"))
+    t = subprocess.run(["script", "-q", "-e", "-c", cmd, "/dev/null"], capture_output=True,
+                       timeout=300, env=dict(os.environ, **Setup.prof_env()))
+    out = t.stdout.decode(errors="replace")
+    eq(t.returncode, 0, "prof export on a terminal: %r" % out[-500:])
+    check("prof export: reading again" in out, "the second read: %r" % out[-500:])
+    c.note("%d progress lines from prof report" % len(lines))
