@@ -78,6 +78,12 @@ $(BUILD)/gen/parquet_export_py.h: formats/export/parquet_export.py
 	@sed 's/\\/\\\\/g; s/"/\\"/g; s/^/"/; s/$$/\\n"/' $< > $@
 $(BUILD)/obj/collector/export_parquet.o: $(BUILD)/gen/parquet_export_py.h
 
+# prof html's page, inside prof as a C string
+$(BUILD)/gen/report_html.h: formats/html/report.html
+	@mkdir -p $(dir $@)
+	@sed 's/\\/\\\\/g; s/"/\\"/g; s/^/"/; s/$$/\\n"/' $< > $@
+$(BUILD)/obj/collector/cmd_html.o: $(BUILD)/gen/report_html.h
+
 $(CORE): $(call obj,$(CORE_SRC))
 	@rm -f $@
 	@ar rcs $@ $^

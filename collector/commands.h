@@ -11,6 +11,7 @@ int cmd_diff(int argc, char **argv);
 int cmd_clean(int argc, char **argv);
 int cmd_dump(int argc, char **argv);
 int cmd_tree(int argc, char **argv);
+int cmd_html(int argc, char **argv);
 
 /* The version prof reports, and records in the summaries it makes. */
 #define PROF_VERSION "0.1.0"

@@ -19,6 +19,8 @@ static const struct command {
 	  "print the tables again from a raw capture" },
 	{ "export", cmd_export, "export FILE.prof -o OUT.json", "make the Chrome trace again" },
 	{ "tree", cmd_tree, "tree FILE.prof [options]", "the call tree: calls, total and self time" },
+	{ "html", cmd_html, "html FILE.prof [-o FILE.html]",
+	  "one offline HTML page: overview, step\ntrace, memory, flame graphs, timeline,\nadvice" },
 	{ "summary", cmd_summary, "summary INPUT... -o BASE.json",
 	  "a compact summary of runs, for a baseline" },
 	{ "diff", cmd_diff, "diff BASE CUR [options]",

@@ -17,6 +17,16 @@ if [ -n "$need" ]; then
 	$SUDO apt-get update -qq
 	DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq $need >/dev/null
 fi
+# chromium: headless, it opens prof html's pages in the e2e cases (html.py); best effort:
+# without it those cases are skipped, saying so
+if ! command -v chromium >/dev/null 2>&1; then
+	echo "installing: chromium"
+	SUDO=""
+	[ "$(id -u)" = 0 ] || SUDO="sudo"
+	{ $SUDO apt-get update -qq &&
+		DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq chromium >/dev/null; } ||
+		echo "install-deps: chromium could not be installed"
+fi
 # The frameworks the end-to-end tests run for real (MXNet's C API through ctypes).
 # A failure here is reported, and the tests that need it fail saying why.
 PYTHON=${PYTHON:-python3}

@@ -32,7 +32,7 @@ _prof()
 		# needs text, csv or json (got ...)"; asked only of the commands that just read
 		# (prof record would run the value as the command)
 		local words=
-		case $cmd in report|export|tree|summary|diff)
+		case $cmd in report|export|tree|html|summary|diff)
 			words=$(prof "$cmd" "$prev" '?' 2>&1 </dev/null |
 				sed -n 's/.* needs \([a-z_]*\(, [a-z_]*\)* or [a-z_]*\) (got .*/\1/p' |
 				sed 's/,/ /g; s/ or / /') ;;
@@ -48,7 +48,7 @@ _prof()
 		return
 	fi
 	case $cmd in
-	report|export|tree|summary|diff)
+	report|export|tree|html|summary|diff)
 		COMPREPLY=($(compgen -f -X '!*.prof' -- "$cur") $(compgen -d -- "$cur")) ;;
 	*)
 		COMPREPLY=($(compgen -f -- "$cur")) ;;

@@ -12,6 +12,9 @@
  *            device 0, 512 KiB on device 1, 64 KiB pinned host memory; frees the 1 MiB
  *   memory_both  the same, then one cudaMalloc/cudaFree of 4096 bytes that libprof's
  *            wrappers see (the fake libcudart.so.13 of test/e2e/cuda, dlopened)
+ *   steps    only this: 10 steps (prof_step), each KERNELS kernels of argv[3] ns on
+ *            stream 7, then a cudaDeviceSynchronize when argv[4] is 1 (else one sync
+ *            after the last step): prof html's host-bound and sync advice
  *   pause    afterwards, through libprof's API: a 2 ms kernel "lng" then "edge" queued
  *            behind it, pause at once (edge runs while paused), 4 "hidden" kernels and a
  *            sync while paused, resume, 2 "visible" kernels
@@ -146,6 +149,24 @@ static void pause_resume(void)
 	gpu.synchronize();
 }
 
+static int steps(uint64_t kernel_ns, int sync_each)
+{
+	long (*prof_step)(void) = (long (*)(void))dlsym(RTLD_DEFAULT, "prof_step");
+	printf("libprof_api=%d\n", prof_step != NULL);
+	for (int s = 0; s < 10; s++) {
+		for (long i = 0; i < kernels; i++)
+			gpu.launch("_Z4tinyv", 7, kernel_ns);
+		if (sync_each)
+			gpu.synchronize();
+		if (prof_step)
+			prof_step();
+	}
+	if (!sync_each)
+		gpu.synchronize();
+	fflush(stdout);
+	return 0;
+}
+
 static void memory(int wrapped_too)
 {
 	uint64_t first = gpu.malloc(1 << 20, 0, 0);
@@ -207,6 +228,9 @@ int main(int argc, char **argv)
 		return 0;
 	}
 	printf("cupti_loaded=1\ncalls_after_init=%lu\n", gpu.calls());
+	if (!strcmp(mode, "steps"))
+		return steps(argc > 3 ? strtoull(argv[3], NULL, 0) : 1000,
+			     argc > 4 && !strcmp(argv[4], "1"));
 	pthread_t th;
 	if (pthread_create(&th, NULL, second_thread, NULL))
 		return 99;
