@@ -199,7 +199,10 @@ int cmd_record(int argc, char **argv)
 		prof_session_unlink(sid);
 		return 2;
 	}
-	s->root_pid = 0; /* nobody waits in the program: this process does */
+	/* nobody waits in the program: this process does (a root_pid naming the command,
+	 * even for a moment, made a quick command wait at its exit for a collector that
+	 * waited for it to be reaped: both hung) */
+	s->root_pid = 0;
 	pid_t child = fork();
 	if (child < 0) {
 		fprintf(stderr, "prof record: fork: %s\n", strerror(errno));
@@ -219,9 +222,9 @@ int cmd_record(int argc, char **argv)
 	signal(SIGXFSZ, SIG_IGN);
 	record_child = child;
 	signal(SIGTERM, forward_term);
-	/* %p names the command's pid, and the header its command line, not prof's */
-	prof_session_configure(s, &cfg, child, err, sizeof err);
-	s->root_pid = 0;
+	/* %p names the command's pid, and the header its command line, not prof's; the
+	 * rest of the session stays as the command may already have read it */
+	prof_session_output_for(s, &cfg, child, err, sizeof err);
 	size_t used = 0;
 	for (int i = cmd_at; i < argc && used + 2 < sizeof s->command; i++)
 		used += (size_t)snprintf(s->command + used, sizeof s->command - used, "%s%s",

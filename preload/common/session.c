@@ -386,7 +386,6 @@ int prof_session_configure(struct prof_session_shm *s, const struct prof_config 
 		prof_clock_pair(&s->clock_tsc, &s->clock_ns);
 	else
 		s->clock_ns = prof_mono_ns(); /* the session's start either way */
-	s->root_pid = (uint32_t)root;
 	s->uid = (uint32_t)getuid();
 	s->euid = (uint32_t)geteuid();
 	s->ring_bytes = c->ring_bytes;
@@ -418,6 +417,12 @@ int prof_session_configure(struct prof_session_shm *s, const struct prof_config 
 	s->stacks = c->stack_mode != PROF_STACK_OFF;
 	s->overwrite = (uint32_t)c->overwrite;
 	command_line(s->command, sizeof s->command);
-	return absolute_prefix(c->output, root, s->output_prefix, sizeof s->output_prefix, err,
+	return prof_session_output_for(s, c, root, err, errlen);
+}
+
+int prof_session_output_for(struct prof_session_shm *s, const struct prof_config *c, pid_t pid,
+			    char *err, size_t errlen)
+{
+	return absolute_prefix(c->output, pid, s->output_prefix, sizeof s->output_prefix, err,
 			       errlen);
 }

@@ -26,9 +26,14 @@ void prof_new_sid(char sid[PROF_SID_LEN + 1]);
 struct prof_session_shm *prof_session_create(const char *sid);
 /* Fills a new session from the settings: clock, ring size, options, the command line of
  * this process, and the output prefix expanded for root (absolute). Returns 0, or -1
- * with the reason in err when the output name is unusable. */
+ * with the reason in err when the output name is unusable. The session's root_pid (the
+ * process that waits for the outputs at its exit) is the caller's to set. */
 int prof_session_configure(struct prof_session_shm *s, const struct prof_config *c, pid_t root,
 			   char *err, size_t errlen);
+/* The output prefix alone, expanded for pid (%p): prof record's, once the command's pid
+ * is known; nothing else of a session its command may already be reading changes. */
+int prof_session_output_for(struct prof_session_shm *s, const struct prof_config *c, pid_t pid,
+			    char *err, size_t errlen);
 /* Maps an existing session segment; NULL when it does not exist or is not valid. */
 struct prof_session_shm *prof_session_open(const char *sid);
 void prof_session_unlink(const char *sid);

@@ -134,6 +134,7 @@ static struct prof_session_shm *create_session(void)
 	}
 	char err[512];
 	int bad_output = prof_session_configure(s, &prof_cfg, getpid(), err, sizeof err);
+	s->root_pid = (uint32_t)getpid(); /* it waits for the outputs at its exit */
 	if (bad_output)
 		prof_warn("%s; not profiling", err);
 	if (bad_output ||

@@ -13,6 +13,7 @@
 
 #include <cmocka.h>
 
+#include "preload/common/config.h"
 #include "preload/common/session.h"
 
 /* field 22 of /proc/self/stat, counted independently of the code under test */
@@ -97,12 +98,36 @@ static void segments_round_trip(void **state)
 	assert_null(prof_session_open(sid));
 }
 
+/* Configuring a session names no root: prof record's command once found its own pid
+ * there for a moment (between two stores after the fork), waited at its exit for the
+ * outputs, and the collector waited for it to be reaped: both hung. The root is set
+ * by whoever waits (libprof.so's autostart), and %p is expanded apart. */
+static void configure_names_no_root(void **state)
+{
+	(void)state;
+	char sid[PROF_SID_LEN + 1], err[256];
+	prof_new_sid(sid);
+	struct prof_session_shm *s = prof_session_create(sid);
+	assert_non_null(s);
+	struct prof_config c;
+	prof_config_defaults(&c);
+	snprintf(c.output, sizeof c.output, "/tmp/out-%%p");
+	assert_int_equal(prof_session_configure(s, &c, 4321, err, sizeof err), 0);
+	assert_int_equal(s->root_pid, 0);
+	assert_string_equal(s->output_prefix, "/tmp/out-4321");
+	assert_int_equal(prof_session_output_for(s, &c, 99, err, sizeof err), 0);
+	assert_string_equal(s->output_prefix, "/tmp/out-99");
+	assert_int_equal(s->root_pid, 0);
+	prof_session_unlink(sid);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(start_ticks_is_field_22),
 		cmocka_unit_test(zombies_and_reaped_children_are_gone),
 		cmocka_unit_test(segments_round_trip),
+		cmocka_unit_test(configure_names_no_root),
 	};
 	return cmocka_run_group_tests(tests, 0, 0);
 }
