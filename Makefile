@@ -105,8 +105,10 @@ run: deps all
 	@cd $(BUILD) && rm -f example.* && \
 	  PROFILER_AUTOSTART=1 PROFILER_STACK=alloc PROFILER_OUTPUT=example \
 	  LD_PRELOAD=$(abspath $(LIB)) ./example_train
+	@cd $(BUILD) && ./prof html example.prof -o example.html --force-overwrite
 	@echo; cat $(BUILD)/example.txt
-	@echo; echo "Open $(BUILD)/example.json in ui.perfetto.dev or chrome://tracing."
+	@echo; echo "Open $(BUILD)/example.html in any browser (offline: steps, memory, timeline,"; \
+	  echo "advice), or $(BUILD)/example.json in ui.perfetto.dev."
 
 # The CPython frame reader is tested against real interpreters, outside cmocka.
 unit: $(UNIT_BINS)

@@ -254,7 +254,10 @@ def html_advice_torch(c):
     script = c.path("train.py")
     with open(script, "w") as f:
         f.write(HTML_DL)
-    env = {"PYTHONPATH": os.path.join(ROOT, "scripts"), "OMP_NUM_THREADS": "1"}
+    # PROFILER_BLOCK: torch's import, a burst of allocations, can fill a ring on a loaded
+    # machine (and fire lost_events, rightly)
+    env = {"PYTHONPATH": os.path.join(ROOT, "scripts"), "OMP_NUM_THREADS": "1",
+           "PROFILER_BLOCK": "1"}
     got = {}
     for name, args in (("slow_data", ["0.004", "1024"]), ("tiny", ["-1", "8"]),
                        ("wide", ["0", "1024"])):
