@@ -2,6 +2,7 @@
  * flame graphs, timeline, advice). The page (formats/html/report.html, built into prof)
  * carries its data as a JSON island: prof report's JSON, the folded stacks, and what
  * formats/html/html_data.c computes. */
+#define _GNU_SOURCE /* fopencookie */
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -43,11 +44,107 @@ static int64_t parse_time(const char *s, const char *end)
 	return (int64_t)(v * unit);
 }
 
+/* The folded stacks as they are written, keeping the heaviest FLAME_LINES lines (a
+ * min-heap by value): the whole text of a capture with deep stacks runs to hundreds of
+ * MB, the page needs a few. */
 struct folded_line {
-	const char *s;
+	char *s;
 	size_t len;
 	uint64_t value;
 };
+
+struct flame_sink {
+	char *partial; /* a line not ended yet */
+	size_t plen, pcap;
+	struct folded_line heap[FLAME_LINES];
+	size_t n;
+	uint64_t left_out, left_value;
+	int failed;
+};
+
+static void heap_down(struct folded_line *h, size_t n, size_t i)
+{
+	for (;;) {
+		size_t l = 2 * i + 1, r = l + 1, m = i;
+		if (l < n && h[l].value < h[m].value)
+			m = l;
+		if (r < n && h[r].value < h[m].value)
+			m = r;
+		if (m == i)
+			return;
+		struct folded_line t = h[i];
+		h[i] = h[m];
+		h[m] = t;
+		i = m;
+	}
+}
+
+static void heap_up(struct folded_line *h, size_t i)
+{
+	while (i && h[(i - 1) / 2].value > h[i].value) {
+		struct folded_line t = h[i];
+		h[i] = h[(i - 1) / 2];
+		h[(i - 1) / 2] = t;
+		i = (i - 1) / 2;
+	}
+}
+
+static void sink_line(struct flame_sink *k, const char *line, size_t len)
+{
+	const char *sp = line + len;
+	while (sp > line && sp[-1] != ' ')
+		sp--;
+	if (sp == line)
+		return;
+	uint64_t value = 0; /* the line is not NUL-terminated: its digits only */
+	for (const char *d = sp; d < line + len && *d >= '0' && *d <= '9'; d++)
+		value = value * 10 + (uint64_t)(*d - '0');
+	if (k->n == FLAME_LINES && value <= k->heap[0].value) {
+		k->left_out++;
+		k->left_value += value;
+		return;
+	}
+	char *copy = malloc(len);
+	if (!copy) {
+		k->failed = 1;
+		return;
+	}
+	memcpy(copy, line, len);
+	if (k->n == FLAME_LINES) {
+		k->left_out++;
+		k->left_value += k->heap[0].value;
+		free(k->heap[0].s);
+		k->heap[0] = (struct folded_line){copy, len, value};
+		heap_down(k->heap, k->n, 0);
+	} else {
+		k->heap[k->n] = (struct folded_line){copy, len, value};
+		heap_up(k->heap, k->n++);
+	}
+}
+
+static ssize_t sink_write(void *cookie, const char *buf, size_t size)
+{
+	struct flame_sink *k = cookie;
+	for (size_t i = 0; i < size; i++) {
+		if (buf[i] == '\n') {
+			sink_line(k, k->partial, k->plen);
+			k->plen = 0;
+			continue;
+		}
+		if (k->plen == k->pcap) {
+			size_t cap = k->pcap ? 2 * k->pcap : 4096;
+			char *p = realloc(k->partial, cap);
+			if (!p) {
+				k->failed = 1;
+				return -1;
+			}
+			k->partial = p;
+			k->pcap = cap;
+		}
+		k->partial[k->plen++] = buf[i];
+	}
+	return (ssize_t)size;
+}
 
 static int by_value(const void *a, const void *b)
 {
@@ -55,53 +152,33 @@ static int by_value(const void *a, const void *b)
 	return (x->value < y->value) - (x->value > y->value);
 }
 
-/* The folded stacks of capture by weight (when it comes out as want), the heaviest FLAME_LINES of them, as
- * {"lines": "...", "left_out": N, "left_out_value": V}; null when there are none. */
+/* The folded stacks of capture by weight (when it comes out as want), the heaviest
+ * FLAME_LINES of them, as {"lines": "...", "left_out": N, "left_out_value": V}; null
+ * when there are none. */
 static void flame_json(struct jw *w, const char *capture, enum folded_weight weight,
 		       enum folded_weight want, int all_processes)
 {
-	char *buf = NULL, err[256];
-	size_t len = 0;
-	FILE *f = open_memstream(&buf, &len);
+	char err[256];
+	struct flame_sink *k = calloc(1, sizeof *k);
+	FILE *f = k ? fopencookie(k, "w", (cookie_io_functions_t){.write = sink_write}) : NULL;
 	struct folded_options o = {.weight = weight, .all_processes = all_processes};
 	struct folded_summary sum = {0};
 	int rc = f ? folded_write(capture, f, &o, &sum, err, sizeof err) : 2;
-	if (f)
-		fclose(f);
-	size_t n = 0, cap = 0;
-	struct folded_line *lines = NULL;
-	for (char *p = buf; rc < 2 && p && p < buf + len;) {
-		char *nl = memchr(p, '\n', (size_t)(buf + len - p));
-		char *e = nl ? nl : buf + len, *sp = e;
-		while (sp > p && sp[-1] != ' ')
-			sp--;
-		if (sp > p && n == cap) {
-			cap = cap ? 2 * cap : 1024;
-			struct folded_line *m = realloc(lines, cap * sizeof *lines);
-			if (!m)
-				break;
-			lines = m;
-		}
-		if (sp > p)
-			lines[n++] = (struct folded_line){p, (size_t)(e - p), strtoull(sp, NULL, 10)};
-		p = e + 1;
-	}
-	if (rc >= 2 || !n || sum.weight != want) {
+	if (f && fclose(f))
+		rc = 2;
+	if (k && k->plen)
+		sink_line(k, k->partial, k->plen);
+	if (!k || k->failed || rc >= 2 || !k->n || sum.weight != want) {
 		jw_lit(w, "null");
 	} else {
-		qsort(lines, n, sizeof *lines, by_value);
-		size_t keep = n < FLAME_LINES ? n : FLAME_LINES;
-		uint64_t left = 0;
-		for (size_t i = keep; i < n; i++)
-			left += lines[i].value;
-		/* one JSON string of the kept lines */
+		qsort(k->heap, k->n, sizeof *k->heap, by_value);
 		size_t total = 0;
-		for (size_t i = 0; i < keep; i++)
-			total += lines[i].len + 1;
+		for (size_t i = 0; i < k->n; i++)
+			total += k->heap[i].len + 1;
 		char *joined = malloc(total + 1), *q = joined;
-		for (size_t i = 0; joined && i < keep; i++) {
-			memcpy(q, lines[i].s, lines[i].len);
-			q += lines[i].len;
+		for (size_t i = 0; joined && i < k->n; i++) {
+			memcpy(q, k->heap[i].s, k->heap[i].len);
+			q += k->heap[i].len;
 			*q++ = '\n';
 		}
 		jw_lit(w, "{\"lines\":");
@@ -110,14 +187,18 @@ static void flame_json(struct jw *w, const char *capture, enum folded_weight wei
 		else
 			jw_lit(w, "\"\"");
 		jw_lit(w, ",\"left_out\":");
-		jw_u64(w, n - keep);
+		jw_u64(w, k->left_out);
 		jw_lit(w, ",\"left_out_value\":");
-		jw_u64(w, left);
+		jw_u64(w, k->left_value);
 		jw_lit(w, "}");
 		free(joined);
 	}
-	free(lines);
-	free(buf);
+	if (k) {
+		for (size_t i = 0; i < k->n; i++)
+			free(k->heap[i].s);
+		free(k->partial);
+		free(k);
+	}
 }
 
 /* The island's JSON into *out: '<' written as \u003c, so no "</script>" or "<!--" can end
@@ -205,10 +286,11 @@ static int parse(int argc, char **argv, struct html_args *a)
 	if (a->window) {
 		const char *colon = strchr(a->window, ':');
 		const char *end = a->window + strlen(a->window);
+		int has_end = colon && colon + 1 < end;
 		a->o.window_start_ns = colon ? parse_time(a->window, colon) : -1;
-		a->o.window_end_ns = colon && colon + 1 < end ? parse_time(colon + 1, end) : 0;
+		a->o.window_end_ns = has_end ? parse_time(colon + 1, end) : 0;
 		if (a->o.window_start_ns < 0 || a->o.window_end_ns < 0 ||
-		    (a->o.window_end_ns && a->o.window_end_ns <= a->o.window_start_ns))
+		    (has_end && a->o.window_end_ns <= a->o.window_start_ns))
 			return bad("--window wants START:END in seconds (or ms, us, ns) with END "
 				   "after START, got '%s'", a->window);
 	}
@@ -281,12 +363,13 @@ static int island(const struct html_args *a, char **json, size_t *json_len, char
 		jw_lit(&w, "},\n");
 		int drc = html_data_write(&w, a->capture, &a->o, rep, rep_len, derr, sizeof derr);
 		jw_lit(&w, "}");
-		if (jw_finish(&w) || fclose(o)) {
-			o = NULL;
+		int unfinished = jw_finish(&w);
+		int unclosed = fclose(o);
+		o = NULL;
+		if (unfinished || unclosed) {
 			snprintf(err, errlen, "out of memory");
 			rc = 2;
 		}
-		o = NULL;
 		if (drc == 2 && rc < 2) {
 			snprintf(err, errlen, "%s", derr);
 			rc = 2;

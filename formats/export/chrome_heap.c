@@ -15,31 +15,19 @@ static int keep(struct heap_track *h, struct memcurve_point p, uint32_t pid, int
 	return 0;
 }
 
-/* Lowest and highest point of each of share/2 equal runs, in time order. */
+/* memcurve_thin's points of p, kept. */
 static int thin(struct heap_track *h, const struct memcurve_point *p, size_t n, uint32_t pid,
 		int32_t device, uint64_t share)
 {
-	size_t runs = share / 2 ? (size_t)(share / 2) : 1, r;
-
-	for (r = 0; r < runs; r++) {
-		size_t lo = n * r / runs, hi = n * (r + 1) / runs, i, mn = lo, mx = lo;
-		if (lo >= hi)
-			continue;
-		for (i = lo; i < hi; i++) {
-			if (p[i].live < p[mn].live)
-				mn = i;
-			if (p[i].live > p[mx].live)
-				mx = i;
-		}
-		size_t first = mn < mx ? mn : mx, second = mn < mx ? mx : mn;
-		if (keep(h, p[first], pid, device) ||
-		    (mn != mx && keep(h, p[second], pid, device)))
-			return -1;
-	}
-	/* The value at the end is what a viewer shows after the last point: keep it. */
-	if (h->pts[h->n - 1].t != p[n - 1].t || h->pts[h->n - 1].live != p[n - 1].live)
-		return keep(h, p[n - 1], pid, device);
-	return 0;
+	struct memcurve_point *out = malloc(((size_t)share + 2) * sizeof *out);
+	if (!out)
+		return -1;
+	size_t k = memcurve_thin(p, n, (size_t)share, out);
+	int rc = 0;
+	for (size_t i = 0; i < k && !rc; i++)
+		rc = keep(h, out[i], pid, device);
+	free(out);
+	return rc;
 }
 
 /* One domain's curve (memcurve.h: already bounded while the capture was read). */

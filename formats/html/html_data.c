@@ -18,7 +18,6 @@ struct img_steps {
 	uint64_t *marks, *opt_ends, (*ranges)[2];
 	size_t nmarks, marks_cap, nopt, opt_cap, nranges, ranges_cap;
 	uint64_t first_t; /* its first event */
-	uint32_t mark_thread; /* the thread of its step marks (the tid) */
 };
 
 struct step {
@@ -46,7 +45,6 @@ struct html_data {
 	enum step_source source;
 	struct step *steps;
 	size_t nsteps;
-	/* names the phases look for, as gids of the second read's model */
 	/* timeline */
 	uint64_t last_t; /* the capture's last event's end */
 	uint64_t win0, win1;
@@ -61,7 +59,7 @@ struct html_data {
 		uint64_t t0, t1;
 	} *ev;
 	size_t nev, ev_cap;
-	uint64_t ev_left_out;
+	uint64_t ev_left_out, ev_min_dur; /* beyond the cap: the longest kept */
 	/* facts for the advice */
 	struct advice_facts facts;
 	int failed;
@@ -104,10 +102,11 @@ static struct img_steps *steps_of(struct html_data *d, uint32_t image)
 
 /* ---- the first read: where the steps are ---- */
 
-static int find_steps(void *ctx, struct model *m, uint32_t image, uint32_t thread,
+static int find_steps(void *ctx, struct model *m, uint32_t image, uint32_t thread_unused,
 		      const struct prof_event *ev, uint32_t n)
 {
 	struct html_data *d = ctx;
+	(void)thread_unused;
 	struct img_steps *s = steps_of(d, image);
 	if (!s)
 		return -1;
@@ -121,7 +120,6 @@ static int find_steps(void *ctx, struct model *m, uint32_t image, uint32_t threa
 			if (VEC_RESERVE(s->marks, s->marks_cap, s->nmarks + 1))
 				return -1;
 			s->marks[s->nmarks++] = e->t0;
-			s->mark_thread = thread;
 			continue;
 		}
 		if (e->type != PROF_EV_COMPLETE || e->cat == PROF_CAT_MEMORY)
@@ -337,13 +335,34 @@ static int64_t index_of(struct u64map *ix, uint64_t key, void *arr_p, size_t *n,
 	return (int64_t)*n - 1;
 }
 
+static int by_length(const void *a, const void *b)
+{
+	const struct tl_event *x = a, *y = b;
+	uint64_t lx = x->t1 - x->t0, ly = y->t1 - y->t0;
+	return (lx < ly) - (lx > ly);
+}
+
+/* Over the cap: the longest events stay (what shows at the window's zoom; the
+ * capture's reads go one after another, so keeping the first would drop later ranks),
+ * and nothing shorter than the shortest kept is taken from now on. */
+static void keep_longest(struct html_data *d)
+{
+	size_t k = d->o->max_timeline_events;
+	if (d->nev <= k)
+		return;
+	qsort(d->ev, d->nev, sizeof *d->ev, by_length);
+	d->ev_left_out += d->nev - k;
+	d->nev = k;
+	d->ev_min_dur = d->ev[k - 1].t1 - d->ev[k - 1].t0;
+}
+
 static int timeline(struct html_data *d, struct model *m, uint32_t image, uint32_t thread,
 		    const struct prof_event *e)
 {
 	if (e->type != PROF_EV_COMPLETE || e->t1 < d->win0 || e->t0 > d->win1 ||
 	    (e->cat == PROF_CAT_MEMORY && e->t1 - e->t0 < 20000))
 		return 0;
-	if (d->nev >= d->o->max_timeline_events) {
+	if (e->t1 - e->t0 < d->ev_min_dur) {
 		d->ev_left_out++;
 		return 0;
 	}
@@ -360,6 +379,8 @@ static int timeline(struct html_data *d, struct model *m, uint32_t image, uint32
 	d->ev[d->nev++] = (struct tl_event){.row = (uint32_t)r, .name = (uint32_t)ni,
 					    .cat = (uint32_t)ci, .depth = e->depth,
 					    .t0 = e->t0, .t1 = e->t1};
+	if (d->nev >= 4 * d->o->max_timeline_events)
+		keep_longest(d);
 	return 0;
 }
 
@@ -385,7 +406,9 @@ static void finish_steps(struct html_data *d)
 		struct step *s = &d->steps[i];
 		uint64_t dur = s->t1 - s->t0;
 		uint64_t fp = s->fp_start ? s->fp_start : s->op_start;
-		if (fp && fp < s->data_end)
+		/* the forward starts after the data wait, where the wait comes first (a step
+		 * mark at the top of the loop body leaves it at the step's end) */
+		if (fp && fp < s->data_end && (!s->has_bwd || s->data_end <= s->bwd_start))
 			fp = s->data_end;
 		uint64_t bp_end = s->bp_end ? s->bp_end : s->bwd_end;
 		if (s->has_bwd) {
@@ -396,15 +419,19 @@ static void finish_steps(struct html_data *d)
 			s->ph[PH_GPU] += s->gpu[k][1] - s->gpu[k][0];
 		uint64_t used = s->ph[PH_DATA] + s->ph[PH_FORWARD] + s->ph[PH_BACKWARD] +
 				s->ph[PH_OPTIMIZER];
-		if (used > dur) { /* overlapping phases (an optimizer inside the backward...) */
-			s->ph[PH_FORWARD] = s->ph[PH_FORWARD] * dur / used;
-			s->ph[PH_BACKWARD] = s->ph[PH_BACKWARD] * dur / used;
-			used = s->ph[PH_DATA] + s->ph[PH_FORWARD] + s->ph[PH_BACKWARD] +
-			       s->ph[PH_OPTIMIZER];
+		if (used > dur) {
+			/* overlapping phases (an optimizer inside the backward...): forward and
+			 * backward share what data and optimizer leave */
+			uint64_t fixed = s->ph[PH_DATA] + s->ph[PH_OPTIMIZER];
+			double avail = dur > fixed ? (double)(dur - fixed) : 0;
+			double fb = (double)(s->ph[PH_FORWARD] + s->ph[PH_BACKWARD]);
+			s->ph[PH_FORWARD] = fb > 0 ? (uint64_t)((double)s->ph[PH_FORWARD] * avail / fb) : 0;
+			s->ph[PH_BACKWARD] = fb > 0 ? (uint64_t)((double)s->ph[PH_BACKWARD] * avail / fb) : 0;
+			used = fixed + s->ph[PH_FORWARD] + s->ph[PH_BACKWARD];
 		}
 		s->ph[PH_OTHER] = dur > used ? dur - used : 0;
 		d->facts.steps++;
-		if (i || d->source != SRC_MARKS) {
+		if (i || d->source == SRC_PROFILER_STEP) {
 			d->facts.step_ns += dur;
 			d->facts.data_ns += s->ph[PH_DATA];
 			d->facts.counted_steps++;
@@ -444,7 +471,10 @@ static void write_steps(struct jw *w, struct html_data *d)
 	jw_lit(w, ",\"bp_point\":");
 	jw_cstr_or_null(w, d->o->bp_point);
 	/* slow: over 1.5 x the median of the steps counted (the first of marks is not) */
-	size_t from = d->source == SRC_MARKS && d->nsteps > 1 ? 1 : 0, n = d->nsteps - from;
+	/* with boundaries (marks, optimizer ends) step 1 runs from the process's start: the
+	 * start-up, flagged and left out of the median and the averages */
+	size_t from = d->source != SRC_PROFILER_STEP && d->nsteps > 1 ? 1 : 0,
+	       n = d->nsteps - from;
 	uint64_t *durs = n ? malloc(n * sizeof *durs) : NULL, median = 0;
 	if (durs) {
 		for (size_t i = 0; i < n; i++)
@@ -460,10 +490,17 @@ static void write_steps(struct jw *w, struct html_data *d)
 	for (size_t i = 0; i < d->nsteps; i++) {
 		const struct step *s = &d->steps[i];
 		uint64_t dur = s->t1 - s->t0;
+		if (i >= from) {
+			for (int k = 0; k < PH_N; k++)
+				sum[k] += s->ph[k];
+			total += dur;
+		}
+		if (i >= HTML_STEPS_LISTED)
+			continue;
 		jw_text(w, i ? ",\n{\"n\":" : "\n{\"n\":");
 		jw_u64(w, i + 1);
 		jw_lit(w, ",\"start_ns\":");
-		jw_u64(w, s->t0 - origin);
+		jw_u64(w, s->t0 > origin ? s->t0 - origin : 0);
 		jw_lit(w, ",\"dur_ns\":");
 		jw_u64(w, dur);
 		for (int k = 0; k < PH_N; k++) {
@@ -477,13 +514,10 @@ static void write_steps(struct jw *w, struct html_data *d)
 		jw_lit(w, ",\"slow\":");
 		jw_text(w, i >= from && median && dur * 2 > median * 3 ? "true" : "false");
 		jw_lit(w, "}");
-		if (i >= from) {
-			for (int k = 0; k < PH_N; k++)
-				sum[k] += s->ph[k];
-			total += dur;
-		}
 	}
-	jw_lit(w, "],\"average\":{\"steps\":");
+	jw_lit(w, "],\"listed\":");
+	jw_u64(w, d->nsteps < HTML_STEPS_LISTED ? d->nsteps : HTML_STEPS_LISTED);
+	jw_lit(w, ",\"average\":{\"steps\":");
 	jw_u64(w, n);
 	jw_lit(w, ",\"dur_ns\":");
 	jw_u64(w, n ? total / n : 0);
@@ -524,29 +558,29 @@ static void write_memory(struct jw *w, struct html_data *d)
 			char dev[32];
 			if (dv < 0)
 				snprintf(dev, sizeof dev, "heap");
-			else if (MODEL_IS_GPU(dv))
-				snprintf(dev, sizeof dev, "GPU %d", dv);
 			else
-				snprintf(dev, sizeof dev, "%s", dv == MODEL_PINNED ? "pinned host"
-								   : "MXNet storage");
+				model_device_name(dv, dev, sizeof dev);
 			jw_lit(w, ",\"device\":");
 			jw_cstr(w, dev);
 			jw_lit(w, ",\"peak\":");
 			jw_u64(w, mi->peak);
 			jw_lit(w, ",\"peak_ns\":");
 			jw_u64(w, mi->peak_t > origin ? mi->peak_t - origin : 0);
-			/* at most 1,000 points: every k-th, the peak kept */
-			size_t step = n > 1000 ? (n + 999) / 1000 : 1;
+			/* at most ~1,000 points: each run's lowest and highest, so spikes (the
+			 * peak among them) survive */
+			struct memcurve_point *thin = n > HTML_MEMORY_POINTS
+				? malloc((HTML_MEMORY_POINTS + 2) * sizeof *thin) : NULL;
+			size_t k = thin ? memcurve_thin(p, n, HTML_MEMORY_POINTS, thin) : n;
+			const struct memcurve_point *q = thin ? thin : p;
 			jw_lit(w, ",\"points\":[");
-			for (size_t k = 0, out = 0; k < n; k++) {
-				if (k % step && k + 1 != n && p[k].live != mi->peak)
-					continue;
-				jw_text(w, out++ ? ",[" : "[");
-				jw_u64(w, p[k].t > origin ? p[k].t - origin : 0);
+			for (size_t i = 0; i < k; i++) {
+				jw_text(w, i ? ",[" : "[");
+				jw_u64(w, q[i].t > origin ? q[i].t - origin : 0);
 				jw_lit(w, ",");
-				jw_u64(w, p[k].live);
+				jw_u64(w, q[i].live);
 				jw_lit(w, "]");
 			}
+			free(thin);
 			jw_lit(w, "]}");
 			free(p);
 		}
@@ -572,6 +606,7 @@ static void write_timeline(struct jw *w, struct html_data *d)
 {
 	struct model *m = &d->second;
 	uint64_t origin = model_origin(&d->first);
+	keep_longest(d);
 	jw_lit(w, "\"timeline\":{\"start_ns\":");
 	jw_u64(w, d->win0 > origin ? d->win0 - origin : 0);
 	jw_lit(w, ",\"end_ns\":");

@@ -127,3 +127,26 @@ size_t memcurve_points(const struct mem_curve *c, struct memcurve_point **out)
 		p[n++] = c->last;
 	return n;
 }
+
+size_t memcurve_thin(const struct memcurve_point *p, size_t n, size_t max,
+		     struct memcurve_point *out)
+{
+	size_t runs = max / 2 ? max / 2 : 1, k = 0;
+	for (size_t r = 0; r < runs; r++) {
+		size_t lo = n * r / runs, hi = n * (r + 1) / runs, mn = lo, mx = lo;
+		if (lo >= hi)
+			continue;
+		for (size_t i = lo; i < hi; i++) {
+			if (p[i].live < p[mn].live)
+				mn = i;
+			if (p[i].live > p[mx].live)
+				mx = i;
+		}
+		out[k++] = p[mn < mx ? mn : mx];
+		if (mn != mx)
+			out[k++] = p[mn < mx ? mx : mn];
+	}
+	if (n && (!k || out[k - 1].t != p[n - 1].t || out[k - 1].live != p[n - 1].live))
+		out[k++] = p[n - 1];
+	return k;
+}

@@ -29,6 +29,11 @@ struct mem_curve *memcurve_new(void);
 int memcurve_add(struct mem_curve *c, uint64_t t, uint64_t live);
 /* The points kept, in time order, into *out (malloc'd; the caller frees). */
 size_t memcurve_points(const struct mem_curve *c, struct memcurve_point **out);
+/* Thins p[0..n) to at most max + 1 points into out (room for max + 1): the lowest and
+ * highest point of each of max/2 equal runs, in time order, and the last point (what a
+ * viewer shows after it). Spikes survive, the peak among them. Returns the count. */
+size_t memcurve_thin(const struct memcurve_point *p, size_t n, size_t max,
+		     struct memcurve_point *out);
 void memcurve_free(struct mem_curve *c);
 
 #endif

@@ -380,3 +380,24 @@ def html_cli(c):
     eq(w.rc, 0, "--window 0:1ms: %r" % w)
     tl = html_island(c.path("w.html"))["timeline"]
     eq((tl["start_ns"], tl["end_ns"]), (0, 1000000), "the window asked for")
+
+
+@case
+def html_odd_names(c):
+    # names that would end the script element, open a comment, or are JavaScript's
+    # object prototype's, and bytes that are not UTF-8: the page renders with no console
+    # line, and shows each name as prof report's JSON has it
+    r = c.run([c.prog("odd_names")])
+    eq(r.rc, 0, "odd_names (%r)" % r)
+    cap = c.path("libprof.prof")
+    page = html_make(c, [cap])
+    rep = c.report_json(cap)
+    dom, console, requests = html_browse(c, page, shots=("overview", "timeline"), tag="odd")
+    eq((console, requests), ([], []), "console lines and requests")
+    want = sorted(x["name"] for x in rep["rows"] if x["category"] == "user")
+    got = sorted(a["data-name"] for a in dom.find("top-self", "data-self-ns", "tr")
+                 if a["data-category"] == "user")
+    eq(got, want, "the ranges' names on the page")
+    check("</script><img src=x onerror=alert(1)>" in got and "constructor" in got and
+          "__proto__" in got, "names %r" % got)
+    check(not dom.find(tag="img"), "an element made from a name")

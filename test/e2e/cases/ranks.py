@@ -549,6 +549,9 @@ def export_parquet_odd_names(c):
     eq(q.rc, 0, "DuckDB (%r)" % q)
     eq(json.loads(q.out), [["a,b", "X", None], ['say "hi"', "X", None], ["", "X", None],
                            ["two lines", "X", None], ["bad \ufffd\ufffd bytes", "X", None],
-                           ["\ufffd\ufffd", "X", None], ["loss", "C", 1.5],
+                           ["\ufffd\ufffd", "X", None],
+                           ["</script><img src=x onerror=alert(1)>", "X", None],
+                           ["<!--", "X", None], ["constructor", "X", None],
+                           ["__proto__", "X", None], ["loss", "C", 1.5],
                            ["loss", "C", "nan"], ["loss", "C", float("inf")]],
        "names and counters in events.parquet")
