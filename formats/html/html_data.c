@@ -23,7 +23,7 @@ struct img_steps {
 struct step {
 	uint64_t t0, t1;
 	uint64_t ph[PH_N];
-	uint64_t data_end, op_start, bwd_start, bwd_end, fp_start, bp_end;
+	uint64_t data_end, op_start, op_end, bwd_start, bwd_end, fp_start, bp_end;
 	uint64_t allocs, syncs, ops; /* small allocations, host syncs, operator calls */
 	int has_bwd;
 	/* GPU work's union: disjoint intervals in time order */
@@ -305,8 +305,11 @@ static int phases(struct html_data *d, struct model *m, uint32_t image,
 		if (e->t1 > s->bwd_end)
 			s->bwd_end = e->t1;
 		s->has_bwd = 1;
-	} else if (op && (!s->op_start || e->t0 < s->op_start)) {
-		s->op_start = e->t0;
+	} else if (op) {
+		if (!s->op_start || e->t0 < s->op_start)
+			s->op_start = e->t0;
+		if (e->t1 > s->op_end)
+			s->op_end = e->t1;
 	}
 	s->ops += op;
 	if (d->o->fp_point && nlen == strlen(d->o->fp_point) &&
@@ -414,6 +417,9 @@ static void finish_steps(struct html_data *d)
 		if (s->has_bwd) {
 			s->ph[PH_FORWARD] = fp && s->bwd_start > fp ? s->bwd_start - fp : 0;
 			s->ph[PH_BACKWARD] = clipped(s, s->bwd_start, bp_end);
+		} else if (fp) {
+			/* no backward (inference): the forward runs to its last operator's end */
+			s->ph[PH_FORWARD] = clipped(s, fp, s->op_end > fp ? s->op_end : fp);
 		}
 		for (size_t k = 0; k < s->ngpu; k++)
 			s->ph[PH_GPU] += s->gpu[k][1] - s->gpu[k][0];

@@ -401,3 +401,39 @@ def html_odd_names(c):
     check("</script><img src=x onerror=alert(1)>" in got and "constructor" in got and
           "__proto__" in got, "names %r" % got)
     check(not dom.find(tag="img"), "an element made from a name")
+
+
+HTML_INFER = r"""
+import torch, libprof
+m = torch.nn.Sequential(torch.nn.Linear(256, 512), torch.nn.ReLU(), torch.nn.Linear(512, 10))
+x = torch.randn(64, 256)
+with torch.no_grad():
+    for i in range(6):
+        m(x)
+        libprof.step()
+"""
+
+
+@case
+def html_inference_forward(c):
+    # no backward (inference): each step's forward runs from its first operator to its
+    # last operator's end, as the trace has them
+    script = c.path("infer.py")
+    with open(script, "w") as f:
+        f.write(HTML_INFER)
+    r = c.run(["/usr/bin/python3", script], timeout=300,
+              env={"PYTHONPATH": os.path.join(ROOT, "scripts"), "PROFILER_BLOCK": "1"})
+    eq(r.rc, 0, "the script: %r" % r)
+    island = html_island(html_make(c, [c.path("libprof.prof")]))
+    pid = island["steps"]["pid"]
+    t = Trace(load_json(c.path("libprof.json")))
+    marks = sorted(e["ts"] for e in t.events if e.get("cat") == "step" and e["pid"] == pid)
+    steps = island["steps"]["list"]
+    eq(len(steps), 6, "steps")
+    for k in range(1, 6):
+        lo, hi = marks[k - 1], marks[k]
+        ops = [e for e in t.select("X", pid=pid, cat="operator") if lo <= e["ts"] < hi]
+        want = round((max(e["ts"] + e["dur"] for e in ops) - min(e["ts"] for e in ops)) * 1000)
+        check(abs(steps[k]["forward"] - want) <= 2 and steps[k]["backward"] == 0,
+              "step %d: forward %d, backward %d; the trace's operators span %d"
+              % (k + 1, steps[k]["forward"], steps[k]["backward"], want))
