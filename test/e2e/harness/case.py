@@ -17,13 +17,22 @@ from .sanitizers import Setup
 from .shm import remove_sessions as shm_remove_sessions
 
 
+def clip(text, head=1200, tail=2000):
+    """text's start and end: a launcher's summary comes last, the failing process's own
+    words (its error, an abort's message) first."""
+    if len(text) <= head + tail:
+        return text
+    return "%s\n  [... %d characters ...]\n%s" % (text[:head], len(text) - head - tail,
+                                                  text[-tail:])
+
+
 class Result:
     def __init__(self, argv, rc, out, err, elapsed):
         self.argv, self.rc, self.out, self.err, self.elapsed = argv, rc, out, err, elapsed
 
     def __repr__(self):
         return "command %s\n  exit %s\n  stdout: %s\n  stderr: %s" % (
-            " ".join(self.argv), self.rc, self.out[-2000:], self.err[-2000:])
+            " ".join(self.argv), self.rc, clip(self.out), clip(self.err))
 
     def kv(self, key):
         """Values of 'key=value' tokens printed by the program."""
