@@ -387,9 +387,12 @@ def stack_walk_matches_libunwind(c):
         short = {mode: stacks_by_walk(c, "%s_%s_8" % (build, mode), [prog, "varied", 600, 12],
                                       mode, depth=8) for mode in ("auto", "libunwind")}
         eq(short["auto"][0], short["libunwind"][0], "%s, depth 8: the stacks" % build)
-        # 8 frames and the call itself (malloc)
-        check(all(len(f) == 9 for f, _ in short["auto"][0]), "%s, depth 8: %r"
-              % (build, sorted({len(f) for f, _ in short["auto"][0]})))
+        # 8 frames and the call itself (malloc), for the program's own allocations (a
+        # sanitizer build of libprof brings libstdc++, whose start-up allocation comes
+        # from the loader, two frames deep)
+        own = [f for f, _ in short["auto"][0] if "alloc_stacks.c:" in " ".join(f)]
+        check(own and all(len(f) == 9 for f in own), "%s, depth 8: %r"
+              % (build, sorted({len(f) for f in own})))
         if build == "fp":
             check(short["auto"][1][1] >= 600, "fp, depth 8: %r walked" % (short["auto"][1],))
     c.note("; ".join(seen))
