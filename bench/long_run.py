@@ -64,14 +64,14 @@ def long_run(build, work, clean_env):
             sys.stdout.flush()
 
 
-def paced_end(build, seconds, work, env):
-    """A steady 2 M events/s for `seconds` (bench/alloc_rate): the seconds from the
-    program's end to prof record's exit, and the events lost."""
+def paced_end(build, seconds, work, env, pairs_per_s=1000000):
+    """A steady 2 x pairs_per_s events/s for `seconds` (bench/alloc_rate): the seconds
+    from the program's end to prof record's exit, and the events lost."""
     prof = os.path.join(build, "prof")
     rate = os.path.join(os.path.dirname(__file__), "..", "build", "bench", "alloc_rate")
     out = os.path.join(work, "paced")
     t0 = time.monotonic()
-    p = subprocess.run([prof, "record", "-o", out, "--force-overwrite", "--", rate, "1000000",
+    p = subprocess.run([prof, "record", "-o", out, "--force-overwrite", "--", rate, str(pairs_per_s),
                         str(seconds)], env=env, cwd=work, capture_output=True, text=True,
                        check=True)
     wall = time.monotonic() - t0
@@ -84,12 +84,18 @@ def long_run_paced(build, work, clean_env):
     if os.environ.get("BENCH_BASE"):
         builds.append(("base " + os.environ["BENCH_BASE"], os.environ["BENCH_BASE"]))
     secs = [int(x) for x in os.environ.get("BENCH_PACED_SECONDS", "5,20").split(",")]
-    print("\nPaced runs: prof record on bench/alloc_rate, 2 M events/s, the outputs' wait "
-          "after the program's end")
-    print("  %-28s %9s %12s %10s %10s" % ("build", "seconds", "events", "lost", "end (s)"))
-    for n in secs:
-        for label, b in builds:
-            end, events, lost = paced_end(b, n, work, clean_env({}))
-            print("  %-28s %9d %12d %10d %10.2f" % (label[:28], n, events, lost, end))
-            sys.stdout.flush()
+    # BENCH_PACED_RATES (M events/s): where the live outputs stop keeping up, the end
+    # grows with the run again
+    rates = [float(x) for x in os.environ.get("BENCH_PACED_RATES", "2").split(",")]
+    print("\nPaced runs: prof record on bench/alloc_rate, the outputs' wait after the "
+          "program's end")
+    print("  %-28s %9s %9s %12s %10s %10s" % ("build", "M ev/s", "seconds", "events", "lost",
+                                             "end (s)"))
+    for r in rates:
+        for n in secs:
+            for label, b in builds:
+                end, events, lost = paced_end(b, n, work, clean_env({}), int(r * 5e5))
+                print("  %-28s %9g %9d %12d %10d %10.2f" % (label[:28], r, n, events, lost,
+                                                            end))
+                sys.stdout.flush()
 
