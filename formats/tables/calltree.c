@@ -196,7 +196,8 @@ static void print_node(FILE *out, const struct model *m, const struct calltree_o
 		(int)(2 * level), "", shown, shown_cat);
 	if (o->max_depth && level + 1 >= o->max_depth)
 		return;
-	qsort(n->kids, n->nkids, sizeof *n->kids, by_total);
+	if (n->nkids > 1) /* a leaf has no array: qsort wants one */
+		qsort(n->kids, n->nkids, sizeof *n->kids, by_total);
 	for (size_t i = 0; i < n->nkids; i++)
 		print_node(out, m, o, n->kids[i], level + 1, whole);
 }
@@ -212,7 +213,8 @@ static void print_tree(FILE *out, const struct model *m, const struct calltree_o
 	fprintf(out, "\n%s: %s in %zu root call%s\n", title, w, roots->nkids,
 		roots->nkids == 1 ? "" : "s");
 	fprintf(out, "%10s %10s %9s  %s\n", "Total", "Self", "Calls", "Call path  [category]");
-	qsort(roots->kids, roots->nkids, sizeof *roots->kids, by_total);
+	if (roots->nkids > 1)
+		qsort(roots->kids, roots->nkids, sizeof *roots->kids, by_total);
 	for (size_t i = 0; i < roots->nkids; i++)
 		print_node(out, m, o, roots->kids[i], 0, whole);
 }
