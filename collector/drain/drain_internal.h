@@ -83,6 +83,7 @@ struct collector {
 	 * (CAP_FOLD) so readers need no pass for it; NULL in parts or out of memory */
 	struct fold_live *fold;
 	struct live_outputs live; /* the outputs kept as the capture is written (live.h) */
+	int held; /* the rings left undrained for the live outputs (live_outputs_behind) */
 	uint64_t last_scan, last_live, last_clock, last_dump, all_gone_since, last_touch;
 	int root_released;
 	int liveness_pass; /* this pass also checks orphan slots' threads */

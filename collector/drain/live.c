@@ -38,6 +38,15 @@
  * an output begun, it is taken for stuck, killed, and the outputs made from the capture:
  * the program's exit must not wait for good on a bug here. */
 #define STALL_NS 60000000000ull
+/* Holding a blocking program for the child (live_outputs_behind): from this much of the
+ * child's work behind the drain (the end would wait about that long), until it is back
+ * under half of it; a child that reads nothing for HOLD_STUCK_NS while held is not
+ * waited for again. Before it has read enough to say, an event is taken for GUESS_NS. */
+#define HOLD_FROM_NS 500000000ull
+#define HOLD_UNTIL_NS 250000000ull
+#define HOLD_STUCK_NS 250000000ull
+#define HOLD_MEASURED (1u << 20)
+#define GUESS_NS 50
 
 enum { RUNNING, DONE, FAILED };
 
@@ -50,6 +59,10 @@ struct live_page {
 	_Atomic uint64_t finished_ns, ready_ns; /* CLOCK_MONOTONIC: said on the debug channel */
 	_Atomic uint64_t progress; /* records read, outputs begun: the child is not stuck */
 	_Atomic uint64_t read_to;  /* how far its read goes, in at's form */
+	/* the events of the records it has read, and its reading thread's CPU time then:
+	 * what the collector holds a blocking program by */
+	_Atomic uint64_t events_read, cpu_ns;
+	atomic_int hurry;          /* the program is held for it: no SCHED_IDLE */
 	uint64_t max_json_events; /* the cap the trace was made for */
 	struct live_made made;
 	char why[1024];          /* why the tables were not made */
@@ -124,7 +137,8 @@ static char part_path[4352];
 
 static void nap(void)
 {
-	struct timespec ts = {0, POLL_NS};
+	/* a held program waits on this too */
+	struct timespec ts = {0, followed && atomic_load(&followed->hurry) ? POLL_NS / 10 : POLL_NS};
 	nanosleep(&ts, NULL);
 }
 
@@ -192,6 +206,10 @@ static int visit(void *ctx, uint32_t type, const void *payload, uint32_t len)
 	int rc = model_live_visit(ctx, type, payload, len);
 	if (rc)
 		stopping = 1;
+	else if (type == CAP_EVENTS && len >= sizeof(struct cap_events))
+		atomic_fetch_add_explicit(&followed->events_read,
+					  ((const struct cap_events *)payload)->count,
+					  memory_order_relaxed);
 	atomic_fetch_add_explicit(&followed->progress, 1, memory_order_relaxed);
 	return rc;
 }
@@ -469,10 +487,15 @@ static void between(uint64_t end)
 	if (end != UINT64_MAX)
 		atomic_store_explicit(&p->read_to, (uint64_t)reading_part << PART_SHIFT | end,
 				      memory_order_relaxed);
+	struct timespec cpu;
+	if (!clock_gettime(CLOCK_THREAD_CPUTIME_ID, &cpu))
+		atomic_store_explicit(&p->cpu_ns, (uint64_t)cpu.tv_sec * 1000000000ull +
+					  (uint64_t)cpu.tv_nsec, memory_order_relaxed);
 	reap_dump(0);
 	uint32_t seq = atomic_load(&p->dump_seq);
 	if (seq == atomic_load(&p->dump_done)) {
-		if (dumps.boosted && !dumps.pid && !atomic_load(&p->finished)) {
+		if (dumps.boosted && !dumps.pid && !atomic_load(&p->finished) &&
+		    !atomic_load(&p->hurry)) {
 			sched_idle(1);
 			dumps.boosted = 0;
 		}
@@ -610,26 +633,94 @@ void live_outputs_publish(struct live_outputs *lo, uint32_t part, uint64_t size)
 		atomic_store(&lo->page->at, at);
 }
 
-/* Once the capture is finished the collector (and the program's exit) waits for the
- * child: its threads leave SCHED_IDLE, or a busy machine could starve them for good. */
-static void catch_up(pid_t pid)
+/* Every thread of the child to SCHED_IDLE, or out of it: once the capture is finished
+ * the collector (and the program's exit) waits for the child, and so does a blocking
+ * program held for it, and a busy machine could starve an idle one for good. */
+static void child_sched(pid_t pid, int idle)
 {
 	char dir[64];
 	snprintf(dir, sizeof dir, "/proc/%d/task", (int)pid);
 	struct sched_param none = {0};
 	DIR *d = opendir(dir);
-	for (struct dirent *e; d && (e = readdir(d));)
-		if (atoi(e->d_name) > 0)
-			sched_setscheduler(atoi(e->d_name), SCHED_OTHER, &none);
+	for (struct dirent *e; d && (e = readdir(d));) {
+		pid_t tid = atoi(e->d_name);
+		if (tid > 0 && sched_setscheduler(tid, idle ? SCHED_IDLE : SCHED_OTHER, &none) &&
+		    idle)
+			setpriority(PRIO_PROCESS, (id_t)tid, LIVE_NICE);
+	}
 	if (d)
 		closedir(d);
+}
+
+static int end_hold(struct live_outputs *lo, uint64_t now)
+{
+	if (!lo->holding)
+		return 0;
+	lo->holding = 0;
+	lo->held_ns += now - lo->held_since;
+	atomic_store(&lo->page->hurry, 0);
+	return 1;
+}
+
+static void stop_holding(struct live_outputs *lo, uint64_t now)
+{
+	if (end_hold(lo, now) && lo->pid)
+		child_sched(lo->pid, 1);
+}
+
+int live_outputs_behind(struct live_outputs *lo, uint64_t drained, uint64_t now)
+{
+	struct live_page *p = lo->page;
+	if (!p)
+		return 0;
+	if (!lo->pid || lo->gave_up || atomic_load(&p->result) != RUNNING) {
+		stop_holding(lo, now);
+		return 0;
+	}
+	uint64_t read = atomic_load_explicit(&p->events_read, memory_order_relaxed);
+	uint64_t per = GUESS_NS;
+	if (read >= HOLD_MEASURED) {
+		per = atomic_load_explicit(&p->cpu_ns, memory_order_relaxed) / read;
+		per = per ? per : 1;
+	}
+	/* counts of the records both sides see; an overflow would be a lie: not held */
+	uint64_t behind = drained > read && drained - read < UINT64_MAX / per
+				  ? (drained - read) * per : 0;
+	if (!lo->holding) {
+		if (behind < HOLD_FROM_NS)
+			return 0;
+		lo->holding = 1;
+		lo->holds++;
+		lo->held_since = lo->moved_at = now;
+		lo->seen_read = read;
+		atomic_store(&p->hurry, 1);
+		child_sched(lo->pid, 0);
+		return 1;
+	}
+	if (read != lo->seen_read) {
+		lo->seen_read = read;
+		lo->moved_at = now;
+	} else if (now - lo->moved_at > HOLD_STUCK_NS) {
+		prof_debug(PROF_DEBUG_DRAIN, "the live outputs read nothing for %.2f s while the "
+					     "program waited for them: not waited for again",
+			   (double)(now - lo->moved_at) / 1e9);
+		lo->gave_up = 1;
+		stop_holding(lo, now);
+		return 0;
+	}
+	if (behind < HOLD_UNTIL_NS) {
+		stop_holding(lo, now);
+		return 0;
+	}
+	return 1;
 }
 
 void live_outputs_finish(struct live_outputs *lo, uint32_t part, uint64_t size)
 {
 	if (!lo->pid)
 		return;
-	catch_up(lo->pid);
+	end_hold(lo, mono_ns());
+	child_sched(lo->pid, 0);
 	atomic_store(&lo->page->at, (uint64_t)part << PART_SHIFT | size);
 	atomic_store(&lo->page->finished_ns, mono_ns());
 	atomic_store(&lo->page->finished, 1);
@@ -706,10 +797,12 @@ void live_outputs_take(struct live_outputs *lo, uint64_t max_json_events, struct
 		p->made.txt[0] = p->made.json[0] = 0; /* the caller's now */
 		uint64_t end = atomic_load(&p->finished_ns), ready = atomic_load(&p->ready_ns);
 		prof_debug(PROF_DEBUG_DRAIN, "the outputs were kept as the capture was written "
-					     "(tables%s%s%s): ready %.3f s after its end",
+					     "(tables%s%s%s): ready %.3f s after its end; the program "
+					     "held for them %u times, %.3f s in all",
 			   out->txt[0] ? "" : " not made", out->json[0] ? ", trace" : "; trace not made: ",
 			   out->json[0] ? "" : p->json_why,
-			   ready > end ? (double)(ready - end) / 1e9 : 0.0);
+			   ready > end ? (double)(ready - end) / 1e9 : 0.0, lo->holds,
+			   (double)lo->held_ns / 1e9);
 	}
 	munmap(p, sizeof *p);
 	lo->page = NULL;

@@ -23,6 +23,10 @@ struct live_page;
 struct live_outputs {
 	pid_t pid; /* the child; 0: none */
 	struct live_page *page;
+	/* holding a blocking program for the child (live_outputs_behind) */
+	int holding, gave_up;
+	uint64_t held_ns, held_since, moved_at, seen_read;
+	uint32_t holds;
 };
 
 /* What the child made: each file's temporary name, or "" (then made from the capture). */
@@ -40,6 +44,13 @@ int live_outputs_start(struct live_outputs *lo, int fd, int parts, const char *p
 		       const char *prefix, uint64_t max_json_events);
 /* The capture's complete frames reach size bytes of part (0: a capture in one file). */
 void live_outputs_publish(struct live_outputs *lo, uint32_t part, uint64_t size);
+/* Whether the collector should leave the rings undrained for now (PROFILER_BLOCK: the
+ * program's writers wait): the child is more than about a second of its own work behind
+ * the drained events, so the end would wait that long for the outputs. Held until it is
+ * back under half a second; never for a child that reads nothing for a quarter second
+ * while held (then not again). drained: the events the collector has packed; now:
+ * CLOCK_MONOTONIC ns. */
+int live_outputs_behind(struct live_outputs *lo, uint64_t drained, uint64_t now);
 /* The capture is finished: its last part (or its file) at size bytes. */
 void live_outputs_finish(struct live_outputs *lo, uint32_t part, uint64_t size);
 /* Waits for the child and says what it made (its reasons for what not on the drain

@@ -247,7 +247,14 @@ int collector_run(struct collector_options *o)
 			c->last_clock = now;
 		}
 		c->liveness_pass = now - c->last_live >= LIVENESS_EVERY_NS;
-		uint64_t busy = drain_all(c);
+		/* PROFILER_BLOCK: the program waits rather than the end (the writers wait on
+		 * full rings while the live outputs' child catches up) */
+		int held = c->s->block && c->w && !c->write_failed &&
+			   live_outputs_behind(&c->live, c->events, now);
+		if (held != c->held && c->w)
+			cap_writer_hurry(c->w, held);
+		c->held = held;
+		uint64_t busy = held ? 0 : drain_all(c);
 		if (session_lost(c))
 			break;
 		parts_rotate_if_due(c, now);

@@ -74,6 +74,7 @@ struct cap_writer {
 	int writing;   /* a worker is writing frames in order */
 	int stop;
 	int flushing;  /* cap_flush waits: the workers leave SCHED_IDLE */
+	int hurry;     /* cap_writer_hurry: so do they */
 	unsigned making; /* spare frames being made by workers */
 	unsigned nworkers;
 	pthread_t workers[MAX_WORKERS];
@@ -325,7 +326,8 @@ static void *worker(void *p)
 		 * leaves, and even at nice 10 compressing took enough of it during a burst
 		 * that the rings overflowed. Half the staging used, the end near, or an
 		 * error: nice 10 again, so that a busy machine cannot starve it for good. */
-		int want_idle = w->staged < STAGED_MAX / 2 && !w->stop && !w->flushing;
+		int want_idle = w->staged < STAGED_MAX / 2 && !w->stop && !w->flushing &&
+				!w->hurry;
 		pthread_mutex_unlock(&w->lock);
 		if (want_idle != idle) {
 			struct sched_param none = {0};
@@ -524,6 +526,13 @@ struct cap_writer *cap_writer_fdopen(int fd, const char *path, unsigned n, char 
 	w->bytes = sizeof(h);
 	start_workers(w, n);
 	return w;
+}
+
+void cap_writer_hurry(struct cap_writer *w, int on)
+{
+	pthread_mutex_lock(&w->lock);
+	w->hurry = on;
+	pthread_mutex_unlock(&w->lock);
 }
 
 int cap_flush(struct cap_writer *w)

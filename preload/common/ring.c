@@ -1,6 +1,14 @@
 #include "preload/common/ring.h"
 
+#include <errno.h>
 #include <sched.h>
+#include <time.h>
+
+/* A writer blocked on a full ring yields this many times, then sleeps between looks: a
+ * short wait is a drain pass away, a long one (the collector holding the program while
+ * the live outputs catch up: seconds) must not keep a core spinning that they need. */
+#define BLOCKED_YIELDS 1000
+#define BLOCKED_SLEEP_NS 100000L
 
 void ring_writer_init(struct ring_writer *w, struct prof_slot *slot, struct prof_event *ring,
 		      uint64_t capacity, int block, int (*stalled)(void))
@@ -63,12 +71,20 @@ struct prof_event *ring_reserve_slow(struct ring_writer *w, uint64_t now)
 		/* stalled() is asked before every yield: it is cheap (a heartbeat word and
 		 * the clock), and a dead collector must cost one call per event, not 1024
 		 * yields */
+		unsigned looks = 0;
 		do {
 			if (w->stalled && w->stalled()) {
 				count_drop(w, now);
 				return 0;
 			}
-			sched_yield();
+			if (++looks < BLOCKED_YIELDS) {
+				sched_yield();
+			} else {
+				int saved = errno; /* inside wrapped calls: errno is the program's */
+				struct timespec ts = {0, BLOCKED_SLEEP_NS};
+				nanosleep(&ts, NULL);
+				errno = saved;
+			}
 		} while (!ring_has_room(w, need));
 	}
 	if (gap)

@@ -143,3 +143,57 @@ def live_tables_not_left_behind(c):
     p.wait()
     left = [n for n in os.listdir(c.dir) if n.startswith(".") or "tmp" in n]
     eq(left, [], "temporary files left")
+
+
+@case(serial=True)
+def live_tables_stopped_not_waited_for(c):
+    # Under --block the collector holds the program (leaves its rings full) while the
+    # live outputs' child falls behind; a child that reads nothing (stopped here, as a
+    # debugger or a starved machine would) is waited for a quarter second, not for good:
+    # the program runs on at the collector's pace, and once resumed at the program's end
+    # the child makes the outputs, every event in the tables.
+    pairs = 25000000
+    p, out, err, t0 = c.start([Setup.prof, "record", "--block", "-q", "-o", "held", "--",
+                               c.prog("pairs"), str(pairs)],
+                              env=dict(Setup.prof_env(), PROFILER_DEBUG="drain",
+                                       PROFILER_TRACE_ALLOC=None),
+                              preload=False, autostart=False)
+    tables = prog = None
+    deadline = time.monotonic() + 10
+    while time.monotonic() < deadline and not (tables and prog):
+        for q in children_of(p.pid):
+            try:
+                argv = open("/proc/%d/cmdline" % q, "rb").read().split(b"\0")
+            except OSError:
+                continue
+            if argv[1:2] == [b"tables"] and not tables:
+                os.kill(q, signal.SIGSTOP)
+                tables = q
+            elif argv[0].endswith(b"pairs"):
+                prog = q
+        time.sleep(0.001)
+    check(tables and prog, "no `prof tables` (%r) or pairs (%r) under prof record"
+          % (tables, prog))
+    try:
+        # the program ends while the child is stopped
+        deadline = time.monotonic() + 60
+        while time.monotonic() < deadline and open("/proc/%d/stat" % prog).read().split(
+                ")")[1].split()[0] not in ("Z", "X"):
+            time.sleep(0.02)
+    except OSError:
+        pass
+    finally:
+        os.kill(tables, signal.SIGCONT)
+    r = c.finish([Setup.prof], p, out, err, t0, 300)
+    eq(r.rc, 0, "prof record (%r)" % r)
+    check("read nothing for" in r.err and "not waited for again" in r.err,
+          "the stopped child was not given up: %r" % r.err[-600:])
+    ns = float(r.kv("ns_per_call")[0])
+    rep = c.report_json(c.path("held.prof"))
+    eq(rep["lost_events"], 0, "lost events")
+    mallocs = report_row(rep, "memory", "malloc")["count"]
+    check(pairs <= mallocs <= pairs + 2, "mallocs in the capture's tables: %d" % mallocs)
+    # the child's own tables, as prof report makes them of the capture
+    live_same_as_report(c, "held")
+    c.note("%.1f ns a call with the child stopped; %s" % (
+        ns, [l for l in r.err.splitlines() if "not waited" in l][0][len("libprof[debug drain]: "):]))
