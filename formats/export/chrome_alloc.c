@@ -45,6 +45,10 @@ static int count_call(struct alloc_view *v, uint32_t image, uint64_t t, uint64_t
 		r->origin = origin < t ? origin : t;
 		r->width = 1000000; /* 1 ms, doubled as needed */
 	}
+	if (t >= r->cur_from && t < r->cur_to) {
+		r->counts[r->cur]++;
+		return 0;
+	}
 	uint64_t i = t > r->origin ? (t - r->origin) / r->width : 0;
 	while (i >= CHROME_RATE_BUCKETS) {
 		for (size_t k = 0; k < CHROME_RATE_BUCKETS / 2; k++)
@@ -58,6 +62,9 @@ static int count_call(struct alloc_view *v, uint32_t image, uint64_t t, uint64_t
 	r->counts[i]++;
 	if (i + 1 > r->used)
 		r->used = (uint32_t)i + 1;
+	r->cur = (uint32_t)i;
+	r->cur_from = r->origin + i * r->width;
+	r->cur_to = r->cur_from + r->width;
 	return 0;
 }
 

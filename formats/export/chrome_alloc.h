@@ -23,6 +23,8 @@ struct chrome;
 struct alloc_rate {
 	uint64_t origin, width; /* ns; width 0: no call yet */
 	uint32_t used;          /* buckets up to the last one with calls */
+	uint32_t cur;           /* the bucket counted last, from cur_from to cur_to (ns): */
+	uint64_t cur_from, cur_to; /* the next call is mostly there (no division) */
 	uint64_t counts[CHROME_RATE_BUCKETS];
 };
 

@@ -71,7 +71,14 @@ static void place(struct mem_curve *c, struct memcurve_point x)
 		c->width *= 2;
 		i = (x.t - c->origin) / c->width;
 	}
-	into(c->bucket[i], x);
+	struct memcurve_point *b = c->bucket[i];
+	into(b, x);
+	c->cur_end = c->origin + (i + 1) * c->width;
+	c->cur_lo = c->cur_hi = b[0].live;
+	if (b[1].t && b[1].live < c->cur_lo)
+		c->cur_lo = b[1].live;
+	else if (b[1].t)
+		c->cur_hi = b[1].live;
 }
 
 int memcurve_add(struct mem_curve *c, uint64_t t, uint64_t live)
@@ -83,6 +90,9 @@ int memcurve_add(struct mem_curve *c, uint64_t t, uint64_t live)
 		x.t = c->last.t;
 	c->changes++;
 	c->last = x;
+	/* in order (above), so inside the bucket last placed in if before its end */
+	if (c->bucket && x.t < c->cur_end && x.live >= c->cur_lo && x.live <= c->cur_hi)
+		return 0;
 	if (!c->bucket && c->n < 2 * MEMCURVE_BUCKETS) {
 		c->p[c->n++] = x;
 		return 0;

@@ -22,6 +22,9 @@ struct mem_curve {
 	uint64_t origin, width;
 	struct memcurve_point last;
 	uint64_t changes; /* every change seen */
+	/* the bucket last placed in: where it ends, its lowest and highest live bytes (a
+	 * point inside both changes nothing: most of a busy heap's points) */
+	uint64_t cur_end, cur_lo, cur_hi;
 };
 
 struct mem_curve *memcurve_new(void);

@@ -183,12 +183,63 @@ static void test_curve_late_points(void **state)
 	memcurve_free(c);
 }
 
+/* Each bucket keeps the earliest lowest and the earliest highest point of its span (one
+ * point when they are equal), whatever the path a point took in: placed, merged when the
+ * buckets widen, or passed over as inside the current bucket's range. */
+static void test_curve_buckets_exact(void **state)
+{
+	(void)state;
+	enum { N = 300000 };
+	struct memcurve_point *all = malloc(N * sizeof *all);
+	assert_non_null(all);
+	struct mem_curve *c = memcurve_new();
+	uint64_t live = 1 << 20, seed = 12345;
+	for (size_t i = 0; i < N; i++) {
+		seed = seed * 6364136223846793005ull + 1442695040888963407ull;
+		/* mostly an allocation and its release (64 bytes up and down), now and then a
+		 * step: a busy heap, whose points mostly fall inside their bucket's range */
+		unsigned r = (unsigned)(seed >> 33) % 100;
+		live = r < 96 ? (i & 1 ? live - 64 : live + 64) : live + (seed >> 40) % 4096 - 2000;
+		all[i] = (struct memcurve_point){.t = 1000 + i * 37 + (seed >> 60), .live = live};
+		assert_int_equal(memcurve_add(c, all[i].t, all[i].live), 0);
+	}
+	assert_non_null(c->bucket);
+	size_t j = 0;
+	for (size_t b = 0; b < MEMCURVE_BUCKETS; b++) {
+		uint64_t from = c->origin + b * c->width, to = from + c->width;
+		struct memcurve_point lo = {0}, hi = {0};
+		for (; j < N && all[j].t < to; j++) {
+			assert_true(all[j].t >= from);
+			if (!lo.t || all[j].live < lo.live)
+				lo = all[j];
+			if (!hi.t || all[j].live > hi.live)
+				hi = all[j];
+		}
+		struct memcurve_point *k = c->bucket[b];
+		if (!lo.t) {
+			assert_true(!k[0].t);
+			continue;
+		}
+		if (lo.live == hi.live) {
+			assert_true(k[0].t == lo.t && k[0].live == lo.live && !k[1].t);
+			continue;
+		}
+		struct memcurve_point first = lo.t < hi.t ? lo : hi, second = lo.t < hi.t ? hi : lo;
+		assert_true(k[0].t == first.t && k[0].live == first.live);
+		assert_true(k[1].t == second.t && k[1].live == second.live);
+	}
+	assert_int_equal(j, N);
+	memcurve_free(c);
+	free(all);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_streaming_equals_sorted_replay),
 		cmocka_unit_test(test_bounded_and_late),
 		cmocka_unit_test(test_curve_late_points),
+		cmocka_unit_test(test_curve_buckets_exact),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
