@@ -40,12 +40,17 @@
 #define STALL_NS 60000000000ull
 /* Holding a blocking program for the child (live_outputs_behind): from this much of the
  * child's work behind the drain (the end would wait about that long), until it is back
- * under half of it; a child that reads nothing for HOLD_STUCK_NS while held is not
- * waited for again. Before it has read enough to say, an event is taken for GUESS_NS. */
+ * under half of it; a child whose reading thread ran less than a quarter of a
+ * HOLD_CHECK_NS while held is not waited for again (stopped, or starved: an unprivileged
+ * one cannot leave SCHED_IDLE, and the program may have threads that do not wait). Before
+ * it has read enough to say, an event is taken for GUESS_NS. */
 #define HOLD_FROM_NS 500000000ull
 #define HOLD_UNTIL_NS 250000000ull
-#define HOLD_STUCK_NS 250000000ull
+#define HOLD_CHECK_NS 250000000ull
 #define HOLD_MEASURED (1u << 20)
+/* The end, waiting for a child it could not take out of SCHED_IDLE, looks this often at
+ * the CPU it gets */
+#define END_CHECK_NS 500000000ull
 #define GUESS_NS 50
 
 enum { RUNNING, DONE, FAILED };
@@ -508,7 +513,8 @@ static void between(uint64_t end)
 		return;
 	}
 	if (!dumps.boosted) {
-		sched_idle(0);
+		if (!atomic_load(&p->hurry)) /* held for: already out of it, at nice 0 */
+			sched_idle(0);
 		dumps.boosted = 1;
 	}
 	if (((uint64_t)reading_part << PART_SHIFT | end) >= atomic_load(&p->dump_at))
@@ -636,20 +642,46 @@ void live_outputs_publish(struct live_outputs *lo, uint32_t part, uint64_t size)
 /* Every thread of the child to SCHED_IDLE, or out of it: once the capture is finished
  * the collector (and the program's exit) waits for the child, and so does a blocking
  * program held for it, and a busy machine could starve an idle one for good. */
-static void child_sched(pid_t pid, int idle)
+static int child_sched(pid_t pid, int idle)
 {
 	char dir[64];
+	int refused = 0;
 	snprintf(dir, sizeof dir, "/proc/%d/task", (int)pid);
 	struct sched_param none = {0};
 	DIR *d = opendir(dir);
 	for (struct dirent *e; d && (e = readdir(d));) {
 		pid_t tid = atoi(e->d_name);
-		if (tid > 0 && sched_setscheduler(tid, idle ? SCHED_IDLE : SCHED_OTHER, &none) &&
-		    idle)
-			setpriority(PRIO_PROCESS, (id_t)tid, LIVE_NICE);
+		if (tid > 0 && sched_setscheduler(tid, idle ? SCHED_IDLE : SCHED_OTHER, &none)) {
+			refused |= errno == EPERM;
+			if (idle)
+				setpriority(PRIO_PROCESS, (id_t)tid, LIVE_NICE);
+		}
 	}
 	if (d)
 		closedir(d);
+	return refused ? -1 : 0;
+}
+
+/* The CPU time the child's threads have had, in ns (0 when unreadable). */
+static uint64_t child_cpu_ns(pid_t pid)
+{
+	char path[64], buf[1024];
+	snprintf(path, sizeof path, "/proc/%d/stat", (int)pid);
+	int fd = open(path, O_RDONLY | O_CLOEXEC);
+	ssize_t n = fd >= 0 ? read(fd, buf, sizeof buf - 1) : -1;
+	if (fd >= 0)
+		close(fd);
+	if (n <= 0)
+		return 0;
+	buf[n] = 0;
+	char *p = strrchr(buf, ')');
+	unsigned long long utime = 0, stime = 0;
+	/* after the name: state, then fields 4-13, utime (14) and stime (15) */
+	if (!p || sscanf(p + 1, " %*c %*d %*d %*d %*d %*d %*u %*u %*u %*u %*u %llu %llu",
+			 &utime, &stime) != 2)
+		return 0;
+	long hz = sysconf(_SC_CLK_TCK);
+	return (utime + stime) * (1000000000ull / (uint64_t)(hz > 0 ? hz : 100));
 }
 
 static int end_hold(struct live_outputs *lo, uint64_t now)
@@ -662,51 +694,67 @@ static int end_hold(struct live_outputs *lo, uint64_t now)
 	return 1;
 }
 
+static int dump_waits(const struct live_page *p)
+{
+	return atomic_load(&p->dump_seq) != atomic_load(&p->dump_done);
+}
+
+/* Back to SCHED_IDLE, but not under a dump that waits (the child left it for that):
+ * later, once none does. */
 static void stop_holding(struct live_outputs *lo, uint64_t now)
 {
 	if (end_hold(lo, now) && lo->pid)
+		lo->idle_later = 1;
+	if (lo->idle_later && lo->pid && !dump_waits(lo->page) &&
+	    !atomic_load(&lo->page->finished)) {
 		child_sched(lo->pid, 1);
+		lo->idle_later = 0;
+	}
 }
 
-int live_outputs_behind(struct live_outputs *lo, uint64_t drained, uint64_t now)
+int live_outputs_behind(struct live_outputs *lo, uint64_t drained, uint64_t now, int may_hold)
 {
 	struct live_page *p = lo->page;
 	if (!p)
 		return 0;
-	if (!lo->pid || lo->gave_up || atomic_load(&p->result) != RUNNING) {
+	if (!may_hold || !lo->pid || lo->gave_up || atomic_load(&p->result) != RUNNING) {
 		stop_holding(lo, now);
 		return 0;
 	}
 	uint64_t read = atomic_load_explicit(&p->events_read, memory_order_relaxed);
-	uint64_t per = GUESS_NS;
+	uint64_t cpu = atomic_load_explicit(&p->cpu_ns, memory_order_relaxed), per = GUESS_NS;
 	if (read >= HOLD_MEASURED) {
-		per = atomic_load_explicit(&p->cpu_ns, memory_order_relaxed) / read;
+		per = cpu / read;
 		per = per ? per : 1;
 	}
 	/* counts of the records both sides see; an overflow would be a lie: not held */
 	uint64_t behind = drained > read && drained - read < UINT64_MAX / per
 				  ? (drained - read) * per : 0;
 	if (!lo->holding) {
+		stop_holding(lo, now); /* an idling put off for a dump */
 		if (behind < HOLD_FROM_NS)
 			return 0;
 		lo->holding = 1;
 		lo->holds++;
-		lo->held_since = lo->moved_at = now;
-		lo->seen_read = read;
+		lo->held_since = lo->check_at = now;
+		lo->check_cpu = cpu;
+		lo->idle_later = 0;
 		atomic_store(&p->hurry, 1);
 		child_sched(lo->pid, 0);
 		return 1;
 	}
-	if (read != lo->seen_read) {
-		lo->seen_read = read;
-		lo->moved_at = now;
-	} else if (now - lo->moved_at > HOLD_STUCK_NS) {
-		prof_debug(PROF_DEBUG_DRAIN, "the live outputs read nothing for %.2f s while the "
-					     "program waited for them: not waited for again",
-			   (double)(now - lo->moved_at) / 1e9);
-		lo->gave_up = 1;
-		stop_holding(lo, now);
-		return 0;
+	if (now - lo->check_at >= HOLD_CHECK_NS) {
+		uint64_t ran = cpu > lo->check_cpu ? cpu - lo->check_cpu : 0;
+		if (ran < (now - lo->check_at) / 4) {
+			prof_debug(PROF_DEBUG_DRAIN, "the live outputs ran %.3f s of the %.3f s the "
+						     "program waited for them: not waited for again",
+				   (double)ran / 1e9, (double)(now - lo->check_at) / 1e9);
+			lo->gave_up = 1;
+			stop_holding(lo, now);
+			return 0;
+		}
+		lo->check_at = now;
+		lo->check_cpu = cpu;
 	}
 	if (behind < HOLD_UNTIL_NS) {
 		stop_holding(lo, now);
@@ -720,7 +768,7 @@ void live_outputs_finish(struct live_outputs *lo, uint32_t part, uint64_t size)
 	if (!lo->pid)
 		return;
 	end_hold(lo, mono_ns());
-	child_sched(lo->pid, 0);
+	lo->stays_idle = child_sched(lo->pid, 0) != 0;
 	atomic_store(&lo->page->at, (uint64_t)part << PART_SHIFT | size);
 	atomic_store(&lo->page->finished_ns, mono_ns());
 	atomic_store(&lo->page->finished, 1);
@@ -763,6 +811,7 @@ void live_outputs_take(struct live_outputs *lo, uint64_t max_json_events, struct
 		return;
 	struct live_page *p = lo->page;
 	uint64_t seen = atomic_load(&p->progress), since = mono_ns();
+	uint64_t check_at = since, check_cpu = lo->stays_idle ? child_cpu_ns(lo->pid) : 0;
 	while (lo->pid && !reap(lo, 0)) {
 		uint64_t end = atomic_load(&p->at), to = atomic_load(&p->read_to);
 		if (end >> PART_SHIFT == to >> PART_SHIFT) /* a capture in parts: its last one */
@@ -779,6 +828,23 @@ void live_outputs_take(struct live_outputs *lo, uint64_t max_json_events, struct
 				 STALL_NS / 1000000000ull);
 			atomic_store(&p->result, FAILED);
 			break;
+		}
+		/* Left at SCHED_IDLE on a busy machine it may take minutes: the collector,
+		 * at the priority it has, makes the outputs from the capture instead. */
+		if (lo->stays_idle && now - check_at >= END_CHECK_NS) {
+			uint64_t cpu = child_cpu_ns(lo->pid);
+			if (cpu - check_cpu < (now - check_at) / 4 && cpu >= check_cpu) {
+				kill(lo->pid, SIGKILL);
+				reap(lo, 1);
+				snprintf(p->why, sizeof p->why, "it could not leave SCHED_IDLE and "
+					 "ran %.2f s of the %.2f s the end waited for it",
+					 (double)(cpu - check_cpu) / 1e9,
+					 (double)(now - check_at) / 1e9);
+				atomic_store(&p->result, FAILED);
+				break;
+			}
+			check_at = now;
+			check_cpu = cpu;
 		}
 		struct timespec ts = {0, POLL_NS};
 		nanosleep(&ts, NULL);

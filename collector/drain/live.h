@@ -24,8 +24,9 @@ struct live_outputs {
 	pid_t pid; /* the child; 0: none */
 	struct live_page *page;
 	/* holding a blocking program for the child (live_outputs_behind) */
-	int holding, gave_up;
-	uint64_t held_ns, held_since, moved_at, seen_read;
+	int holding, gave_up, idle_later;
+	int stays_idle; /* the end could not take it out of SCHED_IDLE (unprivileged) */
+	uint64_t held_ns, held_since, check_at, check_cpu;
 	uint32_t holds;
 };
 
@@ -45,12 +46,13 @@ int live_outputs_start(struct live_outputs *lo, int fd, int parts, const char *p
 /* The capture's complete frames reach size bytes of part (0: a capture in one file). */
 void live_outputs_publish(struct live_outputs *lo, uint32_t part, uint64_t size);
 /* Whether the collector should leave the rings undrained for now (PROFILER_BLOCK: the
- * program's writers wait): the child is more than about a second of its own work behind
+ * program's writers wait): the child is more than half a second of its own work behind
  * the drained events, so the end would wait that long for the outputs. Held until it is
- * back under half a second; never for a child that reads nothing for a quarter second
- * while held (then not again). drained: the events the collector has packed; now:
- * CLOCK_MONOTONIC ns. */
-int live_outputs_behind(struct live_outputs *lo, uint64_t drained, uint64_t now);
+ * back under a quarter second; never again once the child got less than a quarter of a
+ * quarter second's CPU while held (stopped, starved). drained: the events the collector
+ * has packed; now: CLOCK_MONOTONIC ns; may_hold: 0 where the program must not be held
+ * (no blocking writers, no capture being written): a hold ends. */
+int live_outputs_behind(struct live_outputs *lo, uint64_t drained, uint64_t now, int may_hold);
 /* The capture is finished: its last part (or its file) at size bytes. */
 void live_outputs_finish(struct live_outputs *lo, uint32_t part, uint64_t size);
 /* Waits for the child and says what it made (its reasons for what not on the drain

@@ -249,10 +249,11 @@ int collector_run(struct collector_options *o)
 		c->liveness_pass = now - c->last_live >= LIVENESS_EVERY_NS;
 		/* PROFILER_BLOCK: the program waits rather than the end (the writers wait on
 		 * full rings while the live outputs' child catches up) */
-		int held = c->s->block && c->w && !c->write_failed &&
-			   live_outputs_behind(&c->live, c->events, now);
-		if (held != c->held && c->w)
-			cap_writer_hurry(c->w, held);
+		int held = live_outputs_behind(&c->live, c->events, now,
+					       c->s->block && c->w && !c->write_failed);
+		/* each held pass: a part begun meanwhile has a writer of its own */
+		if (c->w && (held || c->held) && cap_writer_hurry(c->w, held))
+			write_failed(c);
 		c->held = held;
 		uint64_t busy = held ? 0 : drain_all(c);
 		if (session_lost(c))

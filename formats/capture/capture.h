@@ -169,9 +169,10 @@ int cap_writev(struct cap_writer *w, uint32_t type, const struct cap_piece *piec
 /* Hands the pending records over as one frame (nothing when empty) and waits until
  * every frame is written. */
 int cap_flush(struct cap_writer *w);
-/* Someone waits for the frames handed over to be written (the program held while a
- * reader catches up): the compressing threads leave SCHED_IDLE while on is set. */
-void cap_writer_hurry(struct cap_writer *w, int on);
+/* Someone waits for what was written so far (the program held while a reader catches
+ * up): the compressing threads leave SCHED_IDLE while on is set, and turning it on hands
+ * the current frame over (a reader would wait for it). 0, or -1 as cap_write. */
+int cap_writer_hurry(struct cap_writer *w, int on);
 /* Flushes and closes. Returns 0 or -1. */
 int cap_writer_close(struct cap_writer *w);
 const char *cap_writer_error(const struct cap_writer *w);

@@ -31,6 +31,7 @@
 #include "formats/capture/event_pack.h"
 
 #define MAX_WORKERS 4
+#define THIEF MAX_WORKERS
 /* raw bytes of frames handed over and not yet written, at most */
 #define STAGED_MAX (256u << 20)
 /* spare frames kept for reuse after a burst; the rest are freed */
@@ -78,9 +79,11 @@ struct cap_writer {
 	unsigned making; /* spare frames being made by workers */
 	unsigned nworkers;
 	pthread_t workers[MAX_WORKERS];
-	ZSTD_CCtx *cctx[MAX_WORKERS]; /* one per worker; [0] also for writing inline */
-	unsigned char *scratch[MAX_WORKERS];
-	size_t scratch_cap[MAX_WORKERS];
+	/* one per worker, [0] also for writing inline; [THIEF] the caller's (steal_locked) */
+	ZSTD_CCtx *cctx[MAX_WORKERS + 1];
+	unsigned char *scratch[MAX_WORKERS + 1];
+	size_t scratch_cap[MAX_WORKERS + 1];
+	int stealing; /* the caller compresses a frame itself */
 	uint64_t bytes; /* file size after the last complete frame */
 	uint64_t raw_written; /* raw bytes of the frames written */
 	_Atomic int err; /* errno of the first failure; later calls fail fast with it */
@@ -367,6 +370,37 @@ static struct frame *fresh_frame(struct cap_writer *w)
 	return f;
 }
 
+static int context(struct cap_writer *w, unsigned k);
+
+/* The caller, waiting for room or for every frame written, compresses a frame no worker
+ * has taken yet itself: the workers run at SCHED_IDLE while little is staged, and a
+ * thread of an unprivileged user cannot leave it again (RLIMIT_NICE), so on a busy
+ * machine they may get no CPU and the end of a run would wait on them for good. Called
+ * and returns with the lock held; 1 if it took one. */
+static int steal_locked(struct cap_writer *w)
+{
+	struct frame *f = w->pending;
+	if (!f || w->stealing)
+		return 0;
+	w->pending = f->next;
+	if (!w->pending)
+		w->pending_tail = NULL;
+	w->stealing = 1;
+	pthread_mutex_unlock(&w->lock);
+	if (!atomic_load(&w->err)) {
+		if (context(w, THIEF))
+			f->zstd_failed = ENOMEM;
+		else
+			compress_frame(w, THIEF, f);
+	}
+	pthread_mutex_lock(&w->lock);
+	w->stealing = 0;
+	f->next = w->done;
+	w->done = f;
+	write_in_order_locked(w);
+	return 1;
+}
+
 /* Hands the current frame to the workers (or compresses and writes it here when there
  * are none), waiting while STAGED_MAX bytes are in flight. */
 static int hand_over(struct cap_writer *w)
@@ -377,7 +411,8 @@ static int hand_over(struct cap_writer *w)
 		return 0;
 	pthread_mutex_lock(&w->lock);
 	while (w->staged && w->staged + f->raw_cap > STAGED_MAX && !atomic_load(&w->err))
-		pthread_cond_wait(&w->room, &w->lock);
+		if (!steal_locked(w))
+			pthread_cond_wait(&w->room, &w->lock);
 	f->seq = w->next_seq++;
 	w->staged += f->raw_cap;
 	if (w->nworkers) {
@@ -417,7 +452,7 @@ static void writer_free(struct cap_writer *w)
 
 	if (w->fd >= 0)
 		close(w->fd);
-	for (unsigned k = 0; k < MAX_WORKERS; k++) {
+	for (unsigned k = 0; k <= THIEF; k++) {
 		ZSTD_freeCCtx(w->cctx[k]);
 		free(w->scratch[k]);
 	}
@@ -434,21 +469,27 @@ static void writer_free(struct cap_writer *w)
 	free(w);
 }
 
+/* Compressing context k, made if it is not yet. 0 or -1. */
+static int context(struct cap_writer *w, unsigned k)
+{
+	if (w->cctx[k])
+		return 0;
+	w->cctx[k] = ZSTD_createCCtx();
+	if (!w->cctx[k])
+		return -1;
+	/* Level 1: the collector compresses while the application runs; the checksum lets
+	 * the reader tell a damaged frame from a good one. */
+	size_t r = ZSTD_CCtx_setParameter(w->cctx[k], ZSTD_c_compressionLevel, 1);
+	if (!ZSTD_isError(r))
+		r = ZSTD_CCtx_setParameter(w->cctx[k], ZSTD_c_checksumFlag, 1);
+	return ZSTD_isError(r) ? -1 : 0;
+}
+
 static int writer_setup(struct cap_writer *w, unsigned n)
 {
-	for (unsigned k = 0; k < n; k++) {
-		size_t r;
-		w->cctx[k] = ZSTD_createCCtx();
-		if (!w->cctx[k])
+	for (unsigned k = 0; k < n; k++)
+		if (context(w, k))
 			return -1;
-		/* Level 1: the collector compresses while the application runs; the
-		 * checksum lets the reader tell a damaged frame from a good one. */
-		r = ZSTD_CCtx_setParameter(w->cctx[k], ZSTD_c_compressionLevel, 1);
-		if (!ZSTD_isError(r))
-			r = ZSTD_CCtx_setParameter(w->cctx[k], ZSTD_c_checksumFlag, 1);
-		if (ZSTD_isError(r))
-			return -1;
-	}
 	w->cur = calloc(1, sizeof(*w->cur));
 	return w->cur ? 0 : -1;
 }
@@ -528,11 +569,14 @@ struct cap_writer *cap_writer_fdopen(int fd, const char *path, unsigned n, char 
 	return w;
 }
 
-void cap_writer_hurry(struct cap_writer *w, int on)
+int cap_writer_hurry(struct cap_writer *w, int on)
 {
 	pthread_mutex_lock(&w->lock);
 	w->hurry = on;
 	pthread_mutex_unlock(&w->lock);
+	if (failed(w))
+		return -1;
+	return on ? hand_over(w) : 0;
 }
 
 int cap_flush(struct cap_writer *w)
@@ -545,7 +589,8 @@ int cap_flush(struct cap_writer *w)
 	int rc = hand_over(w);
 	pthread_mutex_lock(&w->lock);
 	while (!rc && w->next_write < w->next_seq)
-		pthread_cond_wait(&w->written, &w->lock);
+		if (!steal_locked(w))
+			pthread_cond_wait(&w->written, &w->lock);
 	w->flushing--;
 	pthread_mutex_unlock(&w->lock);
 	return rc || failed(w) ? -1 : 0;

@@ -2,7 +2,9 @@
 
 #include <errno.h>
 #include <sched.h>
+#include <sys/syscall.h>
 #include <time.h>
+#include <unistd.h>
 
 /* A writer blocked on a full ring yields this many times, then sleeps between looks: a
  * short wait is a drain pass away, a long one (the collector holding the program while
@@ -80,9 +82,11 @@ struct prof_event *ring_reserve_slow(struct ring_writer *w, uint64_t now)
 			if (++looks < BLOCKED_YIELDS) {
 				sched_yield();
 			} else {
+				/* the system call itself: nanosleep() is a cancellation point,
+				 * and malloc must not be one */
 				int saved = errno; /* inside wrapped calls: errno is the program's */
 				struct timespec ts = {0, BLOCKED_SLEEP_NS};
-				nanosleep(&ts, NULL);
+				syscall(SYS_clock_nanosleep, CLOCK_MONOTONIC, 0, &ts, NULL);
 				errno = saved;
 			}
 		} while (!ring_has_room(w, need));
