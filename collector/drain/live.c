@@ -47,6 +47,12 @@
 #define HOLD_FROM_NS 500000000ull
 #define HOLD_UNTIL_NS 250000000ull
 #define HOLD_CHECK_NS 250000000ull
+/* One hold lasts this long at most, and the next begins this long after it at the
+ * earliest: an event stamped before a hold and published after it (its writer blocked
+ * on the full ring) must stay within the live-heap analysis's window of the newest
+ * (MEMTRACK_WINDOW_NS, 2 s), or it is applied out of order. */
+#define HOLD_MAX_NS 1000000000ull
+#define HOLD_REST_NS 20000000ull
 #define HOLD_MEASURED (1u << 20)
 /* The end, waiting for a child it could not take out of SCHED_IDLE, looks this often at
  * the CPU it gets */
@@ -662,26 +668,45 @@ static int child_sched(pid_t pid, int idle)
 	return refused ? -1 : 0;
 }
 
-/* The CPU time the child's threads have had, in ns (0 when unreadable). */
-static uint64_t child_cpu_ns(pid_t pid)
+/* The child's threads together (its reading thread and the one decompressing ahead of
+ * it): the ns they have run, and the ns they have waited runnable for a CPU
+ * (/proc/PID/task/TID/schedstat). 0, or -1 when unreadable. Waiting runnable is what
+ * tells a starved child from one that waits for frames or for the disk, or is stopped. */
+static int child_times(pid_t pid, uint64_t *ran, uint64_t *waited)
 {
-	char path[64], buf[1024];
-	snprintf(path, sizeof path, "/proc/%d/stat", (int)pid);
-	int fd = open(path, O_RDONLY | O_CLOEXEC);
-	ssize_t n = fd >= 0 ? read(fd, buf, sizeof buf - 1) : -1;
-	if (fd >= 0)
-		close(fd);
-	if (n <= 0)
-		return 0;
-	buf[n] = 0;
-	char *p = strrchr(buf, ')');
-	unsigned long long utime = 0, stime = 0;
-	/* after the name: state, then fields 4-13, utime (14) and stime (15) */
-	if (!p || sscanf(p + 1, " %*c %*d %*d %*d %*d %*d %*u %*u %*u %*u %*u %llu %llu",
-			 &utime, &stime) != 2)
-		return 0;
-	long hz = sysconf(_SC_CLK_TCK);
-	return (utime + stime) * (1000000000ull / (uint64_t)(hz > 0 ? hz : 100));
+	char dir[64], path[352], buf[128];
+	int got = 0;
+	*ran = *waited = 0;
+	snprintf(dir, sizeof dir, "/proc/%d/task", (int)pid);
+	DIR *d = opendir(dir);
+	for (struct dirent *e; d && (e = readdir(d));) {
+		if (atoi(e->d_name) <= 0)
+			continue;
+		snprintf(path, sizeof path, "%s/%s/schedstat", dir, e->d_name);
+		int fd = open(path, O_RDONLY | O_CLOEXEC);
+		ssize_t n = fd >= 0 ? read(fd, buf, sizeof buf - 1) : -1;
+		if (fd >= 0)
+			close(fd);
+		unsigned long long r, w;
+		if (n <= 0)
+			continue;
+		buf[n] = 0;
+		if (sscanf(buf, "%llu %llu", &r, &w) != 2)
+			continue;
+		*ran += r;
+		*waited += w;
+		got = 1;
+	}
+	if (d)
+		closedir(d);
+	return got ? 0 : -1;
+}
+
+/* Over a window of ns: whether the child was starved (it ran under a quarter of it and
+ * waited runnable over half); unreadable times say nothing. */
+static int starved(int readable, uint64_t ran, uint64_t waited, uint64_t ns)
+{
+	return readable && ran < ns / 4 && waited > ns / 2;
 }
 
 static int end_hold(struct live_outputs *lo, uint64_t now)
@@ -689,6 +714,7 @@ static int end_hold(struct live_outputs *lo, uint64_t now)
 	if (!lo->holding)
 		return 0;
 	lo->holding = 0;
+	lo->held_until = now;
 	lo->held_ns += now - lo->held_since;
 	atomic_store(&lo->page->hurry, 0);
 	return 1;
@@ -732,29 +758,49 @@ int live_outputs_behind(struct live_outputs *lo, uint64_t drained, uint64_t now,
 				  ? (drained - read) * per : 0;
 	if (!lo->holding) {
 		stop_holding(lo, now); /* an idling put off for a dump */
-		if (behind < HOLD_FROM_NS)
+		if (behind < HOLD_FROM_NS || (lo->holds && now - lo->held_until < HOLD_REST_NS))
 			return 0;
 		lo->holding = 1;
 		lo->holds++;
 		lo->held_since = lo->check_at = now;
+		lo->check_read = read;
 		lo->check_cpu = cpu;
+		if (child_times(lo->pid, &lo->check_ran, &lo->check_waited))
+			lo->check_ran = lo->check_waited = 0;
 		lo->idle_later = 0;
 		atomic_store(&p->hurry, 1);
 		child_sched(lo->pid, 0);
 		return 1;
 	}
+	if (now - lo->held_since >= HOLD_MAX_NS) {
+		stop_holding(lo, now);
+		return 0;
+	}
 	if (now - lo->check_at >= HOLD_CHECK_NS) {
-		uint64_t ran = cpu > lo->check_cpu ? cpu - lo->check_cpu : 0;
-		if (ran < (now - lo->check_at) / 4) {
-			prof_debug(PROF_DEBUG_DRAIN, "the live outputs ran %.3f s of the %.3f s the "
-						     "program waited for them: not waited for again",
-				   (double)ran / 1e9, (double)(now - lo->check_at) / 1e9);
+		/* starved, or idle and reading nothing (stopped; or its frames are not
+		 * coming); busy without finishing a record (a big one, the trace's spool) is
+		 * waited for */
+		uint64_t ran = 0, waited = 0, window = now - lo->check_at;
+		int readable = !child_times(lo->pid, &ran, &waited);
+		ran = !readable ? (cpu > lo->check_cpu ? cpu - lo->check_cpu : 0)
+				: ran > lo->check_ran ? ran - lo->check_ran : 0;
+		waited = waited > lo->check_waited ? waited - lo->check_waited : 0;
+		if ((read == lo->check_read && ran < window / 4) ||
+		    starved(readable, ran, waited, window)) {
+			prof_debug(PROF_DEBUG_DRAIN, "the live outputs ran %.3f s and waited for a CPU "
+						     "%.3f s of the %.3f s the program waited for them%s: "
+						     "not waited for again", (double)ran / 1e9,
+				   (double)waited / 1e9, (double)window / 1e9,
+				   read == lo->check_read ? ", reading nothing" : "");
 			lo->gave_up = 1;
 			stop_holding(lo, now);
 			return 0;
 		}
 		lo->check_at = now;
+		lo->check_read = read;
 		lo->check_cpu = cpu;
+		if (child_times(lo->pid, &lo->check_ran, &lo->check_waited))
+			lo->check_ran = lo->check_waited = 0;
 	}
 	if (behind < HOLD_UNTIL_NS) {
 		stop_holding(lo, now);
@@ -793,7 +839,9 @@ static int reap(struct live_outputs *lo, int wait)
 		;
 	if (got == 0)
 		return 0;
-	int ok = got == lo->pid && WIFEXITED(st) && WEXITSTATUS(st) == 0;
+	/* done: its outputs are written and closed, however it ended after that */
+	int ok = got == lo->pid && ((WIFEXITED(st) && WEXITSTATUS(st) == 0) ||
+				    atomic_load(&lo->page->result) == DONE);
 	if (got == lo->pid && WIFSIGNALED(st) && atomic_load(&lo->page->result) == RUNNING)
 		snprintf(lo->page->why, sizeof lo->page->why, "it died of signal %d", WTERMSIG(st));
 	if (!ok) {
@@ -811,7 +859,9 @@ void live_outputs_take(struct live_outputs *lo, uint64_t max_json_events, struct
 		return;
 	struct live_page *p = lo->page;
 	uint64_t seen = atomic_load(&p->progress), since = mono_ns();
-	uint64_t check_at = since, check_cpu = lo->stays_idle ? child_cpu_ns(lo->pid) : 0;
+	uint64_t check_at = since, check_ran = 0, check_waited = 0;
+	if (lo->stays_idle && child_times(lo->pid, &check_ran, &check_waited))
+		lo->stays_idle = 0; /* nothing to tell starved by: waited for, as before */
 	while (lo->pid && !reap(lo, 0)) {
 		uint64_t end = atomic_load(&p->at), to = atomic_load(&p->read_to);
 		if (end >> PART_SHIFT == to >> PART_SHIFT) /* a capture in parts: its last one */
@@ -821,30 +871,34 @@ void live_outputs_take(struct live_outputs *lo, uint64_t max_json_events, struct
 		if (at != seen) {
 			seen = at;
 			since = now;
-		} else if (now - since > STALL_NS) {
+		} else if (now - since > STALL_NS && atomic_load(&p->result) == RUNNING) {
 			kill(lo->pid, SIGKILL);
 			reap(lo, 1);
 			snprintf(p->why, sizeof p->why, "no progress for %llu s",
 				 STALL_NS / 1000000000ull);
-			atomic_store(&p->result, FAILED);
 			break;
 		}
 		/* Left at SCHED_IDLE on a busy machine it may take minutes: the collector,
-		 * at the priority it has, makes the outputs from the capture instead. */
-		if (lo->stays_idle && now - check_at >= END_CHECK_NS) {
-			uint64_t cpu = child_cpu_ns(lo->pid);
-			if (cpu - check_cpu < (now - check_at) / 4 && cpu >= check_cpu) {
+		 * at the priority it has, makes the outputs from the capture instead (not
+		 * once they are made: the child only has to exit). */
+		if (lo->stays_idle && now - check_at >= END_CHECK_NS &&
+		    atomic_load(&p->result) == RUNNING) {
+			uint64_t ran = 0, waited = 0, window = now - check_at;
+			/* a thread gone since takes its times with it: nothing said then */
+			if (!child_times(lo->pid, &ran, &waited) && ran >= check_ran &&
+			    waited >= check_waited &&
+			    starved(1, ran - check_ran, waited - check_waited, window)) {
 				kill(lo->pid, SIGKILL);
 				reap(lo, 1);
 				snprintf(p->why, sizeof p->why, "it could not leave SCHED_IDLE and "
-					 "ran %.2f s of the %.2f s the end waited for it",
-					 (double)(cpu - check_cpu) / 1e9,
-					 (double)(now - check_at) / 1e9);
-				atomic_store(&p->result, FAILED);
+					 "ran %.2f s, waiting for a CPU %.2f s, of the %.2f s the end "
+					 "waited for it", (double)(ran - check_ran) / 1e9,
+					 (double)(waited - check_waited) / 1e9, (double)window / 1e9);
 				break;
 			}
 			check_at = now;
-			check_cpu = cpu;
+			check_ran = ran;
+			check_waited = waited;
 		}
 		struct timespec ts = {0, POLL_NS};
 		nanosleep(&ts, NULL);

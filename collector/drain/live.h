@@ -26,7 +26,8 @@ struct live_outputs {
 	/* holding a blocking program for the child (live_outputs_behind) */
 	int holding, gave_up, idle_later;
 	int stays_idle; /* the end could not take it out of SCHED_IDLE (unprivileged) */
-	uint64_t held_ns, held_since, check_at, check_cpu;
+	uint64_t held_ns, held_since, held_until, check_at, check_ran, check_waited, check_read;
+	uint64_t check_cpu;
 	uint32_t holds;
 };
 

@@ -255,7 +255,9 @@ int collector_run(struct collector_options *o)
 		if (c->w && (held || c->held) && cap_writer_hurry(c->w, held))
 			write_failed(c);
 		c->held = held;
-		uint64_t busy = held ? 0 : drain_all(c);
+		/* held, it compresses what the workers (idle-only, maybe starved) have not
+		 * taken: the child reads nothing until it is written */
+		uint64_t busy = held ? (uint64_t)cap_writer_help(c->w) : drain_all(c);
 		if (session_lost(c))
 			break;
 		parts_rotate_if_due(c, now);

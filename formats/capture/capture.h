@@ -173,6 +173,10 @@ int cap_flush(struct cap_writer *w);
  * up): the compressing threads leave SCHED_IDLE while on is set, and turning it on hands
  * the current frame over (a reader would wait for it). 0, or -1 as cap_write. */
 int cap_writer_hurry(struct cap_writer *w, int on);
+/* The caller compresses one frame no worker has taken yet, having nothing else to do
+ * (the drain loop while it holds the program: the workers may be idle-only and starved).
+ * 1 if it did, else 0. */
+int cap_writer_help(struct cap_writer *w);
 /* Flushes and closes. Returns 0 or -1. */
 int cap_writer_close(struct cap_writer *w);
 const char *cap_writer_error(const struct cap_writer *w);

@@ -569,6 +569,14 @@ struct cap_writer *cap_writer_fdopen(int fd, const char *path, unsigned n, char 
 	return w;
 }
 
+int cap_writer_help(struct cap_writer *w)
+{
+	pthread_mutex_lock(&w->lock);
+	int did = steal_locked(w);
+	pthread_mutex_unlock(&w->lock);
+	return did;
+}
+
 int cap_writer_hurry(struct cap_writer *w, int on)
 {
 	pthread_mutex_lock(&w->lock);
