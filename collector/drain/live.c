@@ -40,10 +40,10 @@
 #define STALL_NS 60000000000ull
 /* Holding a blocking program for the child (live_outputs_behind): from this much of the
  * child's work behind the drain (the end would wait about that long), until it is back
- * under half of it; a child whose reading thread ran less than a quarter of a
- * HOLD_CHECK_NS while held is not waited for again (stopped, or starved: an unprivileged
- * one cannot leave SCHED_IDLE, and the program may have threads that do not wait). Before
- * it has read enough to say, an event is taken for GUESS_NS. */
+ * under half of it; a child that, over a HOLD_CHECK_NS while held, ran under a quarter
+ * of it and was starved (waited runnable over half of it: an unprivileged one cannot
+ * leave SCHED_IDLE beside busy processes) or read nothing (stopped) is not waited for
+ * again. Before it has read enough to say, an event is taken for GUESS_NS. */
 #define HOLD_FROM_NS 500000000ull
 #define HOLD_UNTIL_NS 250000000ull
 #define HOLD_CHECK_NS 250000000ull

@@ -49,10 +49,10 @@ void live_outputs_publish(struct live_outputs *lo, uint32_t part, uint64_t size)
 /* Whether the collector should leave the rings undrained for now (PROFILER_BLOCK: the
  * program's writers wait): the child is more than half a second of its own work behind
  * the drained events, so the end would wait that long for the outputs. Held until it is
- * back under a quarter second; never again once the child got less than a quarter of a
- * quarter second's CPU while held (stopped, starved). drained: the events the collector
- * has packed; now: CLOCK_MONOTONIC ns; may_hold: 0 where the program must not be held
- * (no blocking writers, no capture being written): a hold ends. */
+ * back under a quarter second, for a second at most; never again once the child, held,
+ * is starved or stopped (live.c says how that is told). drained: the events the
+ * collector has packed; now: CLOCK_MONOTONIC ns; may_hold: 0 where the program must not
+ * be held (no blocking writers, no capture being written): a hold ends. */
 int live_outputs_behind(struct live_outputs *lo, uint64_t drained, uint64_t now, int may_hold);
 /* The capture is finished: its last part (or its file) at size bytes. */
 void live_outputs_finish(struct live_outputs *lo, uint32_t part, uint64_t size);
