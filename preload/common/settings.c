@@ -59,7 +59,9 @@ const struct prof_setting prof_settings[] = {
 	 .record_help = "writers wait for room instead of dropping events",
 	 .help = "a full ring makes the writer wait instead of dropping (nothing lost while "
 		 "the collector runs; a dead or stopped collector is noticed within "
-		 "milliseconds and writers drop and count again)"},
+		 "milliseconds and writers drop and count again); the program also waits "
+		 "while the live tables fall half a second behind, so the outputs are ready "
+		 "within about a second of its end"},
 	{.name = "profile_all", .env = "PROFILER_PROFILE_ALL", .type = PROF_SETTING_BOOL,
 	 .when = PROF_WHEN_ANY, .sets = "profile_memory,profile_api", .shown_default = "1",
 	 .help = "MXNet's `profile_all`: both `profile_memory` and `profile_api`"},
