@@ -738,6 +738,16 @@ static void stop_holding(struct live_outputs *lo, uint64_t now)
 	}
 }
 
+/* A hold's next check window begins: what the child has read and run so far. */
+static void check_from(struct live_outputs *lo, uint64_t now, uint64_t read, uint64_t cpu)
+{
+	lo->check_at = now;
+	lo->check_read = read;
+	lo->check_cpu = cpu;
+	if (child_times(lo->pid, &lo->check_ran, &lo->check_waited))
+		lo->check_ran = lo->check_waited = 0;
+}
+
 int live_outputs_behind(struct live_outputs *lo, uint64_t drained, uint64_t now, int may_hold)
 {
 	struct live_page *p = lo->page;
@@ -762,11 +772,8 @@ int live_outputs_behind(struct live_outputs *lo, uint64_t drained, uint64_t now,
 			return 0;
 		lo->holding = 1;
 		lo->holds++;
-		lo->held_since = lo->check_at = now;
-		lo->check_read = read;
-		lo->check_cpu = cpu;
-		if (child_times(lo->pid, &lo->check_ran, &lo->check_waited))
-			lo->check_ran = lo->check_waited = 0;
+		lo->held_since = now;
+		check_from(lo, now, read, cpu);
 		lo->idle_later = 0;
 		atomic_store(&p->hurry, 1);
 		child_sched(lo->pid, 0);
@@ -796,11 +803,7 @@ int live_outputs_behind(struct live_outputs *lo, uint64_t drained, uint64_t now,
 			stop_holding(lo, now);
 			return 0;
 		}
-		lo->check_at = now;
-		lo->check_read = read;
-		lo->check_cpu = cpu;
-		if (child_times(lo->pid, &lo->check_ran, &lo->check_waited))
-			lo->check_ran = lo->check_waited = 0;
+		check_from(lo, now, read, cpu);
 	}
 	if (behind < HOLD_UNTIL_NS) {
 		stop_holding(lo, now);
