@@ -59,8 +59,15 @@ const char *stack_frame_name(struct stack_names *sn, uint32_t image, uint64_t fr
 	struct model *m = sn->m;
 	if (frame & PROF_STACK_FRAME_PYTHON) {
 		uint32_t gid = model_name(m, image, (uint32_t)frame);
-		const char *s = gid == STR_NONE ? NULL : model_str(m, gid, NULL);
-		snprintf(sn->buf, sizeof sn->buf, "%s", s ? s : "(python)");
+		size_t len = 0;
+		const char *s = gid == STR_NONE ? NULL : model_str(m, gid, &len);
+		/* the line is the frame's own, the name its code object's "function (file)"
+		 * (shm_layout.h); 0: the name has the line, as captures before had it */
+		uint32_t line1 = (uint32_t)(frame >> 32) & 0x7fffffff;
+		if (s && line1 && len && s[len - 1] == ')')
+			snprintf(sn->buf, sizeof sn->buf, "%.*s:%u)", (int)(len - 1), s, line1 - 1);
+		else
+			snprintf(sn->buf, sizeof sn->buf, "%s", s ? s : "(python)");
 		return sn->buf;
 	}
 	const struct model_module *mod;

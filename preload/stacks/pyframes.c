@@ -82,7 +82,7 @@ struct py_runtime {
 static struct py_runtime rt;
 static _Atomic(const struct py_runtime *) active;
 
-/* Per-thread cache (code object, byte offset) -> string id. A freed code object's address
+/* Per-thread cache (code object, byte offset) -> frame (name id and line). A freed code object's address
  * can be reused: the key also holds its co_filename and co_qualname pointers and
  * co_firstlineno, so a stale hit needs a new code object at the same address with the
  * same name and file objects and first line: then the line reported may be an old one.
@@ -93,9 +93,10 @@ static _Atomic(const struct py_runtime *) active;
 
 struct pf_entry {
 	uintptr_t code;
-	uintptr_t names; /* co_filename, co_qualname and co_firstlineno, mixed */
+	uint32_t names;  /* co_filename, co_qualname and co_firstlineno, mixed */
 	int32_t key;     /* byte offset << 1 | owned by a generator */
-	uint32_t id;     /* 0: empty */
+	uint32_t id;     /* the code object's name id; the entry is empty while line1 is 0 */
+	uint32_t line1;  /* its line + 1 */
 };
 
 struct pf_cache {
@@ -232,9 +233,10 @@ static char *put(char *p, char *end, const char *s, size_t n)
 	return p + n;
 }
 
-/* "qualname (file:line)" interned; 0 when not profiling. No snprintf: a signal handler may
- * be here. */
-static uint32_t name_frame(uintptr_t code, uintptr_t qualname, uintptr_t filename, int offset)
+/* "qualname (file)" interned, once per code object (not per line: importing a large
+ * package would make hundreds of thousands of names); 0 when not profiling. No snprintf:
+ * a signal handler may be here. */
+static uint32_t name_code(uintptr_t qualname, uintptr_t filename)
 {
 	char buf[768];
 	char *p = buf, *end = buf + sizeof buf - 1;
@@ -256,24 +258,21 @@ static uint32_t name_frame(uintptr_t code, uintptr_t qualname, uintptr_t filenam
 		n = 500;
 	}
 	p = put(p, end, s, n);
-	int line = rt.addr2line((void *)code, offset);
-	char digits[12];
-	int nd = 0;
-	unsigned v = line < 0 ? 0 : (unsigned)line;
-	do
-		digits[sizeof digits - 1 - nd++] = (char)('0' + v % 10);
-	while ((v /= 10) && nd < (int)sizeof digits);
-	p = put(p, end, ":", 1);
-	p = put(p, end, digits + sizeof digits - nd, (size_t)nd);
 	p = put(p, end, ")", 1);
 	*p = 0;
 	return prof_intern(buf);
 }
 
-/* A frame not in the cache: checks, names it and caches it. 0: skip the frame; UINT32_MAX:
- * not profiling (no ids to give). */
-static __attribute__((noinline)) uint32_t miss(struct pf_entry *e, uintptr_t code,
-					       intptr_t offset, int32_t key, uintptr_t names,
+/* A frame not in the cache: checks, names it and caches it: the frame as a stack holds it
+ * (shm_layout.h: the code object's name id and the line + 1), 0: skip the frame;
+ * UINT64_MAX: not profiling (no ids to give). */
+static inline uint64_t frame_of(const struct pf_entry *e)
+{
+	return PROF_PYFRAME_TAG | (uint64_t)e->line1 << 32 | e->id;
+}
+
+static __attribute__((noinline)) uint64_t miss(struct pf_entry *e, uintptr_t code,
+					       intptr_t offset, int32_t key, uint32_t names,
 					       int owner)
 {
 	const struct py_layout *L = rt.L;
@@ -282,20 +281,23 @@ static __attribute__((noinline)) uint32_t miss(struct pf_entry *e, uintptr_t cod
 		return 0;
 	if (offset < 0 || offset >= AT(code, OB_SIZE, intptr_t) * 2)
 		offset = -1; /* PyCode_Addr2Line: the first line */
-	uint32_t id = name_frame(code, AT(code, L->co_qualname, uintptr_t),
-				 AT(code, L->co_filename, uintptr_t), (int)offset);
-	if (!id)
-		return prof_proc ? 0 : UINT32_MAX; /* "<unnamed>" (a full string area) is skipped */
-	/* id cleared first and written last: a signal handler on this thread never matches
-	 * a half-written entry */
-	e->id = 0;
+	uint32_t name = name_code(AT(code, L->co_qualname, uintptr_t),
+				  AT(code, L->co_filename, uintptr_t));
+	if (!name)
+		return prof_proc ? 0 : UINT64_MAX; /* "<unnamed>" (a full string area) is skipped */
+	int line = rt.addr2line((void *)code, (int)offset);
+	uint32_t line1 = line < 0 ? 1 : line >= 0x7ffffffe ? 0x7fffffff : (uint32_t)line + 1;
+	/* line1 cleared first and written last: a signal handler on this thread never
+	 * matches a half-written entry */
+	e->line1 = 0;
 	atomic_signal_fence(memory_order_seq_cst);
 	e->code = code;
 	e->names = names;
 	e->key = key;
+	e->id = name;
 	atomic_signal_fence(memory_order_seq_cst);
-	e->id = id;
-	return id;
+	e->line1 = line1;
+	return frame_of(e);
 }
 
 int prof_py_stack(uint64_t *out, int max)
@@ -342,30 +344,33 @@ int prof_py_stack(uint64_t *out, int max)
 					     (code + (uintptr_t)L->co_code));
 		/* whether the frame is a generator's decides whether it is complete */
 		int32_t key = (int32_t)((uint32_t)offset << 1 | (owner == OWNER_GENERATOR));
-		uintptr_t names = AT(code, L->co_filename, uintptr_t) ^
-				  AT(code, L->co_qualname, uintptr_t) << 1 ^
-				  (uintptr_t)(uint32_t)AT(code, L->co_firstlineno, int) << 48;
+		uint64_t mixed = AT(code, L->co_filename, uintptr_t) ^
+				 AT(code, L->co_qualname, uintptr_t) << 1 ^
+				 (uintptr_t)(uint32_t)AT(code, L->co_firstlineno, int) << 48;
+		uint32_t names = (uint32_t)(mixed ^ mixed >> 32);
 		/* two ways: frames whose keys meet in one slot (a caller and its callee, the
 		 * same every call) must not evict each other on every walk */
 		uintptr_t slot = (code >> 4 ^ code >> 12 ^ (uintptr_t)offset >> 1) & (CACHE_SIZE - 2);
 		struct pf_entry *e = &c->e[slot];
-		if (e->code != code || e->key != key || e->names != names || !e->id) {
+		if (e->code != code || e->key != key || e->names != names || !e->line1) {
 			struct pf_entry *other = &c->e[slot + 1];
 			/* a hit in the second way, or the emptier / older one to refill */
 			if ((other->code == code && other->key == key && other->names == names &&
-			     other->id) ||
-			    e->id)
+			     other->line1) ||
+			    e->line1)
 				e = other;
 		}
-		uint32_t id = e->id;
-		if (unlikely(e->code != code || e->key != key || e->names != names || !id)) {
+		uint64_t id;
+		if (likely(e->code == code && e->key == key && e->names == names && e->line1)) {
+			id = frame_of(e);
+		} else {
 			id = miss(e, code, offset, key, names, owner);
 			if (!id)
 				continue;
-			if (id == UINT32_MAX)
+			if (id == UINT64_MAX)
 				return 0;
 		}
-		out[n++] = PROF_PYFRAME_TAG | id;
+		out[n++] = id;
 	}
 	return n;
 }

@@ -26,6 +26,7 @@ for l in (lib, lib_gil):
     l.sigprof_stop.restype = ctypes.c_long
     l.sigprof_stop.argtypes = [ctypes.POINTER(ctypes.c_long)]
     l.intern_calls.restype = ctypes.c_long
+    l.distinct_names.restype = ctypes.c_long
 failures = []
 
 
@@ -179,6 +180,25 @@ for i in range(101):
     site()
 check(lib.intern_calls() == before, "warm cache: prof_intern called %d times"
       % (lib.intern_calls() - before))
+
+# --- one name per code object, whatever the line (issue 29: importing a large package
+# made hundreds of thousands of "function (file:line)" names) ---------------------------
+
+def many_lines():
+    got = []
+    got.append(read()[1:])
+    got.append(read()[1:])
+    got.append(read()[1:])
+    got.append(read()[1:])
+    return got
+
+
+names_before = lib.distinct_names()
+runs = many_lines()
+lines = set(g[0][0] for g in runs if g[0])
+check(len(lines) == 4, "four lines of one function read as %s" % sorted(lines))
+check(lib.distinct_names() - names_before <= 1,
+      "one function read at four lines made %d names" % (lib.distinct_names() - names_before))
 
 for k in range(300):
     # each f is a new code object (the last one freed): same file and name objects,

@@ -74,17 +74,24 @@ void *prof_real_dlsym(void *handle, const char *name)
 	return dlsym(handle, name);
 }
 
-/* The frames as text, one a line, innermost first; returns how many (-1: a frame without
- * the tag or with an unknown id). */
+/* The frames as text, one a line, innermost first, as the readers name them
+ * (formats/symbols/stack_names.c): the code object's "function (file)" with the frame's
+ * line put before the ')'. Returns how many (-1: a frame without the tag, without a
+ * line, or with an unknown id). */
 static int format_frames(const uint64_t *f, int n, char *buf, int len)
 {
 	int at = 0;
 	buf[0] = 0;
 	for (int i = 0; i < n; i++) {
-		uint32_t id = (uint32_t)f[i];
-		if (!(f[i] & PROF_PYFRAME_TAG) || (f[i] >> 32 & 0x7fffffff) || id >= nstrings)
+		uint32_t id = (uint32_t)f[i], line1 = (uint32_t)(f[i] >> 32) & 0x7fffffff;
+		if (!(f[i] & PROF_PYFRAME_TAG) || !line1 || id >= nstrings)
 			return -1;
-		int w = snprintf(buf + at, (size_t)(len - at), "%s\n", pool + string_at[id]);
+		const char *name = pool + string_at[id];
+		size_t nlen = strlen(name);
+		if (!nlen || name[nlen - 1] != ')')
+			return -1;
+		int w = snprintf(buf + at, (size_t)(len - at), "%.*s:%u)\n", (int)(nlen - 1), name,
+				 line1 - 1);
 		if (w < 0 || w >= len - at)
 			break;
 		at += w;
@@ -103,6 +110,11 @@ EXPORT int probe(char *buf, int len, int max)
 EXPORT void set_profiling(int on)
 {
 	prof_proc = on ? (struct prof_proc_shm *)&fake_segment : 0;
+}
+
+EXPORT long distinct_names(void)
+{
+	return (long)nstrings;
 }
 
 EXPORT long intern_calls(void)
