@@ -153,28 +153,41 @@ static void given_thread_name(struct collector *c, struct proc_entry *p, uint32_
 	uint64_t used = atomic_load_explicit(&p->shm->strings_used, memory_order_acquire);
 	uint64_t at = (uint64_t)name_id - 1;
 	/* entries start 4-aligned; another id is not one (the writer is not trusted) */
-	if (!name_id || (at & 3) || used > p->g.strings_size || at + 4 > used)
+	if (!name_id || (at & 3) || at + 4 > used)
 		return;
-	const char *e = (const char *)p->shm + p->g.strings_off + at;
+	const char *e = shm_area_at(&p->strings_area, at, 4);
+	if (!e)
+		return;
 	uint32_t len;
 	memcpy(&len, e, sizeof len); /* read once */
-	if (at + 4 + len > used)
+	if (len == PROF_AREA_PAD || at + 4 + len > used ||
+	    !(e = shm_area_at(&p->strings_area, at, 4 + (uint64_t)len)))
 		return;
 	struct cap_thread h = {.pid = (uint32_t)p->pid, .tid = tid};
 	put(c, CAP_THREAD, &h, sizeof h, e + 4, len);
 }
 
-/* The strings of the area from byte from up to used (published); returns where the
- * next one starts. */
+/* The strings of the area from logical offset from up to used (published); returns where
+ * the next one starts. An entry never spans chunks: a pad entry, or too little room for
+ * one, ends a chunk. */
 static uint64_t put_strings(struct collector *c, struct proc_entry *p, uint64_t from,
 			    uint64_t used)
 {
-	const char *area = (const char *)p->shm + p->g.strings_off;
+	struct shm_area *a = &p->strings_area;
 	while (from + 4 <= used) {
-		const struct prof_string_entry *e = (const void *)(area + from);
-		uint32_t len = e->len; /* read once: the writer is not trusted */
+		uint64_t end = shm_area_chunk_end(a, from);
+		const struct prof_string_entry *e =
+			end - from >= 4 ? (const void *)shm_area_at(a, from, 4) : NULL;
+		if (end - from >= 4 && !e)
+			break; /* its chunk is not mapped: a bad one is said by the caller */
+		uint32_t len = e ? e->len : PROF_AREA_PAD; /* read once: the writer is not trusted */
+		if (len == PROF_AREA_PAD) {
+			from = end;
+			continue;
+		}
 		uint64_t size = (4 + (uint64_t)len + 3) & ~3ull;
-		if (from + size > used)
+		if (from + size > used || from + size > end ||
+		    !shm_area_at(a, from, size))
 			break;
 		struct cap_string h = {.pid = (uint32_t)p->pid, .id = (uint32_t)from};
 		put(c, CAP_STRING, &h, sizeof h, e->bytes, len);
@@ -198,19 +211,22 @@ static void read_strings(struct collector *c, struct proc_entry *p)
 	if (p->corrupt)
 		return;
 	uint64_t used = atomic_load_explicit(&shm->strings_used, memory_order_acquire);
-	if (used > p->g.strings_size) {
-		snprintf(why, sizeof why, "strings_used %llu beyond the %llu-byte string area",
-			 (unsigned long long)used, (unsigned long long)p->g.strings_size);
+	if (used > p->strings_area.limit) {
+		snprintf(why, sizeof why, "strings_used %llu beyond the ids' range",
+			 (unsigned long long)used);
 		quarantine(p, why);
 		return;
 	}
 	p->strings_read = put_strings(c, p, p->strings_read, used);
+	if (p->strings_area.why[0]) {
+		quarantine(p, p->strings_area.why);
+		return;
+	}
 	uint32_t ncat = atomic_load_explicit(&shm->ncategories, memory_order_acquire);
 	for (; p->categories_read < ncat && p->categories_read < PROF_MAX_CATEGORIES;
 	     p->categories_read++)
 		put_category(c, p, p->categories_read);
-	if (stacks_drain(&p->stacks, shm, (const char *)shm + p->g.stacks_off, p->g.stacks_size,
-			 p->pid, put_record, c, why, sizeof why))
+	if (stacks_drain(&p->stacks, shm, &p->stack_area, p->pid, put_record, c, why, sizeof why))
 		quarantine(p, why);
 }
 
@@ -233,8 +249,7 @@ void replay_process(struct collector *c, struct proc_entry *p)
 	put_strings(c, p, 0, p->strings_read);
 	for (uint32_t i = 0; i < p->categories_read; i++)
 		put_category(c, p, i);
-	stacks_replay(&p->stacks, (const char *)p->shm + p->g.stacks_off, p->g.stacks_size,
-		      p->pid, put_record, c);
+	stacks_replay(&p->stacks, &p->stack_area, p->pid, put_record, c);
 	for (unsigned i = 0; i < p->g.nslots; i++) {
 		struct slot_seen *seen = &p->slot_seen[i];
 		struct prof_slot *s = shm_slot(p->shm, &p->g, i);
@@ -460,12 +475,28 @@ void finish_process(struct collector *c, struct proc_entry *p, int32_t status)
 		p->lost += c->buf_lost - before;
 	}
 	c->lost += p->lost;
+	if (!p->corrupt) {
+		uint64_t names = atomic_load(&p->shm->names_lost);
+		uint64_t stacks = atomic_load(&p->shm->stacks_lost);
+		/* counted once per event, like a drop: beyond that bound they are garbage */
+		if (shm_check_lost(names, prof_mono_ns(), SHM_MAX_SLOTS, "names_lost", why,
+				   sizeof why) ||
+		    shm_check_lost(stacks, prof_mono_ns(), SHM_MAX_SLOTS, "stacks_lost", why,
+				   sizeof why)) {
+			quarantine(p, why);
+		} else {
+			c->names_lost += names;
+			c->stacks_lost += stacks;
+		}
+	}
 	struct cap_process_end e = {.pid = (uint32_t)p->pid, .status = status,
 				    .end_ns = prof_mono_ns(), .lost = p->lost};
 	put(c, CAP_PROCESS_END, &e, sizeof e, 0, 0);
 	p->finished = 1;
 	if (p->name[1] && !p->corrupt) /* a quarantined one's name is gone already */
 		shm_unlink(p->name);
+	shm_area_release(&p->strings_area);
+	shm_area_release(&p->stack_area);
 	shm_guard_remove(p->shm);
 	munmap(p->shm, p->map_size); /* a long session of many processes must not keep them */
 	p->shm = 0;
@@ -491,6 +522,8 @@ void free_collector(struct collector *c)
 	for (struct proc_entry *p = c->procs, *next; p; p = next) {
 		next = p->next;
 		if (p->shm) {
+			shm_area_release(&p->strings_area);
+			shm_area_release(&p->stack_area);
 			shm_guard_remove(p->shm);
 			munmap(p->shm, p->map_size);
 		}

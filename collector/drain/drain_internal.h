@@ -18,6 +18,7 @@
 #include "collector/drain/collector.h"
 #include "collector/drain/dump.h"
 #include "collector/drain/live.h"
+#include "collector/drain/areas.h"
 #include "collector/drain/stacks.h"
 #include "collector/shm/shm_check.h"
 
@@ -33,6 +34,7 @@ struct proc_entry {
 	uint64_t strings_read;
 	uint32_t categories_read;
 	struct proc_stacks stacks;
+	struct shm_area strings_area, stack_area; /* its areas, chunks mapped as they come */
 	pid_t ppid;
 	uint32_t exec_seq;
 	/* per ring slot: the claim (gen) and the libprof-given thread name (string id + 1)
@@ -64,6 +66,8 @@ struct collector {
 	char capture_path[PROF_PATH_MAX + 8];
 	int capture_fd; /* the capture itself: its name may be taken over (capture_own.h) */
 	uint64_t events, lost, processes;
+	/* events that kept no name or no stack: their process's area could not grow */
+	uint64_t names_lost, stacks_lost;
 	/* PROFILER_DELAY / PROFILER_DURATION: events outside [window_lo, window_hi] (ns) are
 	 * left out, and counted */
 	uint64_t window_lo, window_hi, left_out;

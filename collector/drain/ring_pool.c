@@ -30,10 +30,11 @@ static int prepare_slot(struct proc_entry *p, int *fd, unsigned i)
 	off_t off = (off_t)(p->g.rings_off + (uint64_t)i * p->g.ring_cap *
 						   sizeof(struct prof_event));
 	off_t len = (off_t)(p->g.ring_cap * sizeof(struct prof_event));
-	/* the segment as mapped, whole: past the end of one cut short by the program,
+	/* the segment whole (its areas may have grown it): past the end of one cut short
+	 * by the program,
 	 * fallocate would succeed (KEEP_SIZE) and a claim skipping its commit would meet
 	 * SIGBUS at its first store */
-	if (fstat(*fd, &st) || (uint64_t)st.st_size != p->g.size ||
+	if (fstat(*fd, &st) || (uint64_t)st.st_size < p->g.seg_size ||
 	    (uint64_t)(off + len) > (uint64_t)st.st_size)
 		return -1;
 	return fallocate(*fd, FALLOC_FL_KEEP_SIZE, off, len) ? -1 : 0;

@@ -85,8 +85,8 @@ void stacks_read_maps(struct proc_stacks *ps, pid_t pid, stacks_put_fn put, void
 		qsort(ps->mods, ps->nmods, sizeof *ps->mods, by_lo);
 }
 
-void stacks_replay(const struct proc_stacks *ps, const char *area, uint64_t area_size,
-		   pid_t pid, stacks_put_fn put, void *ctx)
+void stacks_replay(const struct proc_stacks *ps, struct shm_area *area, pid_t pid,
+		   stacks_put_fn put, void *ctx)
 {
 	for (size_t i = 0; i < ps->nmods; i++) {
 		const struct module_range *m = &ps->mods[i];
@@ -94,13 +94,21 @@ void stacks_replay(const struct proc_stacks *ps, const char *area, uint64_t area
 				       .offset = m->offset};
 		put(ctx, CAP_MODULE, &h, sizeof h, m->path, strlen(m->path));
 	}
-	uint64_t end = ps->read < area_size ? ps->read : area_size;
-	for (uint64_t at = 0; at + sizeof(struct prof_stack_entry) <= end;) {
-		const struct prof_stack_entry *e = (const void *)(area + at);
+	for (uint64_t at = 0; at + sizeof(struct prof_stack_entry) <= ps->read;) {
+		const struct prof_stack_entry *e = (const void *)shm_area_at(area, at, sizeof *e);
+		if (!e)
+			return;
 		uint32_t n = atomic_load_explicit(&((struct prof_stack_entry *)e)->nframes,
 						  memory_order_acquire);
+		if (n == PROF_AREA_PAD) { /* a reservation across a chunk's end (shm_layout.h) */
+			uint32_t skip = e->hash; /* read once */
+			if (skip < sizeof *e || skip % 8 || at + skip <= shm_area_chunk_end(area, at))
+				return;
+			at += skip;
+			continue;
+		}
 		uint64_t size = sizeof *e + (uint64_t)n * 8;
-		if (!n || n > SHM_MAX_FRAMES || at + size > end)
+		if (!n || n > SHM_MAX_FRAMES || at + size > ps->read || !shm_area_at(area, at, size))
 			return; /* changed since it was read: the rest is not believed */
 		struct cap_stack h = {.pid = (uint32_t)pid, .id = (uint32_t)(at / 8) + 1,
 				      .nframes = n};
@@ -109,19 +117,31 @@ void stacks_replay(const struct proc_stacks *ps, const char *area, uint64_t area
 	}
 }
 
-int stacks_drain(struct proc_stacks *ps, struct prof_proc_shm *shm, const char *area,
-		 uint64_t area_size, pid_t pid, stacks_put_fn put, void *ctx, char *why,
-		 size_t whylen)
+int stacks_drain(struct proc_stacks *ps, struct prof_proc_shm *shm, struct shm_area *area,
+		 pid_t pid, stacks_put_fn put, void *ctx, char *why, size_t whylen)
 {
+	/* reservations may overshoot what was written (a failed add); the entries never do */
 	uint64_t used = atomic_load_explicit(&shm->stacks_reserved, memory_order_acquire);
-	/* reservations may overshoot the area (a failed add); the entries never do */
-	if (used > area_size)
-		used = area_size;
 	ps->maps_read_this_pass = 0;
 	while (ps->read + sizeof(struct prof_stack_entry) <= used) {
-		const struct prof_stack_entry *e = (const void *)(area + ps->read);
+		const struct prof_stack_entry *e =
+			(const void *)shm_area_at(area, ps->read, sizeof *e);
+		if (!e)
+			break; /* its chunk is not published yet, or cannot be believed */
 		uint32_t n = atomic_load_explicit(&((struct prof_stack_entry *)e)->nframes,
 						  memory_order_acquire);
+		if (n == PROF_AREA_PAD) { /* a reservation across a chunk's end (shm_layout.h) */
+			uint32_t skip = e->hash; /* read once */
+			if (skip < sizeof *e || skip % 8 ||
+			    ps->read + skip <= shm_area_chunk_end(area, ps->read) ||
+			    skip > sizeof *e + (uint64_t)SHM_MAX_FRAMES * 8) {
+				snprintf(why, whylen, "a pad of %u bytes at %llu", skip,
+					 (unsigned long long)ps->read);
+				return -1;
+			}
+			ps->read += skip;
+			continue;
+		}
 		if (n > SHM_MAX_FRAMES) {
 			snprintf(why, whylen, "a stack of %u frames at %llu", n,
 				 (unsigned long long)ps->read);
@@ -130,6 +150,11 @@ int stacks_drain(struct proc_stacks *ps, struct prof_proc_shm *shm, const char *
 		uint64_t size = sizeof *e + (uint64_t)n * 8;
 		if (!n || ps->read + size > used)
 			break; /* not published yet */
+		if (!shm_area_at(area, ps->read, size)) {
+			snprintf(why, whylen, "a stack of %u frames at %llu across a chunk's end", n,
+				 (unsigned long long)ps->read);
+			return -1;
+		}
 		for (uint32_t i = 0; i < n && !ps->maps_read_this_pass; i++)
 			if (!(e->frames[i] & PROF_STACK_FRAME_PYTHON) && !covered(ps, e->frames[i])) {
 				stacks_read_maps(ps, pid, put, ctx);
@@ -148,6 +173,10 @@ int stacks_drain(struct proc_stacks *ps, struct prof_proc_shm *shm, const char *
 				      .nframes = n};
 		put(ctx, CAP_STACK, &h, sizeof h, e->frames, (size_t)n * 8);
 		ps->read += size;
+	}
+	if (area->why[0]) {
+		snprintf(why, whylen, "%s", area->why);
+		return -1;
 	}
 	return 0;
 }

@@ -8,6 +8,7 @@
 #include <sys/types.h>
 
 #include "preload/common/shm_layout.h"
+#include "collector/drain/areas.h"
 #include "formats/util/u64map.h"
 
 typedef void (*stacks_put_fn)(void *ctx, uint32_t type, const void *head, size_t hlen,
@@ -29,17 +30,16 @@ struct proc_stacks {
 
 struct symbolizer;
 
-/* Copies the stacks published since the last call from the stack area (area_size bytes
- * at area, checked by the caller to lie inside shm's mapping); a frame outside every
- * known module has /proc/<pid>/maps read again (once per call) and the new mappings
- * written. 0, or -1 with the problem in why when an entry cannot be. */
-int stacks_drain(struct proc_stacks *ps, struct prof_proc_shm *shm, const char *area,
-		 uint64_t area_size, pid_t pid, stacks_put_fn put, void *ctx, char *why,
-		 size_t whylen);
+/* Copies the stacks published since the last call from the stack area (its chunks
+ * mapped as they are published); a frame outside every known module has
+ * /proc/<pid>/maps read again (once per call) and the new mappings written. 0, or -1
+ * with the problem in why when an entry or a chunk cannot be. */
+int stacks_drain(struct proc_stacks *ps, struct prof_proc_shm *shm, struct shm_area *area,
+		 pid_t pid, stacks_put_fn put, void *ctx, char *why, size_t whylen);
 /* Writes again every stack copied so far and every mapping written (a new capture part
  * starts with them): from the area up to what was read, rechecked. */
-void stacks_replay(const struct proc_stacks *ps, const char *area, uint64_t area_size,
-		   pid_t pid, stacks_put_fn put, void *ctx);
+void stacks_replay(const struct proc_stacks *ps, struct shm_area *area, pid_t pid,
+		   stacks_put_fn put, void *ctx);
 /* Writes the executable mappings of /proc/<pid>/maps not written yet. */
 void stacks_read_maps(struct proc_stacks *ps, pid_t pid, stacks_put_fn put, void *ctx);
 /* Naming the frames, once the session is over and while the modules on disk are the

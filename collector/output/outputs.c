@@ -313,6 +313,11 @@ int collector_make_outputs(const char *capture, const char *prefix,
 		return rc; /* nothing read from the capture: its error said it all */
 	if (sum.damaged)
 		fprintf(stderr, "libprof: %s\n", sum.damage);
+	if (sum.names_lost || sum.stacks_lost)
+		fprintf(stderr, "libprof: %llu events have no name and %llu no call stack: a "
+				"process reached PROFILER_AREA_MAX or filled /dev/shm (the tables "
+				"count them)\n",
+			(unsigned long long)sum.names_lost, (unsigned long long)sum.stacks_lost);
 	/* (allocator calls left to the counter tracks, PROFILER_TRACE_ALLOC=auto, are the
 	 * default, documented, and not said on every run) */
 	if (json_ok && sum.json_dropped)

@@ -18,11 +18,16 @@ int shm_geom_read(const struct prof_proc_shm *p, uint64_t mapped, struct shm_geo
 	if (mapped < hdr)
 		return BAD("%llu bytes, smaller than its header", (unsigned long long)mapped);
 	*g = (struct shm_geom){
-		.size = mapped, .pid = p->pid, .nslots = p->nslots, .ring_cap = p->ring_cap,
+		.size = mapped, .seg_size = p->segment_size, .pid = p->pid, .nslots = p->nslots,
+		.ring_cap = p->ring_cap,
 		.strings_off = p->strings_off, .strings_size = p->strings_size,
 		.slots_off = p->slots_off, .rings_off = p->rings_off,
 		.stacks_off = p->stacks_off, .stacks_size = p->stacks_size,
 	};
+	if (g->seg_size < hdr || g->seg_size > mapped)
+		return BAD("segment_size %llu beyond its %llu bytes", (unsigned long long)g->seg_size,
+			   (unsigned long long)mapped);
+	mapped = g->seg_size; /* the areas below lie before the chunks that may follow */
 	if (g->nslots == 0 || g->nslots > SHM_MAX_SLOTS)
 		return BAD("nslots %u", g->nslots);
 	if (g->ring_cap == 0 || g->ring_cap > SHM_MAX_RING_CAP || (g->ring_cap & (g->ring_cap - 1)))
@@ -51,6 +56,11 @@ int shm_geom_read(const struct prof_proc_shm *p, uint64_t mapped, struct shm_geo
 		return BAD("stack area %llu+%llu outside its %llu bytes",
 			   (unsigned long long)g->stacks_off, (unsigned long long)g->stacks_size,
 			   (unsigned long long)mapped);
+	/* the areas' chunks double from the first one's size (prof_area_chunk) */
+	if (!g->strings_size || (g->strings_size & (g->strings_size - 1)) || !g->stacks_size ||
+	    (g->stacks_size & (g->stacks_size - 1)))
+		return BAD("area sizes %llu and %llu are not powers of two",
+			   (unsigned long long)g->strings_size, (unsigned long long)g->stacks_size);
 	if (p->cmdline_len > PROF_CMDLINE_MAX)
 		return BAD("cmdline_len %u", p->cmdline_len);
 	return 0;
@@ -73,8 +83,8 @@ int shm_geom_same(const struct prof_proc_shm *p, const struct shm_geom *g, char 
 								 : NULL;
 	if (moved)
 		return BAD("%s changed", moved);
-	if (p->segment_size != g->size)
-		return BAD("segment_size changed from %llu to %llu", (unsigned long long)g->size,
+	if (p->segment_size != g->seg_size)
+		return BAD("segment_size changed from %llu to %llu", (unsigned long long)g->seg_size,
 			   (unsigned long long)p->segment_size);
 	return 0;
 }

@@ -20,6 +20,8 @@ _Static_assert(SHM_MAX_FRAMES >= PROF_MAX_STACK_FRAMES, "libprof's stacks must p
 
 struct shm_geom {
 	uint64_t size; /* bytes mapped (fstat of the segment when it was opened) */
+	uint64_t seg_size; /* the header's segment_size: its own areas end there, the areas'
+			      further chunks (shm_layout.h) follow in the same file */
 	uint32_t pid, nslots;
 	uint64_t ring_cap;
 	uint64_t strings_off, strings_size, slots_off, rings_off, stacks_off, stacks_size;

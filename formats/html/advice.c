@@ -269,6 +269,22 @@ static void lost_events(struct jw *w, int *first, const struct jnode *report)
 	     "instead of dropping; or record fewer steps (PROFILER_SCHEDULE).");
 }
 
+static void unnamed_events(struct jw *w, int *first, const struct jnode *report)
+{
+	uint64_t names = 0, stacks = 0;
+	json_u64(json_get(report, "unnamed_events"), &names);
+	json_u64(json_get(report, "unstacked_events"), &stacks);
+	if (!names && !stacks)
+		return;
+	char a[TEXTFMT_LEN], b[TEXTFMT_LEN], ev[256];
+	snprintf(ev, sizeof ev, "%s events have no name (<unnamed> rows) and %s no call stack "
+		 "((no stack) rows): a process's names or stacks reached what it may keep.",
+		 fmt_count(a, names), fmt_count(b, stacks));
+	rule(w, first, "unnamed_events", "Events lost their name or call stack", ev,
+	     "Record again with a larger PROFILER_AREA_MAX (default 32G) or more room in "
+	     "/dev/shm (df -h /dev/shm), or with a smaller PROFILER_STACK_DEPTH.");
+}
+
 void advice_write(struct jw *w, struct advice_facts *f)
 {
 	struct jnode report = {0};
@@ -284,6 +300,7 @@ void advice_write(struct jw *w, struct advice_facts *f)
 	if (have_report) {
 		straggler(w, &first, &report);
 		lost_events(w, &first, &report);
+		unnamed_events(w, &first, &report);
 		json_free(&report);
 	}
 	jw_lit(w, "]");

@@ -335,6 +335,11 @@ uint64_t model_end(const struct model *m);
 /* Events lost: the larger of the LOST records' sum and what the session end says (in
  * parts: the LOST records of the parts read). */
 uint64_t model_lost(const struct model *m);
+/* Events recorded without their name ("<unnamed>") or stack: a process's names or stacks
+ * could not grow (PROFILER_AREA_MAX, a full /dev/shm); 0 in captures before they were
+ * counted. */
+uint64_t model_names_lost(const struct model *m);
+uint64_t model_stacks_lost(const struct model *m);
 /* Distinct pids. */
 static inline size_t model_npids(const struct model *m) { return m->pid_image.len; }
 /* An image's key in pid_image. */

@@ -159,3 +159,13 @@ void model_parts_json(struct jw *w, const struct model *m)
 	}
 	jw_lit(w, "}");
 }
+
+uint64_t model_names_lost(const struct model *m)
+{
+	return fact_u64(m, "names_lost");
+}
+
+uint64_t model_stacks_lost(const struct model *m)
+{
+	return fact_u64(m, "stacks_lost");
+}

@@ -145,6 +145,13 @@ static void header(const struct report *r, FILE *out)
 		fprintf(out, "WARNING: %s allocator operations reached the live-heap analysis out of "
 			"time order (docs/FORMATS.md, Memory): peak and live bytes are approximate\n",
 			fmt_count(a, late));
+	uint64_t unnamed = model_names_lost(r->m), unstacked = model_stacks_lost(r->m);
+	if (unnamed)
+		fprintf(out, "WARNING: %s events have no name (<unnamed>): a process's names reached "
+			"PROFILER_AREA_MAX or filled /dev/shm\n", fmt_count(a, unnamed));
+	if (unstacked)
+		fprintf(out, "WARNING: %s events have no call stack ((no stack)): a process's stacks "
+			"reached PROFILER_AREA_MAX or filled /dev/shm\n", fmt_count(a, unstacked));
 	if (r->damage)
 		fprintf(out, "WARNING: damaged capture, the tables cover what came before: %s\n",
 			r->damage);

@@ -229,7 +229,7 @@ struct prof_proc_shm *prof_proc_open_sized(const char *name, size_t *mapped)
 		return 0;
 	atomic_thread_fence(memory_order_acquire);
 	if (size < sizeof *p || p->magic != PROF_SHM_MAGIC || p->version != PROF_SHM_VERSION ||
-	    p->segment_size != size) {
+	    p->segment_size > size) { /* larger: its areas grew (area.c) */
 		/* the others may be a segment still being made: looked at again next scan */
 		static char said[256];
 		if (size >= sizeof *p && p->magic == PROF_SHM_MAGIC &&

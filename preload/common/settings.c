@@ -183,6 +183,13 @@ const struct prof_setting prof_settings[] = {
 	 .when = PROF_WHEN_ANY, FIELD(stack_mode), .def = "off", .values = "off,alloc,all",
 	 .why = "use alloc, all or off",
 	 .help = "`alloc`: call stacks on allocations; `all`: also on traced calls"},
+	{.name = "area_max", .env = "PROFILER_AREA_MAX", .type = PROF_SETTING_SIZE,
+	 .when = PROF_WHEN_LOAD, FIELD(area_max), .def = "32G", .min = 1ull << 20,
+	 .max = 1ull << 40, .why = "not a size (e.g. 64M, 1G)",
+	 .range_why = "area size must be 1M..1T",
+	 .help = "the most bytes of distinct names, and of distinct call stacks, one process "
+		 "keeps in /dev/shm; both grow as needed up to it (names up to 4G). Events past "
+		 "it keep no name or stack, and the tables count them"},
 	{.name = "stack_depth", .env = "PROFILER_STACK_DEPTH", .type = PROF_SETTING_UINT,
 	 .when = PROF_WHEN_ANY, FIELD(stack_depth), .def = "64", .min = 1,
 	 .max = PROF_MAX_STACK_DEPTH, .why = "frames must be 1..128",

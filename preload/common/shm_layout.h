@@ -18,7 +18,7 @@
 #include "preload/common/event.h"
 
 #define PROF_SHM_MAGIC 0x314d48534650524cull /* "LRPFSHM1" */
-#define PROF_SHM_VERSION 6
+#define PROF_SHM_VERSION 7
 #define PROF_PATH_MAX 4096
 #define PROF_CMDLINE_MAX 2048
 #define PROF_JOB_MAX 256
@@ -26,6 +26,7 @@
 #define PROF_CATEGORY_NAME_MAX 32
 #define PROF_CHILD_SLOTS 64
 #define PROF_LOST_THREADS 2048 /* threads beyond the rings, each named with its losses */
+#define PROF_AREA_CHUNKS 16 /* first chunk, then 15 doublings: 32 Ki times the first */
 
 /* The frameworks libprof knows (preload/frameworks/presets.c), as bits of a process
  * segment's `frameworks`, named as PROFILER_FRAMEWORK names their presets; the collector
@@ -181,6 +182,17 @@ struct prof_proc_shm {
 	uint64_t stacks_off;         /* the stack area (see struct prof_stack_entry) */
 	uint64_t stacks_size;
 	_Atomic uint64_t stacks_reserved; /* bytes handed out; entries become ready later */
+	/* The strings and stack areas grow (issue 29): past the first chunk above, further
+	 * chunks are appended to this same file and mapped apart (prof_area_* below).
+	 * chunk_off[k] is chunk k's file offset, stored (release) once the chunk is
+	 * allocated and before any entry in it is published; 0 until then. Entry [0] is
+	 * unused (the first chunk is strings_off / stacks_off). */
+	_Atomic uint64_t strings_chunk_off[PROF_AREA_CHUNKS];
+	_Atomic uint64_t stacks_chunk_off[PROF_AREA_CHUNKS];
+	/* Events that lost their name ("<unnamed>") or stack ("(no stack)") because an
+	 * area could not grow (PROFILER_AREA_MAX, or /dev/shm full): said in the tables. */
+	_Atomic uint64_t names_lost;
+	_Atomic uint64_t stacks_lost;
 	char cmdline[PROF_CMDLINE_MAX]; /* NUL-separated args, as /proc/<pid>/cmdline */
 	uint32_t cmdline_len;
 	char job[PROF_JOB_MAX];      /* prof_job_describe's lines: launcher, rank, ... */
@@ -194,7 +206,9 @@ struct prof_proc_shm {
 };
 
 /* A string entry in the strings area: u32 length, then the bytes, padded to 4. The
- * string id is the entry's offset in the area. */
+ * string id is the entry's offset in the area (its logical offset, see below). An entry
+ * never spans two chunks: a length of PROF_AREA_PAD says the rest of its chunk is
+ * unused, and the area goes on at the next chunk's start. */
 struct prof_string_entry {
 	uint32_t len;
 	char bytes[];
@@ -205,12 +219,36 @@ struct prof_string_entry {
  * then), so writers take no lock and the collector reads entries in order, stopping at
  * the first one not ready yet. The stack id is the entry's offset / 8 + 1 (0: none).
  * Frames are return addresses, innermost first; bit 63 set marks a Python frame whose
- * low 32 bits are a string id ("function (file:line)"). */
+ * low 32 bits are a string id ("function (file)", one per code object) and bits 32-62
+ * its line + 1 (0: the name holds the line, "function (file:line)", as before version
+ * 7). An nframes of PROF_AREA_PAD is a reservation that crossed its chunk's end,
+ * `hash` bytes long: the next entry starts that far on, in the next chunk. */
 struct prof_stack_entry {
 	_Atomic uint32_t nframes;
 	uint32_t hash;
 	uint64_t frames[];
 };
+
+#define PROF_AREA_PAD UINT32_MAX
+
+/* An area's logical offsets (string ids, stack ids) over its chunks: chunk 0 is
+ * [0, first), chunk k >= 1 is [first << (k - 1), first << k); first is a power of two.
+ * So ids never move when an area grows, and each side finds a chunk in a few
+ * instructions. */
+static inline unsigned prof_area_chunk(uint64_t first, uint64_t at)
+{
+	return at < first ? 0 : 64u - (unsigned)__builtin_clzll(at / first);
+}
+
+static inline uint64_t prof_area_chunk_start(uint64_t first, unsigned k)
+{
+	return k ? first << (k - 1) : 0;
+}
+
+static inline uint64_t prof_area_chunk_size(uint64_t first, unsigned k)
+{
+	return k ? first << (k - 1) : first;
+}
 
 static inline struct prof_slot *prof_proc_slot(struct prof_proc_shm *p, unsigned i)
 {

@@ -18,6 +18,7 @@
 #include "preload/core/launch.h"
 #include "preload/gpu/nvtx.h"
 #include "preload/stacks/stack.h"
+#include "preload/core/area.h"
 #include "preload/core/state.h"
 #include "preload/frameworks/mxnet.h"
 #include "preload/core/windows.h"
@@ -93,6 +94,7 @@ static int make_process_segment(void)
 			  "process", strerror(errno));
 		return -1;
 	}
+	prof_area_attach(prof_proc, name);
 	prof_strings_reset();
 	prof_stack_reset();
 	prof_intern("<unnamed>"); /* id 0: what a name that did not fit falls back to */
@@ -237,13 +239,21 @@ void prof_after_fork_child(void)
 	char name[160];
 	/* after setuid() the collector could not open a segment made now (see process.c) */
 	int same_user = prof_session_user();
+	/* what the parent's areas held at the fork, read through its chunks (still mapped) */
+	uint64_t strings_end = atomic_load_explicit(&parent->strings_used, memory_order_acquire);
+	uint64_t stacks_end = prof_stack_complete_end(parent);
 	prof_proc = same_user ? prof_proc_create(prof_sid, prof_session->ring_bytes,
 						 PROF_DEFAULT_SLOTS, name, sizeof name) : 0;
 	if (prof_proc) {
-		prof_strings_inherit(parent, prof_proc);
+		/* ids stay the parent's: a copy that did not fit (a full /dev/shm) leaves the
+		 * names and stacks beyond it unknown to the reader, which says so */
+		if (prof_area_inherit(parent, prof_proc, name, strings_end, stacks_end))
+			prof_warn("forked child %d: /dev/shm cannot hold a copy of its parent's "
+				  "names and stacks; some may be missing", (int)getpid());
+		prof_strings_inherit(parent, prof_proc, strings_end);
 		/* its frameworks were found (and patched) in the parent */
 		prof_proc->frameworks = atomic_load(&parent->frameworks);
-		prof_stack_inherit(parent, prof_proc);
+		prof_stack_inherit(prof_proc, stacks_end);
 	} else if (!same_user) {
 		if (!prof_session->quiet)
 			prof_warn("not profiling forked child %d: its user id is not the session's "

@@ -73,7 +73,9 @@ static inline uint8_t prof_category_once(const char *name, uint32_t *once)
 	return (uint8_t)(c - 1);
 }
 void prof_strings_reset(void);
-void prof_strings_inherit(struct prof_proc_shm *from, struct prof_proc_shm *to);
+/* A forked child's segment holds the parent's strings up to used (area.c copied them). */
+void prof_strings_inherit(struct prof_proc_shm *from, struct prof_proc_shm *to,
+			  uint64_t used);
 
 /* api.c: a range on this thread's timeline in category cat (prof_range_push's is
  * PROF_CAT_USER; a framework's own ranges, torch_callbacks.c, are operators). */

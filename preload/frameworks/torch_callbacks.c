@@ -30,6 +30,7 @@
 
 #include "preload/common/debug.h"
 #include "preload/common/event.h"
+#include "preload/core/area.h"
 #include "preload/core/state.h"
 #include "preload/frameworks/torch_callbacks.h"
 #include "preload/trace/elf_sym.h"
@@ -355,11 +356,11 @@ static void record_shapes(const void *fn)
 	unsigned slot = (unsigned)(h >> 56) % SHAPE_CACHE;
 	if (shape_cache[slot].hash != h || shape_cache[slot].proc != prof_proc) {
 		/* every distinct text is a string of the process: a run whose shapes never
-		 * repeat stops recording them at half the string area, so that the names of
-		 * what comes later still fit */
+		 * repeat stops recording them at half what the string area may grow to, so
+		 * that the names of what comes later still fit */
 		const struct prof_proc_shm *p = prof_proc;
 		if (!p || atomic_load_explicit(&p->strings_used, memory_order_relaxed) >
-				  p->strings_size / 2) {
+				  prof_areas[PROF_AREA_STRINGS].limit / 2) {
 			static int said;
 			if (p && !__atomic_exchange_n(&said, 1, __ATOMIC_RELAXED))
 				prof_warn("PROFILER_RECORD_SHAPES: half the string area of this "

@@ -16,10 +16,10 @@
 #include "preload/stacks/fp_walk.h"
 #include "preload/stacks/pyframes.h"
 #include "preload/stacks/stack.h"
+#include "preload/core/area.h"
+#include "preload/core/idtable.h"
 #include "preload/core/state.h"
 
-#define TABLE_BITS 19 /* 524,288 distinct stacks per process */
-#define TABLE_SIZE (1u << TABLE_BITS)
 #define MAX_FRAMES PROF_MAX_STACK_FRAMES
 #define UNW_CACHE_PER_THREAD 2
 
@@ -36,9 +36,9 @@ static uint32_t stack_gen = 1;
 static uintptr_t eval_lo, eval_hi; /* CPython's _PyEval_EvalFrameDefault */
 static uintptr_t self_lo, self_hi;  /* libprof.so's own code: left out of stacks */
 
-/* (hash << 32) | id; 0 is empty. Private, like the string table: a forked child keeps
+/* hash -> id, growing (idtable.h). Private, like the string index: a forked child keeps
  * it and gets a copy of the parent's stack area. */
-static _Atomic uint64_t table[TABLE_SIZE];
+static struct idtable index_ = IDT_INIT(15);
 
 static int load_libunwind(void)
 {
@@ -150,64 +150,84 @@ static uint32_t hash_frames(const uint64_t *f, unsigned n)
 
 static const struct prof_stack_entry *entry_of(uint32_t id)
 {
-	return (const struct prof_stack_entry *)(prof_proc_stacks(prof_proc) +
-						 (uint64_t)(id - 1) * 8);
+	return (const void *)prof_area_at(PROF_AREA_STACKS, (uint64_t)(id - 1) * 8);
 }
 
-/* Appends a published entry; 0 when the area is full. Lock-free: a signal handler on
- * this thread may add a stack in the middle of another add. */
+static void count_lost(void)
+{
+	atomic_fetch_add_explicit(&prof_proc->stacks_lost, 1, memory_order_relaxed);
+	static int said;
+	if (!__atomic_exchange_n(&said, 1, __ATOMIC_RELAXED))
+		prof_warn("the call stacks of this process fill what PROFILER_AREA_MAX or "
+			  "/dev/shm allows (%llu MiB): events from now on have no stack, counted "
+			  "in the tables",
+			  (unsigned long long)(atomic_load(&prof_proc->stacks_reserved) >> 20));
+}
+
+/* Appends a published entry; 0 when the area cannot grow. Lock-free: a signal handler on
+ * this thread may add a stack in the middle of another add. A reservation that crosses
+ * the end of its chunk marks the rest of the chunk unused and tries again in the next. */
 static uint32_t append(uint32_t h, const uint64_t *f, unsigned n)
 {
+	const struct prof_area_map *m = &prof_areas[PROF_AREA_STACKS];
 	uint64_t need = sizeof(struct prof_stack_entry) + (uint64_t)n * 8;
-	uint64_t at = atomic_fetch_add_explicit(&prof_proc->stacks_reserved, need,
-						memory_order_relaxed);
-	if (at + need > prof_proc->stacks_size) {
-		static int said;
-		if (!__atomic_exchange_n(&said, 1, __ATOMIC_RELAXED))
-			prof_warn("the call-stack area of this process (%llu MiB) is full: events "
-				  "from now on have no stack (PROFILER_STACK_DEPTH below %u "
-				  "keeps more)", (unsigned long long)(prof_proc->stacks_size >> 20),
-				  depth_max);
-		return 0;
+	for (;;) {
+		if (__atomic_load_n(&m->failed, __ATOMIC_RELAXED) || prof_area_growing_here)
+			return 0;
+		uint64_t at = atomic_fetch_add_explicit(&prof_proc->stacks_reserved, need,
+							memory_order_relaxed);
+		unsigned k = prof_area_chunk(m->first, at);
+		uint64_t end = prof_area_chunk_start(m->first, k) + prof_area_chunk_size(m->first, k);
+		if (at + need > m->limit || k >= PROF_AREA_CHUNKS)
+			return 0;
+		char *base = prof_area_at(PROF_AREA_STACKS, at);
+		if (!base && prof_area_grow(PROF_AREA_STACKS, k))
+			base = prof_area_at(PROF_AREA_STACKS, at);
+		if (!base)
+			return 0;
+		struct prof_stack_entry *e = (struct prof_stack_entry *)base;
+		if (at + need > end) {
+			/* a pad as long as the reservation: readers skip to where it ends, in
+			 * the next chunk, where the next reservation begins */
+			e->hash = (uint32_t)need;
+			atomic_store_explicit(&e->nframes, PROF_AREA_PAD, memory_order_release);
+			continue;
+		}
+		e->hash = h;
+		memcpy(e->frames, f, (size_t)n * 8);
+		atomic_store_explicit(&e->nframes, n, memory_order_release);
+		return (uint32_t)(at / 8) + 1;
 	}
-	struct prof_stack_entry *e = (struct prof_stack_entry *)(prof_proc_stacks(prof_proc) + at);
-	e->hash = h;
-	memcpy(e->frames, f, (size_t)n * 8);
-	atomic_store_explicit(&e->nframes, n, memory_order_release);
-	return (uint32_t)(at / 8) + 1;
+}
+
+struct stack_key {
+	const uint64_t *f;
+	unsigned n;
+};
+
+static int same_stack(uint32_t id, const void *key)
+{
+	const struct stack_key *k = key;
+	const struct prof_stack_entry *e = entry_of(id);
+	return e && atomic_load_explicit(&e->nframes, memory_order_acquire) == k->n &&
+	       !memcmp(e->frames, k->f, (size_t)k->n * 8);
 }
 
 static uint32_t intern_stack(const uint64_t *f, unsigned n)
 {
 	uint32_t h = hash_frames(f, n);
-	for (uint32_t i = h & (TABLE_SIZE - 1), probes = 0; probes < 64;
-	     i = (i + 1) & (TABLE_SIZE - 1), probes++) {
-		uint64_t v = atomic_load_explicit(&table[i], memory_order_acquire);
-		if (!v) {
-			uint32_t id = append(h, f, n);
-			if (!id)
-				return 0;
-			uint64_t want = (uint64_t)h << 32 | id;
-			/* another thread may claim the slot first: its entry is probably
-			 * this stack (the copy here then stays as an unused duplicate) */
-			if (atomic_compare_exchange_strong_explicit(&table[i], &v, want,
-								    memory_order_release,
-								    memory_order_acquire))
-				return id;
-		}
-		if ((uint32_t)(v >> 32) != h)
-			continue;
-		const struct prof_stack_entry *e = entry_of((uint32_t)v);
-		if (atomic_load_explicit(&e->nframes, memory_order_acquire) == n &&
-		    !memcmp(e->frames, f, (size_t)n * 8))
-			return (uint32_t)v;
+	struct stack_key k = {f, n};
+	uint32_t id = idt_find(&index_, h, same_stack, &k);
+	if (id)
+		return id;
+	/* two threads adding the same new stack at once both store it: the copies are one
+	 * stack to every reader, the index keeps both */
+	id = append(h, f, n);
+	if (!id || idt_add(&index_, h, id)) {
+		count_lost();
+		return 0;
 	}
-	/* a crowded neighbourhood: the event goes without its stack */
-	static int said;
-	if (!__atomic_exchange_n(&said, 1, __ATOMIC_RELAXED))
-		prof_warn("libprof's table of distinct call stacks (%u) is crowded in this "
-			  "process: some events from now on have no stack", TABLE_SIZE);
-	return 0;
+	return id;
 }
 
 #define SELF_FRAMES 4 /* at most this many of libprof's frames precede the program's */
@@ -481,28 +501,36 @@ uint32_t prof_stack_of(const uint64_t *frames, unsigned n)
 
 void prof_stack_reset(void)
 {
-	memset(table, 0, sizeof table);
+	idt_reset(&index_);
 	/* every thread's remembered stacks name ids of the old table */
 	__atomic_add_fetch(&stack_gen, 1, __ATOMIC_RELAXED);
 }
 
-void prof_stack_inherit(struct prof_proc_shm *from, struct prof_proc_shm *to)
+uint64_t prof_stack_complete_end(const struct prof_proc_shm *from)
 {
 	uint64_t used = atomic_load_explicit(&from->stacks_reserved, memory_order_acquire);
-	if (used > to->stacks_size || used > from->stacks_size)
-		used = 0;
-	char *area = prof_proc_stacks(to);
-	memcpy(area, prof_proc_stacks(from), used);
 	/* an entry another thread was still writing when fork ran never becomes ready in
 	 * the child: the area ends before it */
 	uint64_t at = 0;
 	while (at + sizeof(struct prof_stack_entry) <= used) {
-		uint32_t n = atomic_load_explicit(
-			&((struct prof_stack_entry *)(area + at))->nframes, memory_order_relaxed);
+		const struct prof_stack_entry *e = (const void *)prof_area_at(PROF_AREA_STACKS, at);
+		if (!e)
+			break;
+		uint32_t n = atomic_load_explicit(&e->nframes, memory_order_relaxed);
+		if (n == PROF_AREA_PAD) {
+			at += e->hash;
+			continue;
+		}
 		uint64_t size = sizeof(struct prof_stack_entry) + (uint64_t)n * 8;
 		if (!n || at + size > used)
 			break;
 		at += size;
 	}
-	atomic_store_explicit(&to->stacks_reserved, at, memory_order_release);
+	return at;
+}
+
+void prof_stack_inherit(struct prof_proc_shm *to, uint64_t end)
+{
+	atomic_store_explicit(&to->stacks_reserved, end, memory_order_release);
+	idt_after_fork(&index_);
 }

@@ -23,7 +23,11 @@ uint32_t prof_stack_of(const uint64_t *frames, unsigned n);
 void prof_stack_reset(void);
 /* PROFILER_DEBUG=stack: one line saying how this process's stacks were found. */
 void prof_stack_say_counts(void);
-void prof_stack_inherit(struct prof_proc_shm *from, struct prof_proc_shm *to);
+/* Where a forked child's copy of the parent's stack area ends: before the first entry
+ * another thread was still writing (read through the parent's chunks, still mapped). */
+uint64_t prof_stack_complete_end(const struct prof_proc_shm *from);
+/* The child's area (copied by prof_area_inherit) ends at end. */
+void prof_stack_inherit(struct prof_proc_shm *to, uint64_t end);
 
 /* trace.c: traced frames' real return addresses put back while the unwinder walks the
  * stack, and replaced again after. */

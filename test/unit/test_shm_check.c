@@ -43,7 +43,14 @@ static void good_layout_passes(void **state)
 	assert_int_equal(shm_geom_same(&p, &g, why, sizeof why), 0);
 	/* mapped shorter than the header says: the rings or stacks fall outside */
 	assert_int_equal(shm_geom_read(&p, size - 1, &g, why, sizeof why), -1);
-	assert_non_null(strstr(why, "stack area"));
+	assert_non_null(strstr(why, "segment_size"));
+	/* mapped longer: the areas grew past it (shm_layout.h, prof_area_chunk) */
+	assert_int_equal(shm_geom_read(&p, size + (1 << 20), &g, why, sizeof why), 0);
+	assert_int_equal(shm_geom_same(&p, &g, why, sizeof why), 0);
+	/* the areas' chunks double from a first one that is a power of two */
+	p.stacks_size = 4096 - 8;
+	assert_int_equal(shm_geom_read(&p, size, &g, why, sizeof why), -1);
+	assert_non_null(strstr(why, "powers of two"));
 }
 
 static void bad_geometry_refused(void **state)

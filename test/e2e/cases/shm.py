@@ -12,7 +12,8 @@ SHM_N, SHM_SIZE = 200, 40001
 # struct prof_proc_shm / prof_slot offsets (preload/common/shm_layout.h)
 HDR = {"nslots": (20, 4), "ring_cap": (40, 8), "strings_off": (48, 8), "slots_off": (64, 8),
        "segment_size": (80, 8), "strings_used": (96, 8), "lost_no_slot": (104, 8),
-       "stacks_off": (112, 8), "stacks_reserved": (128, 8)}
+       "stacks_off": (112, 8), "stacks_reserved": (128, 8), "strings_chunk_off": (136, 8),
+       "stacks_chunk_off": (264, 8), "names_lost": (392, 8), "stacks_lost": (400, 8)}
 SLOT_SIZE, SLOT_TID, SLOT_HEAD, SLOT_LOST_PENDING, SLOT_TAIL = 192, 4, 64, 72, 128
 
 
@@ -177,6 +178,21 @@ def bad_stack(seg, slot):
     seg.put(HDR["stacks_reserved"][0], 64)
 
 
+def strings_chunk_inside(seg, slot):
+    # the strings area's second chunk said to lie at 4096, over the segment's own header,
+    # and the strings said to reach into it
+    seg.put(HDR["strings_chunk_off"][0] + 8, 4096)
+    seg.put(seg.get(48) + seg.get(HDR["strings_used"][0]), 0xFFFFFFFF, 4)  # a pad: skip on
+    seg.put(HDR["strings_used"][0], (2 << 20) + 64)
+
+
+def bad_stack_pad(seg, slot):
+    # a pad entry (a reservation across a chunk's end) 12 bytes long: not a whole entry
+    seg.put(seg.get(112) + 0, 0xFFFFFFFF, 4)
+    seg.put(seg.get(112) + 4, 12, 4)
+    seg.put(HDR["stacks_reserved"][0], 64)
+
+
 CUT_AT = [0]
 
 
@@ -202,7 +218,12 @@ SHM_CORRUPTIONS = [
     ("slots_off", hdr_word("slots_off", 1 << 62), r"slots_off changed", True),
     ("segment_size", hdr_word("segment_size", 1 << 50), r"segment_size changed", True),
     ("strings_used", hdr_word("strings_used", 1 << 40),
-     r"strings_used 1099511627776 beyond the \d+-byte string area", True),
+     r"strings_used 1099511627776 beyond the ids' range", True),
+    ("strings_chunk", strings_chunk_inside,
+     r"chunk 1 of an area at 4096, inside the segment or misaligned", True),
+    ("stack_pad", bad_stack_pad, r"a pad of 12 bytes at 0", True),
+    ("names_lost", hdr_word("names_lost", 11700000000000000000),
+     r"names_lost: 11700000000000000000 events lost is more than could be", False),
     ("lost_no_slot", hdr_word("lost_no_slot", 11700000000000000000),
      r"lost_no_slot: 11700000000000000000 events lost is more than could be", False),
     ("stack_frames", bad_stack, r"a stack of 100000 frames", True),
