@@ -85,19 +85,49 @@ dist.destroy_process_group()
 RANKS_SLEEP = 0.1
 
 
+# DuckDB's queries in these cases: each script below follows DUCKDB_PRELUDE, which
+# connects with the progress bar off (where it is on, DuckDB draws it on stdout once a
+# query runs past 2 s, as on a loaded machine, and it was parsed as JSON) and gives
+# result(), which writes the answer to a file of its own: that file is parsed, never the
+# tool's stdout. The script's own arguments are in args.
+DUCKDB_PRELUDE = """
+import duckdb, json, sys
+con = duckdb.connect()
+con.execute("SET enable_progress_bar = false")
+args = sys.argv[2:]
+
+
+def result(x):
+    with open(sys.argv[1], "w") as f:
+        json.dump(x, f)
+"""
+
+
+def duckdb_result(c, code, *args, timeout=120):
+    """Runs code after DUCKDB_PRELUDE with arguments args in the pyarrow and DuckDB venv;
+    what it passed to result(), parsed."""
+    py = arrow_python()
+    out = c.path("duckdb-%d.json" % (c.nrun + 1))
+    q = c.run([py, "-c", DUCKDB_PRELUDE + code, out] + list(args), preload=False,
+              autostart=False, timeout=timeout)
+    eq(q.rc, 0, "DuckDB (%r)" % q)
+    try:
+        return load_json(out)
+    except (OSError, ValueError) as e:
+        raise Fail("DuckDB's result %s: %s (%r)" % (out, e, q))
+
+
 # The straggler table again from the Parquet export, by the shipped SQL on DuckDB.
 STRAGGLER_SQL = os.path.join(ROOT, "scripts", "sql", "straggler.sql")
 DUCKDB_QUERY = """
-import duckdb, json, sys
-con = duckdb.connect()
-con.execute("CREATE VIEW events AS SELECT * FROM read_parquet(%r)" % sys.argv[1])
-rows = con.execute(open(sys.argv[2]).read()).fetchall()
+con.execute("CREATE VIEW events AS SELECT * FROM read_parquet(%r)" % args[0])
+rows = con.execute(open(args[1]).read()).fetchall()
 cols = [d[0] for d in con.description]
 n = con.execute("SELECT count(*) FROM events").fetchone()[0]
-table = con.execute("SELECT * FROM read_parquet(%r) ORDER BY step" % sys.argv[3])
+table = con.execute("SELECT * FROM read_parquet(%r) ORDER BY step" % args[2])
 tcols = [d[0] for d in table.description]
-print(json.dumps({"steps": [dict(zip(cols, r)) for r in rows], "events": n,
-                  "steps_file": [dict(zip(tcols, r)) for r in table.fetchall()]}))
+result({"steps": [dict(zip(cols, r)) for r in rows], "events": n,
+        "steps_file": [dict(zip(tcols, r)) for r in table.fetchall()]})
 """
 
 
@@ -112,10 +142,8 @@ def parquet_straggler_matches(c, rep, *captures):
     eq(sorted(os.listdir(out)), ["across_ranks.parquet", "captures.parquet", "events.parquet",
                                  "processes.parquet", "ranks.parquet", "rows.parquet",
                                  "steps.parquet"], "the Parquet files")
-    q = c.run([py, "-c", DUCKDB_QUERY, os.path.join(out, "events.parquet"), STRAGGLER_SQL,
-               os.path.join(out, "steps.parquet")], preload=False, autostart=False, timeout=300)
-    eq(q.rc, 0, "DuckDB (%r)" % q)
-    got = json.loads(q.out)
+    got = duckdb_result(c, DUCKDB_QUERY, os.path.join(out, "events.parquet"), STRAGGLER_SQL,
+                        os.path.join(out, "steps.parquet"), timeout=300)
     eq(got["events"], rep["events"], "events in events.parquet")
     eq(got["steps"], rep["ranks"]["steps"], "the straggler table by SQL on DuckDB")
     eq(got["steps_file"], rep["ranks"]["steps"], "steps.parquet")
@@ -531,10 +559,9 @@ def ranks_diff(c):
 
 
 ODD_NAMES_QUERY = """
-import duckdb, json, sys
-rows = duckdb.sql("SELECT name, type, value FROM read_parquet(%r) WHERE category IN "
-                  "('user', 'counter') ORDER BY start_ns" % sys.argv[1]).fetchall()
-print(json.dumps([[n, t, v if v is None or v == v else "nan"] for n, t, v in rows]))
+rows = con.sql("SELECT name, type, value FROM read_parquet(%r) WHERE category IN "
+               "('user', 'counter') ORDER BY start_ns" % args[0]).fetchall()
+result([[n, t, v if v is None or v == v else "nan"] for n, t, v in rows])
 """
 
 
@@ -548,14 +575,12 @@ def export_parquet_odd_names(c):
     py = arrow_python()
     r = c.prof("export", "--format", "parquet", c.path("libprof.prof"), env={"PROF_PYTHON": py})
     eq(r.rc, 0, "prof export --format parquet (%r)" % r)
-    q = c.run([py, "-c", ODD_NAMES_QUERY, c.path("libprof.parquet", "events.parquet")],
-              preload=False, autostart=False)
-    eq(q.rc, 0, "DuckDB (%r)" % q)
-    eq(json.loads(q.out), [["a,b", "X", None], ['say "hi"', "X", None], ["", "X", None],
-                           ["two lines", "X", None], ["bad \ufffd\ufffd bytes", "X", None],
-                           ["\ufffd\ufffd", "X", None],
-                           ["</script><img src=x onerror=alert(1)>", "X", None],
-                           ["<!--", "X", None], ["constructor", "X", None],
-                           ["__proto__", "X", None], ["loss", "C", 1.5],
-                           ["loss", "C", "nan"], ["loss", "C", float("inf")]],
+    got = duckdb_result(c, ODD_NAMES_QUERY, c.path("libprof.parquet", "events.parquet"))
+    eq(got, [["a,b", "X", None], ['say "hi"', "X", None], ["", "X", None],
+         ["two lines", "X", None], ["bad \ufffd\ufffd bytes", "X", None],
+         ["\ufffd\ufffd", "X", None],
+         ["</script><img src=x onerror=alert(1)>", "X", None],
+         ["<!--", "X", None], ["constructor", "X", None],
+         ["__proto__", "X", None], ["loss", "C", 1.5],
+         ["loss", "C", "nan"], ["loss", "C", float("inf")]],
        "names and counters in events.parquet")
