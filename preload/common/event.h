@@ -9,7 +9,7 @@ enum prof_ev_type {
 	PROF_EV_COMPLETE = 1, /* a call or range: t0..t1 */
 	PROF_EV_INSTANT = 2,  /* a mark or a step: t0 == t1 */
 	PROF_EV_COUNTER = 3,  /* a = value (double bits when PROF_EVF_DOUBLE) */
-	PROF_EV_LOST = 4,     /* a = events dropped between t0 and t1 (full ring) */
+	PROF_EV_LOST = 4,     /* a = events dropped between t0 and t1, b = why (PROF_LOST_*) */
 	PROF_EV_STACK = 5,    /* a = stack id of the thread's next event, whose t0 it shares */
 };
 
@@ -24,6 +24,12 @@ enum prof_category {
 	PROF_CAT_LOST = 5,
 	PROF_CAT_FIRST_DYNAMIC = 16,
 };
+
+/* b of a LOST event: why its events were dropped. */
+#define PROF_LOST_RING 0    /* a full ring (or no ring for the thread) */
+#define PROF_LOST_STARTUP 1 /* made before libprof's constructor ran (the early buffer,
+			     * preload/wrap/early.c) and not delivered: its cap, or a flush
+			     * the collector stopped taking */
 
 /* In a call stack (struct cap_stack): a Python frame, low 32 bits its string id. */
 #define PROF_STACK_FRAME_PYTHON (1ull << 63)

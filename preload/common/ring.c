@@ -61,35 +61,58 @@ static void write_lost_event(struct ring_writer *w)
 	ring_commit(w);
 }
 
+/* One wait between looks at the ring: yields first, then sleeps (see BLOCKED_YIELDS). */
+static void wait_a_little(unsigned looks)
+{
+	if (looks < BLOCKED_YIELDS) {
+		sched_yield();
+		return;
+	}
+	/* the system call itself: nanosleep() is a cancellation point, and malloc must not
+	 * be one */
+	int saved = errno; /* inside wrapped calls: errno is the program's */
+	struct timespec ts = {0, BLOCKED_SLEEP_NS};
+	syscall(SYS_clock_nanosleep, CLOCK_MONOTONIC, 0, &ts, NULL);
+	errno = saved;
+}
+
+static uint64_t mono_ns(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+}
+
+int ring_wait_room(struct ring_writer *w, uint64_t n, uint64_t still_ns)
+{
+	if (atomic_load_explicit(&w->slot->lost_pending, memory_order_relaxed))
+		n++; /* the gap's LOST record goes first */
+	uint64_t tail = w->cached_tail, since = 0;
+	/* stalled() is asked before every wait: it is cheap (a heartbeat word and the
+	 * clock), and a dead collector must cost one call, not 1024 yields */
+	for (unsigned looks = 0; !ring_has_room(w, n); looks++) {
+		if (w->stalled && w->stalled())
+			return -1;
+		if (still_ns) {
+			uint64_t now = mono_ns();
+			if (w->cached_tail != tail || !since) {
+				tail = w->cached_tail;
+				since = now;
+			} else if (now - since >= still_ns) {
+				return -1;
+			}
+		}
+		wait_a_little(looks);
+	}
+	return 0;
+}
+
 struct prof_event *ring_reserve_slow(struct ring_writer *w, uint64_t now)
 {
 	int gap = atomic_load_explicit(&w->slot->lost_pending, memory_order_relaxed) != 0;
-	uint64_t need = gap ? 2 : 1;
-	if (!ring_has_room(w, need)) {
-		if (!w->block) {
-			count_drop(w, now);
-			return 0;
-		}
-		/* stalled() is asked before every yield: it is cheap (a heartbeat word and
-		 * the clock), and a dead collector must cost one call per event, not 1024
-		 * yields */
-		unsigned looks = 0;
-		do {
-			if (w->stalled && w->stalled()) {
-				count_drop(w, now);
-				return 0;
-			}
-			if (++looks < BLOCKED_YIELDS) {
-				sched_yield();
-			} else {
-				/* the system call itself: nanosleep() is a cancellation point,
-				 * and malloc must not be one */
-				int saved = errno; /* inside wrapped calls: errno is the program's */
-				struct timespec ts = {0, BLOCKED_SLEEP_NS};
-				syscall(SYS_clock_nanosleep, CLOCK_MONOTONIC, 0, &ts, NULL);
-				errno = saved;
-			}
-		} while (!ring_has_room(w, need));
+	if (!ring_has_room(w, gap ? 2 : 1) && (!w->block || ring_wait_room(w, 1, 0))) {
+		count_drop(w, now);
+		return 0;
 	}
 	if (gap)
 		write_lost_event(w);

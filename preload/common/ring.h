@@ -38,6 +38,12 @@ static inline struct prof_event *ring_reserve(struct ring_writer *w, uint64_t no
 	return ring_reserve_slow(w, now);
 }
 
+/* Waits as a blocked writer does until n events fit (and a pending gap's LOST record
+ * before them), whether or not w blocks: 0 then. -1 when stalled() gives up, or when
+ * still_ns (0: no limit) pass without the reader taking anything. For a writer that
+ * must not drop what it hands over in one go (the early buffer's flush). */
+int ring_wait_room(struct ring_writer *w, uint64_t n, uint64_t still_ns);
+
 static inline void ring_commit(struct ring_writer *w)
 {
 	w->head++;

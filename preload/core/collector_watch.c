@@ -10,6 +10,7 @@
 
 #include "preload/common/session.h"
 #include "preload/core/state.h"
+#include "preload/wrap/early.h"
 
 #define SILENT_CHECK_NS 2000000ull      /* heartbeat still for 2 ms: look at the collector */
 #define STOPPED_GIVE_UP_NS 200000000ull /* stopped (SIGSTOP) that long: stop blocking */
@@ -142,8 +143,14 @@ void prof_report_undelivered(void)
 		dropped += atomic_load(&s->lost_pending);
 		undrained += atomic_load(&s->head) - atomic_load(&s->tail);
 	}
-	prof_warn("the collector (pid %u) is gone: process %d dropped %llu events and wrote "
+	/* the early buffer's flush gave up: its LOST record is one event in the ring */
+	uint64_t early = __atomic_load_n(&prof_early_given_up, __ATOMIC_RELAXED);
+	char why[96] = "";
+	if (early)
+		snprintf(why, sizeof why, " (%llu of them at start-up, before libprof started)",
+			 (unsigned long long)early);
+	prof_warn("the collector (pid %u) is gone: process %d dropped %llu events%s and wrote "
 		  "%llu that were never drained; they are in no output",
 		  atomic_load(&prof_session->collector_pid), (int)getpid(),
-		  (unsigned long long)dropped, (unsigned long long)undrained);
+		  (unsigned long long)(dropped + early), why, (unsigned long long)undrained);
 }

@@ -144,7 +144,17 @@ static void *special(struct prof_thread *t, enum prof_name name, uint64_t t0, vo
 		if (ret && t->busy != BUSY_REAL)
 			prof_internal_note(ret);
 	} else if (__atomic_load_n(&prof_early_open, __ATOMIC_ACQUIRE)) {
-		prof_early_record(name, t0, prof_mono_ns(), ret, bytes, released, ip);
+		uint64_t t1 = prof_mono_ns();
+		if (!prof_early_record(name, t0, t1, ret, bytes, released, ip) &&
+		    __atomic_load_n(&prof_memory_on, __ATOMIC_ACQUIRE)) {
+			/* the flush closed the buffer meanwhile: into this thread's ring,
+			 * as the session's calls go (its times already ns) */
+			uint8_t flags = PROF_EVF_NS | (ret ? PROF_EVF_ALLOCS : 0) |
+					(released ? PROF_EVF_FREES : 0);
+			prof_emit(t, PROF_CAT_MEMORY, PROF_EV_COMPLETE, flags, prof_names[name],
+				  t->depth, t0, TIMED() ? t1 : t0, (uint64_t)(uintptr_t)ret, bytes,
+				  (uint64_t)(uintptr_t)released);
+		}
 	}
 	return ret;
 }

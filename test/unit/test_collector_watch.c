@@ -17,6 +17,7 @@
 
 struct prof_session_shm *prof_session;
 struct prof_proc_shm *prof_proc;
+uint64_t prof_early_given_up; /* preload/wrap/early.c */
 static int warnings;
 
 void prof_warn(const char *fmt, ...)

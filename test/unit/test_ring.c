@@ -6,6 +6,7 @@
 #include <stddef.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include <cmocka.h>
 
@@ -163,6 +164,56 @@ static void blocking_mode_loses_nothing(void **state)
 	assert_false(s.out_of_order);
 }
 
+/* ring_wait_room (the early buffer's flush): a non-blocking writer waits for a reader
+ * that drains, and gives up when stalled() says so or when the reader takes nothing for
+ * still_ns; it never drops by itself. */
+static int stall_calls, stall_after;
+static int stalled_after_some(void) { return ++stall_calls > stall_after; }
+
+static void wait_room_waits_for_a_reader(void **state)
+{
+	(void)state;
+	struct reader_arg r = {.f = make(0)};
+	pthread_t t;
+	pthread_create(&t, 0, reader, &r);
+	for (uint64_t i = 0; i < 100000; i++) {
+		assert_int_equal(ring_wait_room(&r.f->w, 2, 10000000000ull), 0);
+		assert_true(put(r.f, i));
+	}
+	atomic_store(&r.done, 1);
+	pthread_join(t, 0);
+	assert_int_equal(r.s.n, 100000);
+	assert_false(r.s.out_of_order);
+	assert_int_equal(atomic_load(&r.f->slot.lost_total), 0);
+	free(r.f);
+}
+
+static void wait_room_gives_up(void **state)
+{
+	(void)state;
+	struct fixture *f = make(0);
+	for (uint64_t i = 0; i < CAP - 1; i++)
+		assert_true(put(f, i));
+	assert_int_equal(ring_wait_room(&f->w, 1, 0), 0); /* room: at once */
+	/* no reader: the collector's watch gives up after a few looks */
+	f->w.stalled = stalled_after_some;
+	stall_calls = 0;
+	stall_after = 5;
+	assert_int_equal(ring_wait_room(&f->w, 2, 0), -1);
+	assert_int_equal(stall_calls, 6);
+	/* a reader alive but taking nothing: given up after still_ns */
+	f->w.stalled = 0;
+	struct timespec a, b;
+	clock_gettime(CLOCK_MONOTONIC, &a);
+	assert_int_equal(ring_wait_room(&f->w, 2, 20000000), -1);
+	clock_gettime(CLOCK_MONOTONIC, &b);
+	int64_t ms = (b.tv_sec - a.tv_sec) * 1000 + (b.tv_nsec - a.tv_nsec) / 1000000;
+	assert_true(ms >= 20 && ms < 2000);
+	/* nothing was dropped or counted: giving up is the caller's to count */
+	assert_int_equal(atomic_load(&f->slot.lost_total), 0);
+	free(f);
+}
+
 /* A full ring read in pieces gives its space back piece by piece: a writer finds room
  * while the rest of the batch is still being read (given back only at the end, a writer
  * going flat out dropped everything it wrote meanwhile). */
@@ -224,6 +275,8 @@ int main(void)
 		cmocka_unit_test(concurrent_reader_sees_each_event_once),
 		cmocka_unit_test(blocking_mode_loses_nothing),
 		cmocka_unit_test(drained_piece_by_piece),
+		cmocka_unit_test(wait_room_waits_for_a_reader),
+		cmocka_unit_test(wait_room_gives_up),
 	};
 	return cmocka_run_group_tests(tests, 0, 0);
 }
