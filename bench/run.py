@@ -135,7 +135,7 @@ def overhead():
     lost = subprocess.run([LOOP, str(N), str(PACE)], cwd=WORK, capture_output=True, text=True,
                           env=clean_env({"LD_PRELOAD": LIB, "PROFILER_AUTOSTART": "1",
                                          "PROFILER_OUTPUT": "paced"}), check=True).stderr
-    m = re.search(r"libprof: (\d+) events \((\d+) lost\)", lost)
+    m = re.search(r"libprof: (\d+) events \((\d+) lost\b", lost)
     print(f"paced, default ring: {m.group(2) if m else '?'} of "
           f"{int(m.group(1)) + int(m.group(2)) if m else '?'} events lost")
     return med
@@ -272,7 +272,7 @@ def throughput():
                                env=clean_env({"LD_PRELOAD": lib, "PROFILER_AUTOSTART": "1",
                                               "PROFILER_AGGREGATE_STATS": "0",
                                               "PROFILER_OUTPUT": "burst"}))
-            m = re.search(r"libprof: (\d+) events \((\d+) lost\)", b.stderr)
+            m = re.search(r"libprof: (\d+) events \((\d+) lost\b", b.stderr)
             if not m:
                 raise RuntimeError(f"no summary line: {b.stderr!r}")
             r["lost"].append(int(m.group(2)) / (int(m.group(1)) + int(m.group(2))))
@@ -345,7 +345,7 @@ def stack_run(env_extra, args, wrapper):
     out = subprocess.run(list(wrapper) + [prog] + args, env=clean_env(env_extra), cwd=WORK,
                          capture_output=True, text=True, check=True)
     # libprof's summary line: a variant that lost events would be measured short
-    m = re.search(r"libprof: (\d+) events \((\d+) lost\)", out.stderr)
+    m = re.search(r"libprof: (\d+) events \((\d+) lost\b", out.stderr)
     if m:
         LOST["events"] += int(m.group(1))
         LOST["lost"] += int(m.group(2))

@@ -353,8 +353,13 @@ int collector_make_outputs(const char *capture, const char *prefix,
 						fw_names[i]);
 	if (fws[0])
 		strcat(fws, ")");
-	fprintf(stderr, "libprof: %llu events (%llu lost) from %llu process%s%s -> %s\n",
-		(unsigned long long)sum.events, (unsigned long long)(sum.lost + gone),
+	/* a loss before libprof's constructor is named: no ring setting would help it */
+	char startup[96] = "";
+	if (sum.lost_startup)
+		snprintf(startup, sizeof startup, ", %llu of them at start-up before libprof started",
+			 (unsigned long long)sum.lost_startup);
+	fprintf(stderr, "libprof: %llu events (%llu lost%s) from %llu process%s%s -> %s\n",
+		(unsigned long long)sum.events, (unsigned long long)(sum.lost + gone), startup,
 		(unsigned long long)sum.processes, sum.processes == 1 ? "" : "es", fws, made);
 	return rc;
 }

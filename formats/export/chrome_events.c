@@ -305,7 +305,11 @@ static void lost(struct chrome *c, const struct rec *r, const struct prof_event 
 	chrome_sep(c);
 	jw_lit(&c->w, "{\"ph\":\"i\",\"s\":\"p\",\"name\":\"lost ");
 	jw_u64(&c->w, e->a);
-	jw_lit(&c->w, " events\",\"cat\":\"lost\"");
+	/* the early buffer's loss happened before libprof ran, not at a full ring */
+	if (e->b == PROF_LOST_STARTUP)
+		jw_lit(&c->w, " events at start-up, before libprof started\",\"cat\":\"lost\"");
+	else
+		jw_lit(&c->w, " events\",\"cat\":\"lost\"");
 	jw_raw(&c->w, r->pidtid, r->pidtid_len);
 	jw_lit(&c->w, ",\"ts\":");
 	ts(c, e->t0);

@@ -207,6 +207,8 @@ static void gaps(struct chrome *c)
 		jw_u64(&c->w, g->t0);
 		jw_lit(&c->w, ",\"end_ns\":");
 		jw_u64(&c->w, g->t1);
+		jw_lit(&c->w, ",\"cause\":");
+		jw_cstr(&c->w, g->startup ? "startup" : "ring");
 		jw_lit(&c->w, "}");
 	}
 	jw_lit(&c->w, "]");
@@ -272,6 +274,8 @@ void chrome_write_other(struct chrome *c)
 	jw_u64(&c->w, m->events);
 	jw_lit(&c->w, ",\"lost_events\":");
 	jw_u64(&c->w, model_lost(m));
+	jw_lit(&c->w, ",\"lost_startup_events\":");
+	jw_u64(&c->w, model_lost_startup(m));
 	jw_lit(&c->w, ",\"window\":");
 	model_window_json(&c->w, m);
 	jw_lit(&c->w, ",\"parts\":");

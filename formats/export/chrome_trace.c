@@ -196,6 +196,7 @@ void chrome_summarize(const struct chrome *c, struct output_summary *sum)
 	sum->lost = model_lost(c->pm);
 	sum->names_lost = model_names_lost(c->pm);
 	sum->stacks_lost = model_stacks_lost(c->pm);
+	sum->lost_startup = model_lost_startup(c->pm);
 	sum->processes = model_npids(c->pm);
 	sum->json_events = c->written;
 	sum->json_dropped = c->dropped;

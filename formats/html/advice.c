@@ -255,18 +255,35 @@ static void straggler(struct jw *w, int *first, const struct jnode *report)
 
 static void lost_events(struct jw *w, int *first, const struct jnode *report)
 {
-	uint64_t lost, events;
+	uint64_t lost, events, startup = 0;
 	if (json_u64(json_get(report, "lost_events"), &lost) || !lost ||
 	    json_u64(json_get(report, "events"), &events))
 		return;
-	char a[TEXTFMT_LEN], b[TEXTFMT_LEN], ev[256];
-	snprintf(ev, sizeof ev, "%s events were lost (%.2f%% of %s): a thread wrote faster "
-		 "than the collector drained its ring, and the full ring dropped them.",
-		 fmt_count(a, lost), pct(lost, lost + events), fmt_count(b, lost + events));
+	/* absent in reports made before it existed: all lost at a full ring then */
+	if (json_u64(json_get(report, "lost_startup_events"), &startup) || startup > lost)
+		startup = 0;
+	char a[TEXTFMT_LEN], b[TEXTFMT_LEN], s[TEXTFMT_LEN], ev[384];
+	int n = snprintf(ev, sizeof ev, "%s events were lost (%.2f%% of %s)", fmt_count(a, lost),
+			 pct(lost, lost + events), fmt_count(b, lost + events));
+	if (startup < lost)
+		n += snprintf(ev + n, sizeof ev - (size_t)n, ": a thread wrote faster than the "
+			      "collector drained its ring, and the full ring dropped them");
+	if (startup)
+		snprintf(ev + n, sizeof ev - (size_t)n, "%s%s were made at start-up, before "
+			 "libprof's constructor ran, and never reached a ring (a bigger ring "
+			 "would not keep them).", startup < lost ? "; " : ": ",
+			 fmt_count(s, startup));
+	else
+		snprintf(ev + n, sizeof ev - (size_t)n, ".");
 	rule(w, first, "lost_events", "Events were lost: the tables are short of them", ev,
-	     "Record again with a bigger ring (PROFILER_RING_SIZE=64M; the default is 4M) or "
-	     "with PROFILER_BLOCK=1 (prof record --block), which makes a writer wait for room "
-	     "instead of dropping; or record fewer steps (PROFILER_SCHEDULE).");
+	     startup == lost
+		     ? "No ring setting keeps these: libprof keeps up to 33.5 million calls made "
+		       "before its constructor and waits for the collector to take them, so a loss "
+		       "here means a start-up beyond that or a collector that stopped (or died) "
+		       "while libprof started."
+		     : "Record again with a bigger ring (PROFILER_RING_SIZE=64M; the default is 4M) "
+		       "or with PROFILER_BLOCK=1 (prof record --block), which makes a writer wait "
+		       "for room instead of dropping; or record fewer steps (PROFILER_SCHEDULE).");
 }
 
 static void unnamed_events(struct jw *w, int *first, const struct jnode *report)

@@ -144,6 +144,7 @@ struct thread {
 struct lost_gap {
 	uint32_t pid, tid;
 	uint64_t count, t0, t1;
+	int startup; /* made before libprof's constructor ran (PROF_LOST_STARTUP), not a full ring */
 };
 
 struct session_kv {
@@ -273,6 +274,7 @@ struct model {
 	uint64_t end_events, end_lost; /* what CAP_SESSION_END says */
 	uint64_t first_t, last_t;    /* over every event */
 	uint64_t events, lost;       /* event records (not LOST ones); sum of LOST counts */
+	uint64_t lost_startup;       /* of lost: the LOST records of PROF_LOST_STARTUP */
 	struct model_stack *stacks;
 	size_t nstacks, stacks_cap;
 	uint64_t *frames;
@@ -340,6 +342,9 @@ uint64_t model_lost(const struct model *m);
  * counted. */
 uint64_t model_names_lost(const struct model *m);
 uint64_t model_stacks_lost(const struct model *m);
+/* Of model_lost: events made before libprof's constructor ran that did not reach the
+ * capture (the early buffer's, PROF_LOST_STARTUP), not dropped by a full ring. */
+uint64_t model_lost_startup(const struct model *m);
 /* Distinct pids. */
 static inline size_t model_npids(const struct model *m) { return m->pid_image.len; }
 /* An image's key in pid_image. */

@@ -22,7 +22,10 @@ static int lost_gap(struct model *m, uint32_t pid, uint32_t tid, const struct pr
 	g->count = e->a;
 	g->t0 = e->t0;
 	g->t1 = e->t1;
+	g->startup = e->b == PROF_LOST_STARTUP;
 	m->lost += e->a;
+	if (g->startup)
+		m->lost_startup += e->a;
 	return 0;
 }
 

@@ -79,6 +79,12 @@ uint64_t model_lost(const struct model *m)
 	return procs > lost ? procs : lost;
 }
 
+uint64_t model_lost_startup(const struct model *m)
+{
+	uint64_t lost = model_lost(m);
+	return m->lost_startup < lost ? m->lost_startup : lost;
+}
+
 size_t model_shown_pids(const struct model *m)
 {
 	size_t n = 0;

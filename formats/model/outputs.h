@@ -24,7 +24,8 @@ struct table_options {
 
 struct output_summary {
 	uint64_t events;       /* events in the capture (kept in the tables) */
-	uint64_t lost;         /* events dropped by full rings */
+	uint64_t lost;         /* events dropped (full rings, and lost_startup) */
+	uint64_t lost_startup; /* of lost: made before libprof's constructor ran */
 	uint64_t names_lost, stacks_lost; /* events kept without their name, their stack */
 	uint64_t processes;
 	uint64_t json_events;  /* events written to the Chrome trace */

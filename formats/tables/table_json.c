@@ -88,6 +88,8 @@ static void header(struct jw *w, const struct report *r)
 	jw_u64(w, model_names_lost(r->m));
 	jw_lit(w, ",\"unstacked_events\":");
 	jw_u64(w, model_stacks_lost(r->m));
+	jw_lit(w, ",\"lost_startup_events\":");
+	jw_u64(w, model_lost_startup(r->m));
 	jw_lit(w, ",\"window\":");
 	model_window_json(w, r->m);
 	jw_lit(w, ",\"schedule\":");
@@ -113,6 +115,8 @@ static void gaps(struct jw *w, const struct model *m)
 		jw_u64(w, g->t0);
 		jw_lit(w, ",\"end_ns\":");
 		jw_u64(w, g->t1);
+		jw_lit(w, ",\"cause\":");
+		jw_cstr(w, g->startup ? "startup" : "ring");
 		jw_lit(w, "}");
 	}
 	jw_lit(w, "]");

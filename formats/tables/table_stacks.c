@@ -585,6 +585,7 @@ int table_stacks_write(const char *capture_path, FILE *out, const struct table_o
 	} else {
 		sum->events = m.events;
 		sum->lost = model_lost(&m);
+		sum->lost_startup = model_lost_startup(&m);
 		sum->processes = model_npids(&m);
 		if (rc == CAP_READ_DAMAGED) {
 			sum->damaged = 1;

@@ -126,16 +126,28 @@ static void header(const struct report *r, FILE *out)
 			"the image they became (%s events not shown); --all-processes shows them\n",
 			r->fold->images, r->fold->images == 1 ? "" : "s", r->fold->helpers,
 			r->fold->helpers == 1 ? "" : "es", fmt_count(a, r->m->folded_events));
-	if (r->lost && r->m->ngaps) {
-		const struct lost_gap *g = &r->m->gaps[0];
+	/* events made before libprof's constructor that never reached a ring are no full
+	 * ring's: a bigger ring or PROFILER_BLOCK would not have kept them */
+	uint64_t startup = model_lost_startup(r->m), ring_lost = r->lost - startup;
+	if (startup)
+		fprintf(out, "WARNING: %s events lost at start-up, before libprof's constructor ran "
+			"(allocations of other libraries' constructors; not a full ring); the "
+			"figures below undercount\n",
+			fmt_count(a, startup));
+	const struct lost_gap *g = 0;
+	size_t ring_gaps = 0;
+	for (size_t i = 0; i < r->m->ngaps; i++)
+		if (!r->m->gaps[i].startup && !ring_gaps++)
+			g = &r->m->gaps[i];
+	if (ring_lost && g) {
 		char at[TEXTFMT_LEN];
 		fprintf(out, "WARNING: %s events lost in %s gap%s (full ring); first gap at +%s "
 			"(pid %" PRIu32 ", tid %" PRIu32 "); the figures below undercount\n",
-			fmt_count(a, r->lost), fmt_count(b, r->m->ngaps), r->m->ngaps == 1 ? "" : "s",
+			fmt_count(a, ring_lost), fmt_count(b, ring_gaps), ring_gaps == 1 ? "" : "s",
 			fmt_dur(at, g->t0 > r->origin ? g->t0 - r->origin : 0), g->pid, g->tid);
-	} else if (r->lost) {
+	} else if (ring_lost) {
 		fprintf(out, "WARNING: %s events lost (full ring); the figures below undercount\n",
-			fmt_count(a, r->lost));
+			fmt_count(a, ring_lost));
 	}
 	uint64_t late = 0;
 	for (size_t i = 0; i < r->m->nimg; i++)

@@ -273,6 +273,7 @@ static void summarize(const struct report *r, struct output_summary *sum)
 	memset(sum, 0, sizeof(*sum));
 	sum->events = r->m->events;
 	sum->lost = r->lost;
+	sum->lost_startup = model_lost_startup(r->m);
 	sum->processes = model_npids(r->m);
 	if (r->damage) {
 		sum->damaged = 1;

@@ -184,7 +184,7 @@ static void test_small_trace(void **state)
 				  "\"h\\\\1\",\"clock\":\"CLOCK_MONOTONIC\",\"start_ns\":1000000,"
 				  "\"events\":9,\"lost_events\":9,"));
 	assert_non_null(strstr(s, "\"lost_gaps\":[{\"pid\":1,\"tid\":2,\"count\":9,"
-				  "\"start_ns\":1008000,\"end_ns\":1009000}]"));
+				  "\"start_ns\":1008000,\"end_ns\":1009000,\"cause\":\"ring\"}]"));
 	/* the heap's peak: one process-wide marker */
 	assert_int_equal(fx_count(s, "\"name\":\"peak live heap\""), 1);
 	/* 2: the "allocator calls/s" track, one bucket and its end */

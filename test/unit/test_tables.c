@@ -732,6 +732,45 @@ static void test_ranks_straggler(void **state)
 	unlink(f.path);
 }
 
+/* A loss of the early buffer (b = PROF_LOST_STARTUP: made before libprof's constructor)
+ * is named as such, apart from a full ring's, in the text and in the JSON. */
+static void test_startup_loss_named(void **state)
+{
+	struct prof_event e[3];
+	struct fx f;
+	char err[256], *s;
+	int rc;
+
+	(void)state;
+	fx_open(&f, "startup");
+	fx_process(&f, 3, 0, "/bin/prog\0", 10);
+	fx_name(&f, 3, 1, "malloc");
+	e[0] = fx_ev(100, 900, 0, PROF_CAT_LOST, PROF_EV_LOST, 0);
+	e[0].a = 64337;
+	e[0].b = PROF_LOST_STARTUP;
+	e[1] = fx_ev(1000, 1000, 1, PROF_CAT_MEMORY, PROF_EV_COMPLETE, PROF_EVF_ALLOCS);
+	e[1].a = 0x1000;
+	e[1].b = 16;
+	e[2] = fx_ev(40000, 52000, 0, PROF_CAT_LOST, PROF_EV_LOST, 0);
+	e[2].a = 10;
+	fx_events(&f, 3, 4, e, 3);
+	fx_close(&f);
+	s = tables(f.path, FORMAT_TEXT, SORT_TOTAL, 0, NULL, &rc, err);
+	assert_int_equal(rc, 0);
+	assert_non_null(strstr(s, "Events: 1 captured, 64,347 lost\n"));
+	assert_non_null(strstr(s, "WARNING: 64,337 events lost at start-up, before libprof's "
+				  "constructor ran"));
+	assert_non_null(strstr(s, "WARNING: 10 events lost in 1 gap (full ring)"));
+	free(s);
+	s = tables(f.path, FORMAT_JSON, SORT_TOTAL, 0, NULL, &rc, err);
+	assert_int_equal(rc, 0);
+	assert_non_null(strstr(s, "\"lost_events\":64347,\"lost_startup_events\":64337"));
+	assert_non_null(strstr(s, "\"cause\":\"startup\""));
+	assert_non_null(strstr(s, "\"cause\":\"ring\""));
+	free(s);
+	unlink(f.path);
+}
+
 static void test_header_sections_and_damage(void **state)
 {
 	struct prof_event e[8];
@@ -819,6 +858,7 @@ int main(void)
 		cmocka_unit_test(test_memory_columns),
 		cmocka_unit_test(test_exec_replaces_names),
 		cmocka_unit_test(test_header_sections_and_damage),
+		cmocka_unit_test(test_startup_loss_named),
 		cmocka_unit_test(test_ranks_straggler),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
