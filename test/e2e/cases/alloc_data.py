@@ -12,22 +12,8 @@ def data_build(name, cmd_tail, src, after=(), deps=()):
     and after (flags after the source: libraries) when missing or older than its source
     or deps (paths it links). Returns the path."""
     os.makedirs(DATA_BIN, exist_ok=True)
-    out = os.path.join(DATA_BIN, name)
-    path = os.path.join(DATA_SRC, src)
-    newest = max(os.path.getmtime(p) for p in [path] + list(deps))
-    cmd = cmd_tail + ["-o", out + ".tmp", path] + list(after)
-    try:
-        with open(out + ".cmd") as f:
-            same = f.read() == " ".join(cmd)
-    except OSError:
-        same = False
-    if not same or not os.path.exists(out) or os.path.getmtime(out) < newest:
-        r = subprocess.run(cmd, capture_output=True, text=True)
-        check(r.returncode == 0, "cannot build %s: %s" % (src, r.stderr[-2000:]))
-        os.replace(out + ".tmp", out)
-        with open(out + ".cmd", "w") as f:
-            f.write(" ".join(cmd))
-    return out
+    return build_if_stale(os.path.join(DATA_BIN, name), os.path.join(DATA_SRC, src), cmd_tail,
+                          after, deps)
 
 
 def unmatched_frees(trace, pid):

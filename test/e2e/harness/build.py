@@ -30,6 +30,28 @@ def one_at_a_time(fn):
     return locked
 
 
+def build_if_stale(out, path, cmd_tail, after=(), deps=()):
+    """Builds the source path into out with cmd_tail (a list: compiler and flags) and
+    after (flags after the source: libraries) when out is missing, older than path or
+    deps (paths it links), or was built by another command. Returns out. Callers hold
+    their own @one_at_a_time lock."""
+    newest = max(os.path.getmtime(p) for p in [path] + list(deps))
+    cmd = cmd_tail + ["-o", out + ".tmp", path] + list(after)
+    try:
+        with open(out + ".cmd") as f:
+            same = f.read() == " ".join(cmd)
+    except OSError:
+        same = False
+    if not same or not os.path.exists(out) or os.path.getmtime(out) < newest:
+        r = subprocess.run(cmd, capture_output=True, text=True)
+        check(r.returncode == 0, "cannot build %s: %s" % (os.path.basename(path),
+                                                          r.stderr[-2000:]))
+        os.replace(out + ".tmp", out)
+        with open(out + ".cmd", "w") as f:
+            f.write(" ".join(cmd))
+    return out
+
+
 def compile_programs():
     os.makedirs(BIN, exist_ok=True)
     cc = os.environ.get("CC", "cc")
