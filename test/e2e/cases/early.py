@@ -51,8 +51,11 @@ def early_library_constructor_allocations_all_kept(c):
         capture = c.path(prefix + ".prof")
         rep = c.report_json(capture)
         eq(rep["lost_events"], 0, "ring %s: lost_events in the report" % ring)
-        # the constructor's calls plus main's (printf's buffer: one malloc)
-        eq(report_row(rep, "memory", "malloc")["count"], 200001 + 1, "ring %s: mallocs" % ring)
+        # the constructor's calls plus main's (printf's buffer; a sanitizer runtime's
+        # own under BUILD=build-asan)
+        mallocs = report_row(rep, "memory", "malloc")["count"]
+        check(200001 + 1 <= mallocs <= 200001 + 8, "ring %s: %d mallocs, want the "
+              "constructor's 200,001 and main's" % (ring, mallocs))
         eq(report_row(rep, "memory", "realloc")["count"], 50000, "ring %s: reallocs" % ring)
         eq(report_row(rep, "memory", "free")["count"], 100000, "ring %s: frees" % ring)
         early, lost = early_and_lost(capture, pid)
