@@ -84,12 +84,12 @@ static void header(struct jw *w, const struct report *r)
 	jw_u64(w, r->m->events);
 	jw_lit(w, ",\"lost_events\":");
 	jw_u64(w, r->lost);
+	jw_lit(w, ",\"lost_startup_events\":");
+	jw_u64(w, model_lost_startup(r->m));
 	jw_lit(w, ",\"unnamed_events\":");
 	jw_u64(w, model_names_lost(r->m));
 	jw_lit(w, ",\"unstacked_events\":");
 	jw_u64(w, model_stacks_lost(r->m));
-	jw_lit(w, ",\"lost_startup_events\":");
-	jw_u64(w, model_lost_startup(r->m));
 	jw_lit(w, ",\"window\":");
 	model_window_json(w, r->m);
 	jw_lit(w, ",\"schedule\":");
