@@ -2,6 +2,7 @@
  * address, and the first is one too (libprof's own frames are cut off in the program):
  * the call instruction is at pc - 1, which is what gets symbolized. */
 #include "formats/symbols/stack_names.h"
+#include "formats/util/strtab.h"
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -138,16 +139,23 @@ struct site_row *site_rows(struct stack_names *sn, const struct mem_image *mi, s
 	*n = 0;
 	if (!rows)
 		return NULL;
-	/* few sites per image (one per distinct stack): a linear merge is enough */
+	/* a site per distinct stack (hundreds of thousands in a real model): the rows are
+	 * found by name through an index, ids given in order of first use */
+	struct strtab index;
+	strtab_init(&index);
 	for (size_t k = 0; k < mi->nsites; k++) {
 		const struct mem_site *s = &mi->sites[k];
 		const char *name = stack_site_name(sn, s->stack);
-		size_t r;
-		for (r = 0; r < *n && strcmp(rows[r].name, name); r++)
-			;
+		uint32_t r;
+		if (strtab_intern_str(&index, name, &r)) {
+			strtab_free(&index);
+			site_rows_free(rows, *n);
+			return NULL;
+		}
 		if (r == *n) {
 			rows[r].name = strdup(name);
 			if (!rows[r].name) {
+				strtab_free(&index);
 				site_rows_free(rows, *n);
 				return NULL;
 			}
@@ -159,6 +167,7 @@ struct site_row *site_rows(struct stack_names *sn, const struct mem_image *mi, s
 		rows[r].live_bytes += s->live_bytes;
 		rows[r].live_count += s->live_count;
 	}
+	strtab_free(&index);
 	return rows;
 }
 
