@@ -210,3 +210,62 @@ def schedule_over_optimizer_steps(c, python):
 
 
 on_both_torches(schedule_over_optimizer_steps, "torch_schedule_over_optimizer_steps")
+
+
+HEAVY_SCRIPT = os.path.join(ROOT, "test", "e2e", "frameworks", "torch_heavy_stacks.py")
+HEAVY_STEPS = 12
+
+
+def heavy_import_stacks(c, python):
+    # issue 29: a heavy import (torch._dynamo and torch._inductor on 2.x, transformers
+    # where installed) then a training loop, under the bare command with
+    # PROFILER_STACK=alloc: no <unnamed> anywhere, no name or stack counted lost, the
+    # labels' and autograd nodes' counts those of torch.profiler (profile_memory,
+    # with_stack) on the same loop, the loop's marked allocation found by its Python
+    # function at --group-by stack:1 with its exact count, and the page finds the steps
+    r = c.run([python, HEAVY_SCRIPT, "bare"], env={"PROFILER_STACK": "alloc",
+                                                 "PROFILER_BLOCK": "1"}, timeout=600)
+    check(r.rc == 0, "exit status %s: %r" % (r.rc, r))
+    eq(r.kv("steps"), [str(HEAVY_STEPS)], "the script's steps")
+    check("no name" not in r.err and "no call stack" not in r.err and "full" not in r.err,
+          "stderr: %r" % r.err[-1000:])
+    rep = c.report_json(c.path("libprof.prof"))
+    eq((rep.get("unnamed_events"), rep.get("unstacked_events"), rep.get("lost_events")),
+       (0, 0, 0), "events without a name, without a stack, lost")
+    unnamed = [x for x in rep["rows"] if x["name"] == "<unnamed>"]
+    eq(unnamed, [], "<unnamed> rows")
+    ours = {x["name"]: x["count"] for x in rep["rows"] if x["category"] in ("user", "operator")}
+    t = c.run([python, HEAVY_SCRIPT, "follow"], timeout=600, preload=False)
+    check(t.rc == 0, "torch.profiler's run: %r" % t)
+    theirs = {}
+    for line in t.out.splitlines():
+        if line.startswith("TORCHPROF "):
+            k, n = line[len("TORCHPROF "):].rsplit(" ", 1)
+            theirs[k] = int(n)
+    # (the engine's evaluate_function rows exist only while torch.profiler runs: see
+    # labels_bare)
+    wanted = {k: n for k, n in theirs.items()
+              if (k in ("train_step", "fwd", "bwd") or k.endswith("Backward0") or
+                  k.startswith("Optimizer.") or k == "torch::autograd::AccumulateGrad") and
+              not k.startswith("autograd::engine::evaluate_function")}
+    for k in ("train_step", "fwd", "bwd", "AddmmBackward0"):
+        check(k in wanted, "torch.profiler has no %r row: %r" % (k, sorted(theirs)[:40]))
+    eq({k: ours.get(k) for k in wanted}, wanted,
+       "labels, optimizer and autograd rows, with libprof's counts")
+    with open(HEAVY_SCRIPT) as f:
+        line = next(i for i, text in enumerate(f, 1) if "torch.empty(MARK_BYTES" in text)
+    site = "marked_alloc (%s:%d)" % (HEAVY_SCRIPT, line)
+    st = c.report_json(c.path("libprof.prof"), "--group-by", "stack:1", "--category", "memory")
+    marked = [x for x in st["rows"] if x.get("stack") == [site] and x["name"] != "free"]
+    big = [x for x in marked if x["name"] in ("posix_memalign", "malloc", "aligned_alloc")
+           and x["count"] == HEAVY_STEPS]
+    check(big, "the marked allocation at %s, %d times: %r" % (site, HEAVY_STEPS, marked))
+    steps = html_island(html_make(c, [c.path("libprof.prof")]))["steps"]
+    # the ends of Optimizer.step# (no torch.profiler schedule, no step marks)
+    eq((steps["source"], steps["count"]), ("ends of Optimizer.step#", HEAVY_STEPS),
+       "the page's steps")
+    c.note("%d events; %d rows checked against torch.profiler; %s x%d"
+           % (rep["events"], len(wanted), big[0]["name"], HEAVY_STEPS))
+
+
+on_both_torches(heavy_import_stacks, "torch_heavy_import_stacks")
