@@ -5,7 +5,9 @@ interleaved, medians of several rounds); then the collector's drain rate, raw by
 event and the Chrome export rate; then the cost of a call stack per allocation against
 heaptrack at the same depth, and whether both tools find the same peak and sites; then
 what a long run costs after it ends (bench/long_run.py), what continuous dumps cost a
-busy run (bench/continuous_dump.py) and what a new thread costs (bench/thread_cost.py)."""
+busy run (bench/continuous_dump.py), what a new thread costs (bench/thread_cost.py) and
+what call stacks on allocations cost PyTorch training steps against torch.profiler
+(bench/torch_stacks.py)."""
 import json
 import os
 import re
@@ -21,6 +23,7 @@ import continuous_dump  # noqa: E402
 import long_run  # noqa: E402
 import merge_ranks  # noqa: E402
 import thread_cost  # noqa: E402
+import torch_stacks  # noqa: E402
 
 B = os.environ.get("BUILD", os.path.join(os.path.dirname(__file__), "..", "build"))
 N = int(os.environ.get("BENCH_N", "2000000"))
@@ -453,13 +456,20 @@ def same_peak_and_sites():
 
 
 if __name__ == "__main__":
-    for p in (LOOP, LIB, PROF, STACKS):
+    # BENCH_ONLY=torch_stacks needs only make's libprof.so (not make bench's programs)
+    needed = (LIB,) if os.environ.get("BENCH_ONLY") == "torch_stacks" else (LOOP, LIB, PROF,
+                                                                             STACKS)
+    for p in needed:
         if not os.path.exists(p):
             sys.exit(f"bench: {p} is missing; run make bench")
     WORK = tempfile.mkdtemp(prefix="libprof-bench-")
     # BENCH_ONLY=name[,name...] runs only those parts (names as below)
     parts = {"overhead": overhead, "traced_calls": traced_calls, "mpi_calls": mpi_calls,
              "torch": torch_overhead,
+             # PROFILER_STACK=alloc on PyTorch training steps vs torch.profiler's
+             # profile_memory+with_stack (BENCH_TORCH_PYTHON picks the Python)
+             "torch_stacks": lambda: torch_stacks.torch_stacks(B, WORK, clean_env,
+                                                               rounds=max(3, ROUNDS // 2)),
              "throughput": throughput, "stacks": stacks_overhead,
              "peak_sites": same_peak_and_sites,
              "long_run": lambda: long_run.long_run(B, WORK, clean_env),

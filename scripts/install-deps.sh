@@ -67,6 +67,17 @@ if ! "$T2ENV/bin/python" -c 'import torch' 2>/dev/null; then
 	"$T2ENV/bin/python" -c 'import torch' 2>/dev/null ||
 		echo "install-deps: torch could not be installed in $T2ENV (the torch2_* tests will fail)"
 fi
+# transformers in the same venv, for bench/torch_stacks.py's GPT-2 (a small GPT2Config
+# with random weights: nothing is downloaded from a model hub); best effort: without it
+# the bench skips GPT-2, saying so
+if "$T2ENV/bin/python" -c 'import torch' 2>/dev/null &&
+	! "$T2ENV/bin/python" -c 'import transformers' 2>/dev/null; then
+	echo "installing: transformers (pip, venv $T2ENV)"
+	"$T2ENV/bin/python" -m pip install -q transformers 2>&1 | grep -v "as the 'root' user" ||
+		true
+	"$T2ENV/bin/python" -c 'import transformers' 2>/dev/null ||
+		echo "install-deps: transformers could not be installed in $T2ENV (bench/torch_stacks.py skips GPT-2)"
+fi
 # pyarrow (prof export --format parquet) and DuckDB (the tests' check of the shipped SQL)
 # in a small venv of their own.
 ARROWENV=${LIBPROF_ARROWENV:-${HOME:-/tmp}/.cache/libprof/arrowenv}
