@@ -53,10 +53,10 @@ void add_process(struct collector *c, const char *name, struct prof_proc_shm *sh
 		quarantine(p, why);
 	}
 	if (!p->corrupt) {
-		shm_area_init(&p->strings_area, (const char *)shm, p->g.stacks_off + p->g.stacks_size,
+		shm_area_init(&p->strings_area, (const char *)shm, p->g.seg_size,
 			      mapped, p->name, &p->shrunk, p->g.strings_off, p->g.strings_size,
 			      shm->strings_chunk_off, 1ull << 32);
-		shm_area_init(&p->stack_area, (const char *)shm, p->g.stacks_off + p->g.stacks_size,
+		shm_area_init(&p->stack_area, (const char *)shm, p->g.seg_size,
 			      mapped, p->name, &p->shrunk, p->g.stacks_off, p->g.stacks_size,
 			      shm->stacks_chunk_off, 8ull << 32);
 		p->slot_seen = calloc(p->g.nslots, sizeof *p->slot_seen);

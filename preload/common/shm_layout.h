@@ -237,7 +237,7 @@ struct prof_stack_entry {
  * instructions. */
 static inline unsigned prof_area_chunk(uint64_t first, uint64_t at)
 {
-	return at < first ? 0 : 64u - (unsigned)__builtin_clzll(at / first);
+	return at < first ? 0 : 64u - (unsigned)__builtin_clzll(at >> __builtin_ctzll(first));
 }
 
 static inline uint64_t prof_area_chunk_start(uint64_t first, unsigned k)

@@ -6,6 +6,7 @@
 #define _GNU_SOURCE
 #include <errno.h>
 #include <fcntl.h>
+#include <pthread.h>
 #include <sched.h>
 #include <stdio.h>
 #include <string.h>
@@ -61,7 +62,9 @@ static char *make_chunk(uint64_t size, uint64_t *off)
 {
 	char path[200];
 	snprintf(path, sizeof path, "/dev/shm%s", segment_name);
-	int fd = open(path, O_RDWR | O_CLOEXEC | O_NOFOLLOW);
+	int fd;
+	while ((fd = open(path, O_RDWR | O_CLOEXEC | O_NOFOLLOW)) < 0 && errno == EINTR)
+		;
 	if (fd < 0)
 		return 0;
 	struct stat st;
@@ -69,7 +72,12 @@ static char *make_chunk(uint64_t size, uint64_t *off)
 	if (fstat(fd, &st) == 0 && st.st_size >= (off_t)segment->segment_size) {
 		uint64_t at = ((uint64_t)st.st_size + 4095) & ~4095ull;
 		if (ftruncate(fd, (off_t)(at + size)) == 0) {
-			if (fallocate(fd, 0, (off_t)at, (off_t)size) == 0) {
+			/* tmpfs gives up a long fallocate when a signal is pending (EINTR, even
+			 * under SA_RESTART): tried again, not taken for a full /dev/shm */
+			int rc;
+			while ((rc = fallocate(fd, 0, (off_t)at, (off_t)size)) && errno == EINTR)
+				;
+			if (rc == 0) {
 				void *v = mmap(0, size, PROT_READ | PROT_WRITE, MAP_SHARED, fd,
 					       (off_t)at);
 				if (v != MAP_FAILED) {
@@ -105,6 +113,10 @@ char *prof_area_grow(enum prof_area_kind kind, unsigned k)
 	prof_area_growing_here = 1;
 	struct prof_thread *t = &prof_thr;
 	t->busy++; /* the calls below are libprof's own, not the program's */
+	/* open, fallocate and close are cancellation points: a thread cancelled inside would
+	 * leave the lock (and the strings' lock) held for good */
+	int cancel;
+	pthread_setcancelstate(PTHREAD_CANCEL_DISABLE, &cancel);
 	/* chunks are made in order: the ones before k first */
 	for (unsigned j = 1; j <= k && !m->failed; j++) {
 		if (m->chunk[j])
@@ -120,6 +132,7 @@ char *prof_area_grow(enum prof_area_kind kind, unsigned k)
 		__atomic_store_n(&m->chunk[j], b, __ATOMIC_RELEASE);
 	}
 	base = __atomic_load_n(&m->chunk[k], __ATOMIC_ACQUIRE);
+	pthread_setcancelstate(cancel, &cancel);
 	t->busy--;
 	prof_area_growing_here = 0;
 	atomic_flag_clear_explicit(&grow_lock, memory_order_release);
@@ -143,6 +156,17 @@ static uint64_t copy_area(enum prof_area_kind kind, const struct prof_area_map *
 		done = start + len;
 	}
 	return done;
+}
+
+void prof_area_detach(void)
+{
+	for (int kind = 0; kind < PROF_AREA_KINDS; kind++)
+		for (unsigned k = 1; k < PROF_AREA_CHUNKS; k++)
+			if (prof_areas[kind].chunk[k])
+				munmap(prof_areas[kind].chunk[k],
+				       prof_area_chunk_size(prof_areas[kind].first, k));
+	memset(prof_areas, 0, sizeof prof_areas);
+	segment = 0;
 }
 
 int prof_area_inherit(struct prof_proc_shm *from, struct prof_proc_shm *to, const char *name,

@@ -41,6 +41,9 @@ static inline char *prof_area_at(enum prof_area_kind kind, uint64_t at)
  * holder itself (a signal handler inside a growth): then NULL. */
 char *prof_area_grow(enum prof_area_kind kind, unsigned k);
 
+/* A forked child that gets no segment of its own lets go of its parent's chunks. */
+void prof_area_detach(void);
+
 /* The areas of a forked child's new segment hold its parent's (from, still mapped in
  * the child), ids unchanged: strings up to strings_used, stacks up to stacks_used. */
 int prof_area_inherit(struct prof_proc_shm *from, struct prof_proc_shm *to, const char *name,

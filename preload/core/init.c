@@ -87,16 +87,18 @@ static void ignore_line(const char *line)
 static int make_process_segment(void)
 {
 	char name[160];
-	prof_proc = prof_proc_create(prof_sid, prof_session->ring_bytes, PROF_DEFAULT_SLOTS, name,
-				     sizeof name);
-	if (!prof_proc) {
+	struct prof_proc_shm *p = prof_proc_create(prof_sid, prof_session->ring_bytes,
+						   PROF_DEFAULT_SLOTS, name, sizeof name);
+	if (!p) {
 		prof_warn("cannot create the ring segment in /dev/shm: %s; not profiling this "
 			  "process", strerror(errno));
 		return -1;
 	}
-	prof_area_attach(prof_proc, name);
+	/* its areas and indexes ready before another thread can see it */
+	prof_area_attach(p, name);
 	prof_strings_reset();
 	prof_stack_reset();
+	__atomic_store_n(&prof_proc, p, __ATOMIC_RELEASE);
 	prof_intern("<unnamed>"); /* id 0: what a name that did not fit falls back to */
 	for (int i = 0; i < NAME_COUNT; i++)
 		prof_names[i] = prof_intern(predefined_names[i]);
@@ -242,18 +244,22 @@ void prof_after_fork_child(void)
 	/* what the parent's areas held at the fork, read through its chunks (still mapped) */
 	uint64_t strings_end = atomic_load_explicit(&parent->strings_used, memory_order_acquire);
 	uint64_t stacks_end = prof_stack_complete_end(parent);
-	prof_proc = same_user ? prof_proc_create(prof_sid, prof_session->ring_bytes,
-						 PROF_DEFAULT_SLOTS, name, sizeof name) : 0;
-	if (prof_proc) {
+	struct prof_proc_shm *child = same_user ? prof_proc_create(prof_sid,
+						 prof_session->ring_bytes, PROF_DEFAULT_SLOTS, name,
+						 sizeof name) : 0;
+	/* no segment of the parent's is used here from now on (a signal handler included) */
+	__atomic_store_n(&prof_proc, 0, __ATOMIC_RELEASE);
+	if (child) {
 		/* ids stay the parent's: a copy that did not fit (a full /dev/shm) leaves the
 		 * names and stacks beyond it unknown to the reader, which says so */
-		if (prof_area_inherit(parent, prof_proc, name, strings_end, stacks_end))
+		if (prof_area_inherit(parent, child, name, strings_end, stacks_end))
 			prof_warn("forked child %d: /dev/shm cannot hold a copy of its parent's "
 				  "names and stacks; some may be missing", (int)getpid());
-		prof_strings_inherit(parent, prof_proc, strings_end);
+		prof_strings_inherit(parent, child, strings_end);
 		/* its frameworks were found (and patched) in the parent */
-		prof_proc->frameworks = atomic_load(&parent->frameworks);
-		prof_stack_inherit(prof_proc, stacks_end);
+		child->frameworks = atomic_load(&parent->frameworks);
+		prof_stack_inherit(child, stacks_end);
+		__atomic_store_n(&prof_proc, child, __ATOMIC_RELEASE);
 	} else if (!same_user) {
 		if (!prof_session->quiet)
 			prof_warn("not profiling forked child %d: its user id is not the session's "
@@ -264,6 +270,8 @@ void prof_after_fork_child(void)
 			  (int)getpid(), strerror(errno));
 		prof_user_on = prof_on = 0;
 	}
+	if (!child)
+		prof_area_detach(); /* the parent's chunks are not this process's to keep */
 	/* PROFILER_SCHEDULE: the child counts its own steps from 0, as an exec'd one does */
 	prof_schedule_after_fork();
 	/* settled either way: the session must not wait for a segment that will not come */

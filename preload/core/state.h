@@ -92,6 +92,9 @@ void prof_range_set_comm(uint64_t bytes, uint32_t type_id);
 
 /* thread.c */
 int prof_thread_claim(struct prof_thread *t);
+/* The thread's exit hook runs at its exit even if it never gets a ring (it holds memory
+ * of libprof's to give back: its remembered stacks). */
+void prof_thread_want_exit_hook(void);
 void prof_thread_give_name(const char *name);
 void prof_warn(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 /* This process ends (init.c): from_exit 1 in exit's destructors, 0 from _exit. */

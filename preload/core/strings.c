@@ -3,6 +3,7 @@
  * Lookups take no lock; inserts take a spinlock, which only new names ever reach. The
  * index and the area both grow (idtable.h, area.h): no count of names makes one
  * "<unnamed>" while memory allows. */
+#include <sched.h>
 #include <string.h>
 
 #include "preload/core/area.h"
@@ -76,8 +77,14 @@ uint32_t prof_intern(const char *s)
 	uint32_t v = idt_find(&index_, h, same, &k);
 	if (v)
 		return v - 1;
+	/* a signal handler interrupting this thread's growth of an area: the lock may be
+	 * held under it, by this thread or by one waiting for the growth */
+	if (prof_area_growing_here) {
+		atomic_fetch_add_explicit(&prof_proc->names_lost, 1, memory_order_relaxed);
+		return 0;
+	}
 	while (atomic_flag_test_and_set_explicit(&insert_lock, memory_order_acquire))
-		;
+		sched_yield();
 	uint32_t id = UINT32_MAX;
 	v = idt_find(&index_, h, same, &k);
 	if (v)

@@ -10,6 +10,7 @@
 #include <unistd.h>
 
 #include "preload/core/state.h"
+#include "preload/stacks/stack.h"
 
 __thread struct prof_thread prof_thr __attribute__((tls_model("initial-exec")));
 
@@ -55,12 +56,24 @@ static void on_thread_exit(void *arg)
 	t->busy++;
 	retire_slot(t);
 	t->exiting = 1;
+	prof_stack_thread_exit();
 	t->busy--;
 }
 
 static void make_exit_key(void)
 {
 	pthread_key_create(&exit_key, on_thread_exit);
+}
+
+void prof_thread_want_exit_hook(void)
+{
+	struct prof_thread *t = &prof_thr;
+	if (t->exiting)
+		return;
+	t->busy++; /* what pthread_setspecific allocates is libprof's */
+	pthread_once(&exit_key_once, make_exit_key);
+	pthread_setspecific(exit_key, (void *)1);
+	t->busy--;
 }
 
 

@@ -30,7 +30,6 @@
 
 #include "preload/common/debug.h"
 #include "preload/common/event.h"
-#include "preload/core/area.h"
 #include "preload/core/state.h"
 #include "preload/frameworks/torch_callbacks.h"
 #include "preload/trace/elf_sym.h"
@@ -343,6 +342,8 @@ static void busy_done(uint32_t **busy)
 	(**busy)--;
 }
 
+#define SHAPES_STRINGS_MAX (64ull << 20)
+
 static void record_shapes(const void *fn)
 {
 	struct cxx_vector v = {0};
@@ -356,16 +357,15 @@ static void record_shapes(const void *fn)
 	unsigned slot = (unsigned)(h >> 56) % SHAPE_CACHE;
 	if (shape_cache[slot].hash != h || shape_cache[slot].proc != prof_proc) {
 		/* every distinct text is a string of the process: a run whose shapes never
-		 * repeat stops recording them at half what the string area may grow to, so
-		 * that the names of what comes later still fit */
+		 * repeat stops recording them when the names reach SHAPES_STRINGS_MAX, so that
+		 * /dev/shm is not filled with them */
 		const struct prof_proc_shm *p = prof_proc;
 		if (!p || atomic_load_explicit(&p->strings_used, memory_order_relaxed) >
-				  prof_areas[PROF_AREA_STRINGS].limit / 2) {
+				  SHAPES_STRINGS_MAX) {
 			static int said;
 			if (p && !__atomic_exchange_n(&said, 1, __ATOMIC_RELAXED))
-				prof_warn("PROFILER_RECORD_SHAPES: half the string area of this "
-					  "process holds names and shapes; no more shapes are "
-					  "recorded");
+				prof_warn("PROFILER_RECORD_SHAPES: this process's names and "
+					  "shapes reach 64 MiB; no more shapes are recorded");
 			release_sizes(&v);
 			return;
 		}

@@ -17,6 +17,7 @@
 #include <stddef.h>
 #include <stdint.h>
 #include <string.h>
+#include <sys/mman.h>
 
 #include "preload/wrap/dl.h"
 #include "preload/stacks/pyframes.h"
@@ -88,7 +89,7 @@ static _Atomic(const struct py_runtime *) active;
  * same name and file objects and first line: then the line reported may be an old one.
  * That rare case is accepted. The cache is dropped when the process segment (where ids
  * live) changes. */
-#define CACHE_BITS 8
+#define CACHE_BITS 12 /* a training step's allocations run through thousands of lines */
 #define CACHE_SIZE (1u << CACHE_BITS)
 
 struct pf_entry {
@@ -104,7 +105,19 @@ struct pf_cache {
 	struct pf_entry e[CACHE_SIZE];
 };
 
-static __thread struct pf_cache cache __attribute__((tls_model("initial-exec")));
+/* Mapped at the thread's first Python stack (96 KiB: too much for static TLS, which
+ * glibc takes from every thread's stack), unmapped at its exit (prof_py_thread_exit);
+ * PF_NONE when there is none. */
+static __thread struct pf_cache *cache __attribute__((tls_model("initial-exec")));
+#define PF_NONE ((struct pf_cache *)1)
+
+void prof_py_thread_exit(void)
+{
+	struct pf_cache *c = cache;
+	cache = PF_NONE;
+	if (c && c != PF_NONE)
+		munmap(c, sizeof *c);
+}
 
 #define AT(p, off, type) (*(type *)((p) + (off)))
 
@@ -321,7 +334,16 @@ int prof_py_stack(uint64_t *out, int max)
 	} else {
 		frame = AT(ts, L->ts_frame, uintptr_t);
 	}
-	struct pf_cache *c = &cache;
+	struct pf_cache *c = cache;
+	if (unlikely(!c)) {
+		void *m = mmap(0, sizeof *c, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS,
+			       -1, 0);
+		cache = c = m == MAP_FAILED ? PF_NONE : m;
+		if (c != PF_NONE)
+			prof_thread_want_exit_hook();
+	}
+	if (unlikely(c == PF_NONE))
+		return 0;
 	if (unlikely(c->segment != prof_proc)) {
 		memset(c->e, 0, sizeof c->e);
 		c->segment = prof_proc;

@@ -19,5 +19,7 @@ void prof_py_init(void);
  * returns how many (0 when the thread runs no Python, no string id could be had, or no
  * supported interpreter was found). */
 int prof_py_stack(uint64_t *out, int max);
+/* The ending thread's frame cache unmapped. */
+void prof_py_thread_exit(void);
 
 #endif

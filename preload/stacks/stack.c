@@ -10,6 +10,7 @@
 #include <link.h>
 #include <stdint.h>
 #include <string.h>
+#include <sys/mman.h>
 
 #include "preload/common/debug.h"
 #include "preload/wrap/dl.h"
@@ -178,8 +179,11 @@ static uint32_t append(uint32_t h, const uint64_t *f, unsigned n)
 							memory_order_relaxed);
 		unsigned k = prof_area_chunk(m->first, at);
 		uint64_t end = prof_area_chunk_start(m->first, k) + prof_area_chunk_size(m->first, k);
-		if (at + need > m->limit || k >= PROF_AREA_CHUNKS)
+		if (at + need > m->limit || k >= PROF_AREA_CHUNKS) {
+			/* every later reservation is past it too */
+			__atomic_store_n(&prof_areas[PROF_AREA_STACKS].failed, 1, __ATOMIC_RELAXED);
 			return 0;
+		}
 		char *base = prof_area_at(PROF_AREA_STACKS, at);
 		if (!base && prof_area_grow(PROF_AREA_STACKS, k))
 			base = prof_area_at(PROF_AREA_STACKS, at);
@@ -237,8 +241,11 @@ static uint32_t intern_stack(const uint64_t *f, unsigned n)
  * unwinding (libunwind is most of a capture's cost). Same first frame and stack pointer,
  * and the same return addresses in the same slots, is the same chain of frames: each
  * caller's frame is found from its callee's by the unwind rule of the callee's address. */
-#define CACHE_WAYS 16
-#define CACHE_FRAMES 64
+/* Sets of two ways: a PyTorch training step takes ~4,000 distinct stacks, which thrashed
+ * 4,096 ways mapped directly (37% missed) */
+#define CACHE_SET_BITS 12
+#define CACHE_WAYS (2u << CACHE_SET_BITS)
+#define CACHE_FRAMES 40 /* native frames remembered: up to the eval loop, ~20-30 in torch */
 #define FRAME_LIMIT (64u << 10) /* a caller's return address this far above, at most */
 #define SCAN_LIMIT (1u << 20)
 
@@ -249,12 +256,22 @@ struct cached_stack {
 	uint32_t python;  /* frames from n on are the thread's Python frames */
 	uint32_t gen;     /* stack_gen when made: ids of an older stack table are not used */
 	uint32_t truncated; /* the stack went on past ip[n - 1] (cut at the depth) */
+	/* with Python frames: the id of the whole stack last taken here, the frames it had
+	 * (py_n in all) and a hash of its Python part, so that the same Python frames again
+	 * skip interning the whole stack; py_id 0: none */
+	uint32_t py_id, py_n;
+	uint64_t py_hash;
+	uint32_t next_victim; /* in a set's first way: the way remember() fills next */
 	uint64_t ip[CACHE_FRAMES];
 	uint32_t slot[CACHE_FRAMES]; /* ip[j] is at sp0 + slot[j] (j >= 1) */
 };
 
-static __thread struct cached_stack stack_cache[CACHE_WAYS]
-	__attribute__((tls_model("initial-exec")));
+/* Mapped at the thread's first stack (not static TLS: glibc takes that from every
+ * thread's stack, and most threads never take a stack), unmapped at its exit; CACHE_NONE
+ * when there is none (no memory, or the thread is ending). */
+static __thread struct cached_stack *stack_cache __attribute__((tls_model("initial-exec")));
+#define CACHE_NONE ((struct cached_stack *)1)
+#define CACHE_BYTES ((size_t)CACHE_WAYS * sizeof(struct cached_stack))
 /* The thread's last native stack walked whole, for the next walk (fp_walk.h). */
 static __thread struct fp_last last_walk __attribute__((tls_model("initial-exec")));
 static __thread struct fp_last walk_scratch __attribute__((tls_model("initial-exec")));
@@ -283,13 +300,85 @@ void prof_stack_say_counts(void)
 		   (unsigned long long)n[HOW_LIBUNWIND]);
 }
 
-static struct cached_stack *cache_way(uint64_t ip0, uint64_t sp0)
+/* How far above the slot of a return address its caller's return address lies: fixed
+ * by the frame of the function the address is in (at that call), so learned from any
+ * stack remembered through it. Following these from a stack's first frame reads the
+ * chain of return addresses, which keys the remembered stacks: the many call paths that
+ * reach one allocation site at one stack depth (C++ operator new under the dispatcher of
+ * every PyTorch operator) evicted each other when only the first frame and the stack
+ * pointer keyed them. A wrong or stale distance only misses the cache: a stack is still
+ * checked slot by slot against the one remembered. Each word is (the address's low 44
+ * bits << 20 | the distance); 0 is empty. */
+#define DELTA_BITS 13
+static _Atomic uint64_t frame_delta[1u << DELTA_BITS];
+/* A range of this thread's stack known to be mapped: the union of overlapping ranges
+ * from a remembered stack's pointer to its highest slot. Chain reads stay inside it (a
+ * stack pointer outside it, on a signal stack or a coroutine's, reads nothing). */
+static __thread uint64_t span_lo, span_hi __attribute__((tls_model("initial-exec")));
+
+static _Atomic uint64_t *delta_of(uint64_t ip)
 {
-	uint64_t h = (ip0 ^ (sp0 >> 4)) * 0x9e3779b97f4a7c15ull;
-	return &stack_cache[h >> 60];
+	return &frame_delta[(ip * 0x9e3779b97f4a7c15ull) >> (64 - DELTA_BITS)];
 }
 
-static int cache_hit(const struct cached_stack *c, uint64_t ip0, uint64_t sp0)
+static uint32_t delta(uint64_t ip)
+{
+	uint64_t v = atomic_load_explicit(delta_of(ip), memory_order_relaxed);
+	return v && v >> 20 == (ip & ((1ull << 44) - 1)) ? (uint32_t)(v & 0xfffff) : 0;
+}
+
+static void learn_delta(uint64_t ip, uint64_t d)
+{
+	if (d && d < FRAME_LIMIT)
+		atomic_store_explicit(delta_of(ip), (ip & ((1ull << 44) - 1)) << 20 | d,
+				      memory_order_relaxed);
+}
+
+/* The key of a stack beginning at ip0 with stack pointer sp0: its return addresses as
+ * far as the learned distances lead. */
+static uint64_t chain_key(uint64_t ip0, uint64_t sp0)
+{
+	uint64_t h = (ip0 ^ (sp0 >> 4)) * 0x9e3779b97f4a7c15ull, at = sp0 - 8, ip = ip0;
+	uint64_t hi = sp0 >= span_lo && sp0 < span_hi ? span_hi : 0;
+	for (unsigned j = 0; j < CACHE_FRAMES; j++) {
+		uint32_t d = delta(ip);
+		if (!d || at + d + 8 > hi)
+			break;
+		at += d;
+		ip = *(const uint64_t *)at;
+		h = (h ^ ip) * 0xff51afd7ed558ccdull;
+	}
+	return h ^ h >> 29;
+}
+
+/* The set of two ways a stack beginning at ip0 with stack pointer sp0 is remembered in. */
+static struct cached_stack *cache_set(uint64_t ip0, uint64_t sp0)
+{
+	struct cached_stack *cache = stack_cache;
+	if (__builtin_expect(!cache, 0)) {
+		/* once per thread: its pages are touched only as ways are used */
+		void *m = mmap(0, CACHE_BYTES, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS,
+			       -1, 0);
+		stack_cache = cache = m == MAP_FAILED ? CACHE_NONE : m;
+		if (cache != CACHE_NONE)
+			prof_thread_want_exit_hook(); /* unmapped there, ring or not */
+	}
+	if (cache == CACHE_NONE)
+		return 0;
+	uint64_t h = chain_key(ip0, sp0) * 0x9e3779b97f4a7c15ull;
+	return &cache[(h >> (64 - CACHE_SET_BITS)) * 2];
+}
+
+void prof_stack_thread_exit(void)
+{
+	prof_py_thread_exit();
+	struct cached_stack *cache = stack_cache;
+	stack_cache = CACHE_NONE;
+	if (cache && cache != CACHE_NONE)
+		munmap(cache, CACHE_BYTES);
+}
+
+static int way_hit(const struct cached_stack *c, uint64_t ip0, uint64_t sp0)
 {
 	if (c->ip0 != ip0 || c->sp0 != sp0 || !c->n ||
 	    c->gen != __atomic_load_n(&stack_gen, __ATOMIC_RELAXED))
@@ -298,6 +387,21 @@ static int cache_hit(const struct cached_stack *c, uint64_t ip0, uint64_t sp0)
 		if (*(const uint64_t *)(sp0 + c->slot[j]) != c->ip[j])
 			return 0;
 	return 1;
+}
+
+/* The remembered stack that is the one beginning at ip0 with stack pointer sp0, or NULL;
+ * the other way of its set is the next filled. */
+static struct cached_stack *cache_find(uint64_t ip0, uint64_t sp0)
+{
+	struct cached_stack *set = cache_set(ip0, sp0);
+	if (!set)
+		return 0;
+	for (unsigned w = 0; w < 2; w++)
+		if (way_hit(&set[w], ip0, sp0)) {
+			set[0].next_victim = !w;
+			return &set[w];
+		}
+	return 0;
 }
 
 /* Where each return address of f (f[0] at sp0 - 8) lies, searching upwards: the first
@@ -344,8 +448,8 @@ static unsigned with_python(uint64_t *f, unsigned n, unsigned *native)
  * or 0 when none is remembered from there. */
 static unsigned from_cache(uint64_t *f, unsigned k, uint64_t sp, struct fp_last *whole)
 {
-	const struct cached_stack *c = cache_way(f[k], sp);
-	if (!cache_hit(c, f[k], sp))
+	const struct cached_stack *c = cache_find(f[k], sp);
+	if (!c)
 		return 0;
 	/* cut at the depth after other frames in front: here it would end too soon */
 	if (c->truncated && k + c->n < depth_max)
@@ -374,19 +478,73 @@ static unsigned from_cache(uint64_t *f, unsigned k, uint64_t sp, struct fp_last 
 static void remember(uint64_t *f, unsigned native, unsigned n, uint64_t sp, uint32_t id,
 		     int truncated)
 {
-	struct cached_stack *c = cache_way(f[0], sp);
-	if (!native || native > CACHE_FRAMES || !find_slots(c, f, native, sp)) {
-		c->n = 0;
+	if (!native || native > CACHE_FRAMES || !stack_cache || stack_cache == CACHE_NONE)
+		return;
+	/* the slots found first, the distances between them learned, then the way chosen
+	 * by the key they give */
+	struct cached_stack *c, found_at;
+	if (!find_slots(&found_at, f, native, sp)) {
 		return;
 	}
+	uint64_t prev = sp - 8;
+	for (unsigned j = 1; j < native; j++) {
+		learn_delta(f[j - 1], sp + found_at.slot[j] - prev);
+		prev = sp + found_at.slot[j];
+	}
+	/* [sp, prev + 8) is this live stack, mapped: the known span grows by it where they
+	 * meet, else the new one replaces it */
+	if (sp <= span_hi && prev + 8 >= span_lo) {
+		span_lo = sp < span_lo ? sp : span_lo;
+		span_hi = prev + 8 > span_hi ? prev + 8 : span_hi;
+	} else {
+		span_lo = sp;
+		span_hi = prev + 8;
+	}
+	struct cached_stack *set = cache_set(f[0], sp);
+	c = &set[set[0].next_victim & 1];
+	set[0].next_victim = !(set[0].next_victim & 1);
+	memcpy(c->slot, found_at.slot, sizeof c->slot[0] * native);
 	c->ip0 = f[0];
 	c->sp0 = sp;
 	c->n = native;
 	c->python = native != n;
 	c->truncated = !c->python && truncated;
 	c->id = c->python ? 0 : id;
+	c->py_id = 0;
 	c->gen = __atomic_load_n(&stack_gen, __ATOMIC_RELAXED);
 	memcpy(c->ip, f, (size_t)native * 8);
+}
+
+static uint64_t hash64(const uint64_t *f, unsigned n)
+{
+	uint64_t h = 0x9e3779b97f4a7c15ull ^ n;
+	for (unsigned i = 0; i < n; i++)
+		h = (h ^ f[i]) * 0xff51afd7ed558ccdull, h ^= h >> 32;
+	return h;
+}
+
+/* The id of a remembered stack (native part checked) with the Python frames it has now:
+ * the last id taken here when they are the same (by a 64-bit hash of them), else
+ * interned and kept. A signal handler on this thread may rewrite the entry between two
+ * reads: the id is read before and after the hash, and used only when both agree. */
+static uint32_t python_part_id(struct cached_stack *c, const uint64_t *f, unsigned n)
+{
+	unsigned native = c->n < n ? c->n : n;
+	uint64_t h = hash64(f + native, n - native);
+	uint32_t id = c->py_id;
+	atomic_signal_fence(memory_order_seq_cst);
+	int same = c->py_hash == h && c->py_n == n;
+	atomic_signal_fence(memory_order_seq_cst);
+	if (id && same && c->py_id == id)
+		return id;
+	id = intern_stack(f, n);
+	c->py_id = 0;
+	atomic_signal_fence(memory_order_seq_cst);
+	c->py_hash = h;
+	c->py_n = n;
+	atomic_signal_fence(memory_order_seq_cst);
+	c->py_id = id;
+	return id;
 }
 
 uint32_t prof_stack_capture(uint64_t ip0, uint64_t sp0, uint64_t bp0)
@@ -395,13 +553,15 @@ uint32_t prof_stack_capture(uint64_t ip0, uint64_t sp0, uint64_t bp0)
 	if (!unw_backtrace_fn || !prof_proc)
 		return 0;
 	prof_trace_unshadow(); /* real return addresses back for the unwinder */
-	struct cached_stack *c = cache_way(ip0, sp0);
-	if (cache_hit(c, ip0, sp0)) {
+	struct cached_stack *c = cache_find(ip0, sp0);
+	if (c) {
+		unsigned n = 0;
 		f[0] = ip0;
-		unsigned n = c->id ? 0 : from_cache(f, 0, sp0, 0);
+		if (!c->id)
+			n = from_cache(f, 0, sp0, 0);
 		prof_trace_reshadow();
 		found(HOW_REMEMBERED);
-		return c->id ? c->id : intern_stack(f, n);
+		return c->id ? c->id : python_part_id(c, f, n);
 	}
 	/* The frames that keep frame pointers, walked; where the walk stops in other code,
 	 * the rest of the stack as remembered from there. */
@@ -516,8 +676,12 @@ uint64_t prof_stack_complete_end(const struct prof_proc_shm *from)
 		const struct prof_stack_entry *e = (const void *)prof_area_at(PROF_AREA_STACKS, at);
 		if (!e)
 			break;
-		uint32_t n = atomic_load_explicit(&e->nframes, memory_order_relaxed);
+		uint32_t n = atomic_load_explicit(&e->nframes, memory_order_acquire);
 		if (n == PROF_AREA_PAD) {
+			/* a reservation across a chunk's end: the next entry is in the next chunk,
+			 * which is not copied when it was not made yet */
+			if (e->hash < sizeof *e || !prof_area_at(PROF_AREA_STACKS, at + e->hash))
+				break;
 			at += e->hash;
 			continue;
 		}
@@ -533,4 +697,6 @@ void prof_stack_inherit(struct prof_proc_shm *to, uint64_t end)
 {
 	atomic_store_explicit(&to->stacks_reserved, end, memory_order_release);
 	idt_after_fork(&index_);
+	/* the forking thread's remembered ids may lie past the cut */
+	__atomic_add_fetch(&stack_gen, 1, __ATOMIC_RELAXED);
 }

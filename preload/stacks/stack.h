@@ -21,6 +21,8 @@ uint32_t prof_stack_capture(uint64_t caller_ip, uint64_t caller_sp, uint64_t cal
 /* The id of a stack of given return addresses (innermost first; 0: none). */
 uint32_t prof_stack_of(const uint64_t *frames, unsigned n);
 void prof_stack_reset(void);
+/* The ending thread's remembered stacks unmapped; it takes stacks without them after. */
+void prof_stack_thread_exit(void);
 /* PROFILER_DEBUG=stack: one line saying how this process's stacks were found. */
 void prof_stack_say_counts(void);
 /* Where a forked child's copy of the parent's stack area ends: before the first entry

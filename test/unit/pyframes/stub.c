@@ -69,6 +69,10 @@ void prof_warn(const char *fmt, ...)
 	va_end(ap);
 }
 
+void prof_thread_want_exit_hook(void)
+{
+}
+
 void *prof_real_dlsym(void *handle, const char *name)
 {
 	return dlsym(handle, name);
