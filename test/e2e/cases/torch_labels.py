@@ -9,9 +9,9 @@ LABELS_SCRIPT = os.path.join(ROOT, "test", "e2e", "frameworks", "torch_tutorial_
 LABELS_STEPS = 5
 
 
-def on_both_torches(check_fn, name):
+def on_both_torches(check_fn, name, serial=False):
     """Registers two cases running check_fn(c, python): name on Debian's torch 1.13 and
-    torch2_<rest of name> on the PyPI 2.x of torch2.py."""
+    torch2_<rest of name> on the PyPI 2.x of torch2.py (serial: each alone)."""
     def on_debian(c):
         need_torch()
         check_fn(c, "/usr/bin/python3")
@@ -22,8 +22,8 @@ def on_both_torches(check_fn, name):
         c.note("torch %s" % version)
     on_debian.__name__ = name
     on_pypi.__name__ = "torch2_" + name[len("torch_"):]
-    case(on_debian)
-    case(on_pypi)
+    case(on_debian, serial)
+    case(on_pypi, serial)
 
 
 def labels_rows(c):
@@ -272,4 +272,6 @@ def heavy_import_stacks(c, python):
            % (rep["events"], len(wanted), big[0]["name"], HEAVY_STEPS))
 
 
-on_both_torches(heavy_import_stacks, "torch_heavy_import_stacks")
+# serial: millions of events with stacks, and the page made of them, load the machine for
+# minutes (TensorBoard beside them ran past its time to load a run)
+on_both_torches(heavy_import_stacks, "torch_heavy_import_stacks", serial=True)
