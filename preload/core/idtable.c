@@ -1,7 +1,9 @@
 /* The growing hash index (idtable.h). A slot is (hash << 32) | value; 0 is empty. */
 #define _GNU_SOURCE
+#include <sched.h>
 #include <string.h>
 #include <sys/mman.h>
+#include <time.h>
 
 #include "preload/core/idtable.h"
 
@@ -51,9 +53,24 @@ uint32_t idt_find(struct idtable *t, uint32_t h, int (*same)(uint32_t val, const
 	return 0;
 }
 
+/* The thread is growing a table (a signal handler on it must not wait for that). */
+static __thread int growing_here;
+
+static int grow_newest(struct idtable *t, unsigned n);
+
 /* A table twice the newest's, holding its entries, published; 0 or -1. Only the thread
  * holding `growing` runs it. */
 static int grow(struct idtable *t, unsigned n)
+{
+	growing_here = 1;
+	atomic_signal_fence(memory_order_seq_cst);
+	int r = grow_newest(t, n);
+	atomic_signal_fence(memory_order_seq_cst);
+	growing_here = 0;
+	return r;
+}
+
+static int grow_newest(struct idtable *t, unsigned n)
 {
 	if (n >= IDT_TABLES)
 		return -1;
@@ -102,8 +119,28 @@ int idt_add(struct idtable *t, uint32_t h, uint32_t val)
 			atomic_fetch_add_explicit(&t->filled, 1, memory_order_relaxed);
 			return 0;
 		}
-		if (atomic_load_explicit(&t->ntables, memory_order_acquire) == n)
-			return -1; /* full, and no bigger one could be made */
+		/* full before another thread's growth published a bigger one: grown here, or
+		 * waited for (not when the growth is this thread's, under a signal handler;
+		 * at most 2 s, should the grower never run again) */
+		if (growing_here)
+			return -1;
+		for (uint64_t since = 0; atomic_load(&t->ntables) == n;) {
+			if (!atomic_flag_test_and_set(&t->growing)) {
+				int failed = atomic_load(&t->ntables) == n ? grow(t, n) : 0;
+				atomic_flag_clear(&t->growing);
+				if (failed)
+					return -1; /* full, and no bigger one could be made */
+				break;
+			}
+			struct timespec ts;
+			clock_gettime(CLOCK_MONOTONIC, &ts);
+			uint64_t now = (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+			if (!since)
+				since = now;
+			else if (now - since > 2000000000u)
+				return -1;
+			sched_yield();
+		}
 	}
 }
 

@@ -16,13 +16,13 @@
 #include <stdatomic.h>
 #include <stdint.h>
 #include <string.h>
+#include <sys/mman.h>
 
 #include "preload/stacks/fp_walk.h"
 #include "preload/wrap/dl.h"
 
-#define VERDICT_BITS 16
-#define VERDICT_SIZE (1u << VERDICT_BITS)
-#define VERDICT_PROBES 16
+#define VERDICT_FIRST_BITS 16
+#define VERDICT_TABLES 12 /* up to 2^27 addresses */
 #define FP_FRAME_LIMIT (64u << 10) /* a frame this large is not believed */
 
 enum { VERDICT_FP = 1, VERDICT_NOT_FP = 2, VERDICT_FP_UNCHECKED = 3 };
@@ -31,8 +31,18 @@ enum { VERDICT_FP = 1, VERDICT_NOT_FP = 2, VERDICT_FP_UNCHECKED = 3 };
  * its stack found above it is not read. */
 extern void *__libc_stack_end;
 
-/* (return address << 2) | verdict; 0 is empty. Addresses stay below 2^47. */
-static _Atomic uint64_t verdicts[VERDICT_SIZE];
+/* (return address << 2) | verdict; 0 is empty. Addresses stay below 2^47. A chain of
+ * tables, each twice the last, the newest used: a fixed table filled during a heavy
+ * import (`import torch` walks tens of thousands of return addresses), after which
+ * no address of the training loop could be confirmed and every capture through it went
+ * to libunwind (issue 29: 2x a CNN step). Older tables stay readable: an address found
+ * only there is copied into the newest. The first is static, so that a walk before any
+ * growth (or in a handler during one) needs no system call. */
+static _Atomic uint64_t first_verdicts[1u << VERDICT_FIRST_BITS];
+static _Atomic(_Atomic uint64_t *) verdict_tables[VERDICT_TABLES] = {first_verdicts};
+static _Atomic unsigned verdict_ntables = 1;
+static _Atomic uint64_t verdicts_filled; /* entries of the newest table */
+static atomic_flag verdicts_growing = ATOMIC_FLAG_INIT;
 
 /* libunwind's unw_proc_info_t begins with the procedure's bounds; the rest is room for
  * what follows them (72 bytes on x86-64). */
@@ -85,38 +95,101 @@ static int classify(uint64_t ra)
 	return body && ra - 1 >= body ? VERDICT_FP_UNCHECKED : VERDICT_NOT_FP;
 }
 
-static uint32_t slot_of(uint64_t ra)
+static uint64_t verdict_mask(unsigned table)
 {
-	return (uint32_t)((ra * 0x9e3779b97f4a7c15ull) >> (64 - VERDICT_BITS));
+	return ((uint64_t)1 << (VERDICT_FIRST_BITS + table)) - 1;
 }
 
-/* Records a verdict: a new one (unchecked or not), "not" over any (a walk disagreed with
- * libunwind), checked over unchecked (never inserted: only a prologue makes an address
- * walkable). */
-static void remember(uint64_t ra, int verdict)
+static uint64_t slot_of(uint64_t ra)
+{
+	return (ra * 0x9e3779b97f4a7c15ull) >> 32;
+}
+
+/* Whether verdict b replaces a recorded a: "not" over any (a walk disagreed with
+ * libunwind), checked over unchecked. */
+static int stronger(int b, int a)
+{
+	return b == VERDICT_NOT_FP ? a != VERDICT_NOT_FP : b == VERDICT_FP && a == VERDICT_FP_UNCHECKED;
+}
+
+/* Records a verdict in table tab: new (unchecked or not) where the address has none
+ * (a checked one is never inserted: only a prologue makes an address walkable), a
+ * stronger one over what is there. 0 when the table has no room on the way. */
+static int put_verdict(_Atomic uint64_t *tab, uint64_t mask, uint64_t ra, int verdict)
 {
 	uint64_t want = ra << 2 | (uint64_t)verdict;
-	for (uint32_t i = slot_of(ra), k = 0; k < VERDICT_PROBES;
-	     i = (i + 1) & (VERDICT_SIZE - 1), k++) {
-		uint64_t v = atomic_load_explicit(&verdicts[i], memory_order_relaxed);
+	for (uint64_t i = slot_of(ra) & mask, k = 0; k <= mask; i = (i + 1) & mask, k++) {
+		uint64_t v = atomic_load(&tab[i]);
 		if (!v) {
 			if (verdict == VERDICT_FP)
-				return;
-			if (atomic_compare_exchange_strong_explicit(&verdicts[i], &v, want,
-								    memory_order_relaxed,
-								    memory_order_relaxed))
-				return;
+				return 1;
+			if (atomic_compare_exchange_strong(&tab[i], &v, want)) {
+				if (tab == atomic_load(&verdict_tables[atomic_load(&verdict_ntables) - 1]))
+					atomic_fetch_add(&verdicts_filled, 1);
+				return 1;
+			}
 		}
 		while (v >> 2 == ra) {
-			int upgrade = verdict == VERDICT_NOT_FP ? (v & 3) != VERDICT_NOT_FP
-							      : (v & 3) == VERDICT_FP_UNCHECKED;
-			if (!upgrade || atomic_compare_exchange_weak_explicit(
-						&verdicts[i], &v, want, memory_order_relaxed,
-						memory_order_relaxed))
-				return;
+			if (!stronger(verdict, (int)(v & 3)) ||
+			    atomic_compare_exchange_weak(&tab[i], &v, want))
+				return 1;
 		}
 	}
-	/* a crowded table: the address is asked again next time, and walks stop there */
+	return 0;
+}
+
+/* A table twice the newest's with its verdicts, published; then the verdicts recorded in
+ * the old one during the copy are put in too. Only the thread holding verdicts_growing. */
+static void grow_verdicts(unsigned n)
+{
+	if (n >= VERDICT_TABLES)
+		return;
+	size_t bytes = sizeof(uint64_t) << (VERDICT_FIRST_BITS + n);
+	void *p = mmap(0, bytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	if (p == MAP_FAILED)
+		return;
+	_Atomic uint64_t *tab = p, *old = atomic_load(&verdict_tables[n - 1]);
+	uint64_t mask = verdict_mask(n), moved = 0;
+	for (int pass = 0; pass < 2; pass++) {
+		for (uint64_t i = 0; i <= mask >> 1; i++) {
+			uint64_t v = atomic_load(&old[i]);
+			if (v && put_verdict(tab, mask, v >> 2, (int)(v & 3)) && !pass)
+				moved++;
+		}
+		if (!pass) {
+			atomic_store(&verdict_tables[n], tab);
+			atomic_store(&verdicts_filled, moved);
+			atomic_store(&verdict_ntables, n + 1);
+		}
+	}
+}
+
+/* Records a verdict in the newest table, which grows at half full. A thread that put
+ * it into a table another thread's growth then replaced puts it into the new one too,
+ * so that no verdict is left behind (a distrusted address believed again would walk a
+ * wrong frame). A table that cannot grow and is full drops it: the address is asked
+ * again next time, and walks stop there. */
+static void remember(uint64_t ra, int verdict)
+{
+	unsigned n = atomic_load(&verdict_ntables);
+	if (atomic_load(&verdicts_filled) >= (verdict_mask(n - 1) + 1) / 2 &&
+	    !atomic_flag_test_and_set(&verdicts_growing)) {
+		if (atomic_load(&verdict_ntables) == n)
+			grow_verdicts(n);
+		atomic_flag_clear(&verdicts_growing);
+	}
+	for (;;) {
+		n = atomic_load(&verdict_ntables);
+		if (!put_verdict(atomic_load(&verdict_tables[n - 1]), verdict_mask(n - 1), ra,
+				 verdict) ||
+		    atomic_load(&verdict_ntables) == n)
+			return;
+	}
+}
+
+void prof_fp_after_fork(void)
+{
+	atomic_flag_clear(&verdicts_growing);
 }
 
 /* The verdicts this thread used lately, direct-mapped: the shared table is large and
@@ -124,18 +197,27 @@ static void remember(uint64_t ra, int verdict)
 #define NEAR_SIZE 512
 static __thread uint64_t near_verdicts[NEAR_SIZE] __attribute__((tls_model("initial-exec")));
 
-/* The verdict on the function that returns to ra, from the shared table. */
+/* The verdict on the function that returns to ra, from the shared tables: the newest,
+ * then the older ones (an address found only there is copied into the newest), then
+ * libunwind's bounds of the function. */
 static int shared_verdict_of(uint64_t ra)
 {
 	if (!ra || ra >> 47)
 		return VERDICT_NOT_FP;
-	for (uint32_t i = slot_of(ra), k = 0; k < VERDICT_PROBES;
-	     i = (i + 1) & (VERDICT_SIZE - 1), k++) {
-		uint64_t v = atomic_load_explicit(&verdicts[i], memory_order_relaxed);
-		if (!v)
-			break;
-		if (v >> 2 == ra)
-			return (int)(v & 3);
+	unsigned n = atomic_load_explicit(&verdict_ntables, memory_order_acquire);
+	for (unsigned t = n; t--;) {
+		_Atomic uint64_t *tab = atomic_load_explicit(&verdict_tables[t], memory_order_acquire);
+		uint64_t mask = verdict_mask(t);
+		for (uint64_t i = slot_of(ra) & mask, k = 0; k <= mask; i = (i + 1) & mask, k++) {
+			uint64_t v = atomic_load_explicit(&tab[i], memory_order_relaxed);
+			if (!v)
+				break;
+			if (v >> 2 == ra) {
+				if (t != n - 1)
+					remember(ra, (int)(v & 3));
+				return (int)(v & 3);
+			}
+		}
 	}
 	int verdict = classify(ra);
 	remember(ra, verdict);

@@ -47,5 +47,8 @@ struct fp_walk prof_fp_walk(uint64_t *f, uint64_t *sps, unsigned max, uint64_t i
 void prof_fp_distrust(uint64_t ra);
 /* libunwind found the same callers for the frames returning to f[0..n): believed. */
 void prof_fp_checked(const uint64_t *f, unsigned n);
+/* In a forked child: a growth of the verdicts another thread was making is not waited
+ * for. */
+void prof_fp_after_fork(void);
 
 #endif

@@ -697,6 +697,7 @@ void prof_stack_inherit(struct prof_proc_shm *to, uint64_t end)
 {
 	atomic_store_explicit(&to->stacks_reserved, end, memory_order_release);
 	idt_after_fork(&index_);
+	prof_fp_after_fork();
 	/* the forking thread's remembered ids may lie past the cut */
 	__atomic_add_fetch(&stack_gen, 1, __ATOMIC_RELAXED);
 }
