@@ -132,7 +132,7 @@ void prof_stack_setup(void)
 
 /* Four independent lanes: a dependent multiply per frame made hashing a deep stack cost
  * as much as a third of unwinding it. */
-static uint32_t hash_frames(const uint64_t *f, unsigned n)
+static uint64_t hash_frames64(const uint64_t *f, unsigned n)
 {
 	uint64_t h[4] = {0x9e3779b97f4a7c15ull ^ n, 0xc2b2ae3d27d4eb4full, 0x165667b19e3779f9ull,
 			 0x27d4eb2f165667c5ull};
@@ -145,8 +145,13 @@ static uint32_t hash_frames(const uint64_t *f, unsigned n)
 	uint64_t x = h[0] ^ (h[1] >> 17) ^ (h[2] << 13) ^ (h[3] >> 29);
 	x ^= x >> 32;
 	x *= 0xc4ceb9fe1a85ec53ull;
-	x ^= x >> 29;
-	return (uint32_t)x ? (uint32_t)x : 1;
+	return x ^ x >> 29;
+}
+
+static uint32_t hash_frames(const uint64_t *f, unsigned n)
+{
+	uint32_t x = (uint32_t)hash_frames64(f, n);
+	return x ? x : 1;
 }
 
 static const struct prof_stack_entry *entry_of(uint32_t id)
@@ -240,7 +245,11 @@ static uint32_t intern_stack(const uint64_t *f, unsigned n)
  * stack taken again from the same place is recognised by reading those slots instead of
  * unwinding (libunwind is most of a capture's cost). Same first frame and stack pointer,
  * and the same return addresses in the same slots, is the same chain of frames: each
- * caller's frame is found from its callee's by the unwind rule of the callee's address. */
+ * caller's frame is found from its callee's by the unwind rule of the callee's address.
+ * The addresses are not kept, only where they lie and a 64-bit hash of them: read back
+ * from the live stack, hashed and compared (a way of 544 bytes, 4.4 MiB a thread, made
+ * the cache's own misses most of a remembered capture's cost and evicted the program's
+ * data: a CNN step's own code ran twice as slow). */
 /* Sets of two ways: a PyTorch training step takes ~4,000 distinct stacks, which thrashed
  * 4,096 ways mapped directly (37% missed) */
 #define CACHE_SET_BITS 12
@@ -248,6 +257,7 @@ static uint32_t intern_stack(const uint64_t *f, unsigned n)
 #define CACHE_FRAMES 40 /* native frames remembered: up to the eval loop, ~20-30 in torch */
 #define FRAME_LIMIT (64u << 10) /* a caller's return address this far above, at most */
 #define SCAN_LIMIT (1u << 20)
+#define CHAIN_KEY_FRAMES 8
 
 struct cached_stack {
 	uint64_t ip0, sp0;
@@ -262,8 +272,8 @@ struct cached_stack {
 	uint32_t py_id, py_n;
 	uint64_t py_hash;
 	uint32_t next_victim; /* in a set's first way: the way remember() fills next */
-	uint64_t ip[CACHE_FRAMES];
-	uint32_t slot[CACHE_FRAMES]; /* ip[j] is at sp0 + slot[j] (j >= 1) */
+	uint64_t chain;       /* hash_frames64 of the return addresses after ip0 */
+	uint16_t gap[CACHE_FRAMES]; /* ip[j] lies gap[j] words above ip[j - 1] (j >= 1) */
 };
 
 /* Mapped at the thread's first stack (not static TLS: glibc takes that from every
@@ -340,7 +350,7 @@ static uint64_t chain_key(uint64_t ip0, uint64_t sp0)
 {
 	uint64_t h = (ip0 ^ (sp0 >> 4)) * 0x9e3779b97f4a7c15ull, at = sp0 - 8, ip = ip0;
 	uint64_t hi = sp0 >= span_lo && sp0 < span_hi ? span_hi : 0;
-	for (unsigned j = 0; j < CACHE_FRAMES; j++) {
+	for (unsigned j = 0; j < CHAIN_KEY_FRAMES; j++) {
 		uint32_t d = delta(ip);
 		if (!d || at + d + 8 > hi)
 			break;
@@ -378,26 +388,36 @@ void prof_stack_thread_exit(void)
 		munmap(cache, CACHE_BYTES);
 }
 
-static int way_hit(const struct cached_stack *c, uint64_t ip0, uint64_t sp0)
+/* Whether c is the stack beginning at ip0 with stack pointer sp0: its return addresses
+ * read from their slots into f (f[0] = ip0) hash to the one remembered. The slots are
+ * read only inside the range of the stack known to be mapped (span_lo, span_hi). */
+static int way_hit(const struct cached_stack *c, uint64_t ip0, uint64_t sp0, uint64_t *f)
 {
-	if (c->ip0 != ip0 || c->sp0 != sp0 || !c->n ||
-	    c->gen != __atomic_load_n(&stack_gen, __ATOMIC_RELAXED))
+	uint32_t n = c->n;
+	atomic_signal_fence(memory_order_seq_cst);
+	if (c->ip0 != ip0 || c->sp0 != sp0 || !n ||
+	    c->gen != __atomic_load_n(&stack_gen, __ATOMIC_RELAXED) || sp0 < span_lo)
 		return 0;
-	for (uint32_t j = 1; j < c->n; j++)
-		if (*(const uint64_t *)(sp0 + c->slot[j]) != c->ip[j])
+	uint64_t at = sp0 - 8;
+	f[0] = ip0;
+	for (uint32_t j = 1; j < n; j++) {
+		at += (uint64_t)c->gap[j] * 8;
+		if (at + 8 > span_hi)
 			return 0;
-	return 1;
+		f[j] = *(const uint64_t *)at;
+	}
+	return hash_frames64(f + 1, n - 1) == c->chain;
 }
 
-/* The remembered stack that is the one beginning at ip0 with stack pointer sp0, or NULL;
- * the other way of its set is the next filled. */
-static struct cached_stack *cache_find(uint64_t ip0, uint64_t sp0)
+/* The remembered stack that is the one beginning at ip0 with stack pointer sp0, its
+ * native frames in f, or NULL; the other way of its set is the next filled. */
+static struct cached_stack *cache_find(uint64_t ip0, uint64_t sp0, uint64_t *f)
 {
 	struct cached_stack *set = cache_set(ip0, sp0);
 	if (!set)
 		return 0;
 	for (unsigned w = 0; w < 2; w++)
-		if (way_hit(&set[w], ip0, sp0)) {
+		if (way_hit(&set[w], ip0, sp0, f)) {
 			set[0].next_victim = !w;
 			return &set[w];
 		}
@@ -418,7 +438,7 @@ static int find_slots(struct cached_stack *c, const uint64_t *f, unsigned n, uin
 			;
 		if (at - from >= FRAME_LIMIT || at - sp0 >= SCAN_LIMIT)
 			return 0;
-		c->slot[j] = (uint32_t)(at - sp0);
+		c->gap[j] = (uint16_t)((at - from) / 8); /* FRAME_LIMIT / 8 words at most */
 	}
 	return 1;
 }
@@ -446,16 +466,30 @@ static unsigned with_python(uint64_t *f, unsigned n, unsigned *native)
 /* Frames f[k..] from a remembered stack that began at f[k], whose stack pointer was sp,
  * with the thread's Python frames after them where it had some: the frames in f then,
  * or 0 when none is remembered from there. */
-static unsigned from_cache(uint64_t *f, unsigned k, uint64_t sp, struct fp_last *whole)
+static unsigned extend_from(const struct cached_stack *c, const uint64_t *native, uint64_t *f,
+			    unsigned k, uint64_t sp, struct fp_last *whole);
+
+/* native_n: how many of the frames are native (before the Python ones). */
+static unsigned from_cache(uint64_t *f, unsigned k, uint64_t sp, struct fp_last *whole,
+			   unsigned *native_n)
 {
-	const struct cached_stack *c = cache_find(f[k], sp);
+	uint64_t native[CACHE_FRAMES];
+	const struct cached_stack *c = cache_find(f[k], sp, native);
 	if (!c)
 		return 0;
+	*native_n = k + c->n > depth_max ? depth_max : k + c->n;
+	return extend_from(c, native, f, k, sp, whole);
+}
+
+/* from_cache's frames from c, found with its native frames in native. */
+static unsigned extend_from(const struct cached_stack *c, const uint64_t *native, uint64_t *f,
+			    unsigned k, uint64_t sp, struct fp_last *whole)
+{
 	/* cut at the depth after other frames in front: here it would end too soon */
 	if (c->truncated && k + c->n < depth_max)
 		return 0;
 	unsigned n = k + c->n > depth_max ? depth_max : k + c->n;
-	memcpy(f + k, c->ip, (size_t)(n - k) * 8);
+	memcpy(f + k, native, (size_t)(n - k) * 8);
 	if (c->python && n == k + c->n) {
 		int py = prof_py_stack(f + n, (int)depth_max);
 		if (py > 0)
@@ -463,9 +497,11 @@ static unsigned from_cache(uint64_t *f, unsigned k, uint64_t sp, struct fp_last 
 	} else if (whole && !c->python) {
 		/* a native stack, whole: the thread's last, for the next walk (the frames
 		 * before k are the walk's, in whole already) */
+		uint64_t at = sp - 8;
 		for (unsigned j = k; j < n; j++) {
+			at += j == k ? 0 : (uint64_t)c->gap[j - k] * 8;
 			whole->ip[j] = f[j];
-			whole->sp[j] = j == k ? sp : sp + c->slot[j - k] + 8;
+			whole->sp[j] = at + 8;
 		}
 		whole->n = n;
 		whole->truncated = c->truncated || n < k + c->n;
@@ -488,8 +524,8 @@ static void remember(uint64_t *f, unsigned native, unsigned n, uint64_t sp, uint
 	}
 	uint64_t prev = sp - 8;
 	for (unsigned j = 1; j < native; j++) {
-		learn_delta(f[j - 1], sp + found_at.slot[j] - prev);
-		prev = sp + found_at.slot[j];
+		learn_delta(f[j - 1], (uint64_t)found_at.gap[j] * 8);
+		prev += (uint64_t)found_at.gap[j] * 8;
 	}
 	/* [sp, prev + 8) is this live stack, mapped: the known span grows by it where they
 	 * meet, else the new one replaces it */
@@ -503,16 +539,20 @@ static void remember(uint64_t *f, unsigned native, unsigned n, uint64_t sp, uint
 	struct cached_stack *set = cache_set(f[0], sp);
 	c = &set[set[0].next_victim & 1];
 	set[0].next_victim = !(set[0].next_victim & 1);
-	memcpy(c->slot, found_at.slot, sizeof c->slot[0] * native);
+	/* a signal handler on this thread finds the way empty until it is whole */
+	c->n = 0;
+	atomic_signal_fence(memory_order_seq_cst);
+	memcpy(c->gap, found_at.gap, sizeof c->gap[0] * native);
+	c->chain = hash_frames64(f + 1, native - 1);
 	c->ip0 = f[0];
 	c->sp0 = sp;
-	c->n = native;
 	c->python = native != n;
 	c->truncated = !c->python && truncated;
 	c->id = c->python ? 0 : id;
 	c->py_id = 0;
 	c->gen = __atomic_load_n(&stack_gen, __ATOMIC_RELAXED);
-	memcpy(c->ip, f, (size_t)native * 8);
+	atomic_signal_fence(memory_order_seq_cst);
+	c->n = native;
 }
 
 static uint64_t hash64(const uint64_t *f, unsigned n)
@@ -553,12 +593,13 @@ uint32_t prof_stack_capture(uint64_t ip0, uint64_t sp0, uint64_t bp0)
 	if (!unw_backtrace_fn || !prof_proc)
 		return 0;
 	prof_trace_unshadow(); /* real return addresses back for the unwinder */
-	struct cached_stack *c = cache_find(ip0, sp0);
+	uint64_t cached[CACHE_FRAMES];
+	struct cached_stack *c = cache_find(ip0, sp0, cached);
 	if (c) {
 		unsigned n = 0;
 		f[0] = ip0;
 		if (!c->id)
-			n = from_cache(f, 0, sp0, 0);
+			n = extend_from(c, cached, f, 0, sp0, 0);
 		prof_trace_reshadow();
 		found(HOW_REMEMBERED);
 		return c->id ? c->id : python_part_id(c, f, n);
@@ -573,18 +614,21 @@ uint32_t prof_stack_capture(uint64_t ip0, uint64_t sp0, uint64_t bp0)
 			last->gen = __atomic_load_n(&stack_gen, __ATOMIC_RELAXED);
 		}
 		w = prof_fp_walk(fp, sps, depth_max, ip0, sp0, bp0, eval_lo, eval_hi, last);
-		unsigned n = 0;
+		unsigned n = 0, native = 0;
+		int truncated = 0;
 		if (w.unchecked) { /* a frame libunwind has not confirmed: it checks the walk */
 		} else if (w.status == FP_WALK_END || w.status == FP_WALK_FULL) {
-			n = w.n;
+			n = native = w.n;
+			truncated = w.status == FP_WALK_FULL;
 			memcpy(last->ip, fp, (size_t)n * 8);
 			memcpy(last->sp, sps, (size_t)n * 8);
 			last->n = n;
-			last->truncated = w.status == FP_WALK_FULL;
+			last->truncated = truncated;
 		} else if (w.status == FP_WALK_OTHER_CODE) {
 			/* the walk's frames go into last only with the rest of the stack */
 			struct fp_last *whole = &walk_scratch;
-			n = from_cache(fp, w.n - 1, w.sp, whole);
+			n = from_cache(fp, w.n - 1, w.sp, whole, &native);
+			truncated = n && n == native && whole->n && whole->truncated;
 			if (n && whole->n) {
 				memcpy(last->ip, fp, (size_t)(w.n - 1) * 8);
 				memcpy(last->sp, sps, (size_t)(w.n - 1) * 8);
@@ -599,13 +643,20 @@ uint32_t prof_stack_capture(uint64_t ip0, uint64_t sp0, uint64_t bp0)
 			uint64_t eval = fp[w.n - 1];
 			int py = prof_py_stack(fp + w.n - 1, (int)depth_max);
 			n = py > 0 ? w.n - 1 + (unsigned)py : 0;
+			native = w.n - 1;
 			fp[w.n - 1] = py > 0 ? fp[w.n - 1] : eval; /* for libunwind's check */
 		}
 		if (n) {
-			prof_trace_reshadow();
 			found(w.status == FP_WALK_OTHER_CODE ? (w.n > 1 ? HOW_FP_REMEMBERED : HOW_REMEMBERED)
 				  : w.spliced ? HOW_FP_SPLICED : HOW_FP);
-			return intern_stack(fp, n);
+			/* remembered from its first frame: the next capture here reads its slots
+			 * instead of walking and interning it again (a third of a CNN step's
+			 * stacks began in code with frame pointers) */
+			uint32_t id = intern_stack(fp, n);
+			if (id)
+				remember(fp, native, n, sp0, native == n ? id : 0, truncated);
+			prof_trace_reshadow();
+			return id;
 		}
 	}
 	found(HOW_LIBUNWIND);
