@@ -170,6 +170,37 @@ static int make_parts_dir(const char *path, int replace, int *fd)
 	return *fd >= 0 ? 0 : -1;
 }
 
+/* The directories leading to path made where missing, as `mkdir -p` (and nsys) would:
+ * PROFILER_OUTPUT=runs/job-%r into a new runs/ once left the job unprofiled. 0, or -1
+ * with err saying which one could not be made. */
+static int make_parents(const char *path, char *err, size_t errlen)
+{
+	char dir[4200];
+	if (snprintf(dir, sizeof dir, "%s", path) >= (int)sizeof dir)
+		return 0; /* too long: said by the caller */
+	char *slash = strrchr(dir, '/');
+	if (!slash || slash == dir)
+		return 0;
+	*slash = 0;
+	struct stat st;
+	if (!stat(dir, &st))
+		return 0; /* there (a file there is said when the outputs are opened) */
+	for (char *p = dir + 1;; p++) {
+		if (*p && *p != '/')
+			continue;
+		char keep = *p;
+		*p = 0;
+		if (mkdir(dir, 0777) && errno != EEXIST) {
+			snprintf(err, errlen, "cannot create the output directory %s: %s", dir,
+				 strerror(errno));
+			return -1;
+		}
+		if (!keep)
+			return 0;
+		*p = keep;
+	}
+}
+
 static int claim(char *prefix, size_t len, int overwrite, int parts, char *err, size_t errlen)
 {
 	char base[4200], name[3][4300], why[4400];
@@ -178,6 +209,8 @@ static int claim(char *prefix, size_t len, int overwrite, int parts, char *err, 
 		snprintf(err, errlen, "%s: output name too long", prefix);
 		return -1;
 	}
+	if (make_parents(base, err, errlen))
+		return -1;
 	for (unsigned n = 1; n <= MAX_SUFFIX; n++) {
 		int taken = 0, odd = 0;
 		for (int k = 0; k < 3; k++) {

@@ -191,6 +191,28 @@ static void test_claim(void **state)
 	assert_string_equal(slurp("q.txt"), "old");
 }
 
+/* An output in directories that do not exist yet: made, as mkdir -p would; one that
+ * cannot be made (a file stands in the way) is an error naming it. */
+static void test_claim_makes_directories(void **state)
+{
+	char prefix[256], err[512];
+	struct stat st;
+	(void)state;
+	snprintf(prefix, sizeof prefix, "%s", at("runs/job/x"));
+	int fd = outfile_claim(prefix, sizeof prefix, 0, err, sizeof err);
+	assert_true(fd >= 0);
+	close(fd);
+	assert_string_equal(prefix, at("runs/job/x"));
+	assert_int_equal(stat(at("runs/job/x.prof"), &st), 0);
+	assert_true(S_ISREG(st.st_mode));
+	put("plain", "a file");
+	snprintf(prefix, sizeof prefix, "%s", at("plain/sub/x"));
+	fd = outfile_claim(prefix, sizeof prefix, 0, err, sizeof err);
+	assert_int_equal(fd, -1);
+	assert_non_null(strstr(err, "cannot create the output directory"));
+	assert_non_null(strstr(err, "plain"));
+}
+
 /* A capture in parts: PREFIX.prof a new directory; taken ones skipped; with overwrite a
  * regular file replaced, a directory never. */
 static void test_claim_parts(void **state)
@@ -274,6 +296,7 @@ int main(void)
 		cmocka_unit_test(test_place_never_replaces_unless_asked),
 		cmocka_unit_test(test_claim),
 		cmocka_unit_test(test_claim_parts),
+		cmocka_unit_test(test_claim_makes_directories),
 		cmocka_unit_test(test_claim_race),
 	};
 	return cmocka_run_group_tests(tests, setup, teardown);

@@ -239,3 +239,28 @@ def outputs_file_made_meanwhile_kept(c):
        ["mine-2.json", "mine.txt", "mine.prof"], "outputs named")
     t = Trace(load_json(c.path("mine-2.json")), c.path("mine-2.json"))
     eq(t.count("malloc", 53501, pid_of(r)), 10, "marked mallocs in mine-2.json")
+
+
+@case
+def outputs_missing_directory_created(c):
+    # PROFILER_OUTPUT (relative, with %r) and prof record -o into directories that do not
+    # exist yet: made, as nsys makes them; the job is profiled, not run bare
+    r = c.run([c.prog("basic"), 10, 53601], env={"PROFILER_OUTPUT": "runs/new/job-%r"})
+    eq(r.rc, 0, "exit status: %r" % r)
+    check("not profiling" not in r.err, "stderr: %r" % r.err)
+    eq(out30_summary_files(r), [c.path("runs/new/job-0" + e) for e in (".json", ".txt", ".prof")],
+       "outputs named")
+    t = Trace(load_json(c.path("runs/new/job-0.json")), "job-0.json")
+    eq(t.count("malloc", 53601, pid_of(r)), 10, "marked mallocs")
+    r = c.prof("record", "-o", "runs2/deeper/x", "--", c.prog("basic"), "10", "53602",
+               cwd=c.path())
+    eq(r.rc, 0, "prof record: %r" % r)
+    t = Trace(load_json(c.path("runs2/deeper/x.json")), "x.json")
+    eq(t.count("malloc", 53602), 10, "prof record: marked mallocs")
+    # a file where a directory must go: said in one line, the program still runs
+    with open(c.path("plain"), "w") as f:
+        f.write("a file\n")
+    r = c.run([c.prog("basic"), 10, 53603], env={"PROFILER_OUTPUT": "plain/sub/x"})
+    eq(r.rc, 0, "exit status: %r" % r)
+    check("cannot create the output directory" in r.err and "plain" in r.err,
+          "stderr: %r" % r.err)
