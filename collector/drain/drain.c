@@ -37,7 +37,7 @@ static void flush_events(struct collector *c)
 	if (!c->write_failed) {
 		/* the fold sees the events' latest time, as a reader of the record would */
 		if (c->fold)
-			fold_live_events(c->fold, h.pid, b->last_t);
+			fold_live_events(c->fold, h.pid, b->last_t, b->fold_counted, b->fold_work);
 		struct cap_piece pieces[1 + CAP_PACKED_PIECES];
 		uint8_t lengths[CAP_PACKED_LENGTHS];
 		pieces[0] = (struct cap_piece){&h, sizeof h};
@@ -48,6 +48,8 @@ static void flush_events(struct collector *c)
 	c->events += b->k.n;
 	cap_packer_reset(&b->k);
 	b->last_t = 0;
+	b->fold_counted = 0;
+	b->fold_work = 0;
 	c->last_stack_t0 = 0;
 }
 
@@ -87,6 +89,8 @@ static void add_event(struct collector *c, const struct prof_event *src, int in_
 	uint64_t t = e.t1 > e.t0 ? e.t1 : e.t0;
 	if (t > b->last_t)
 		b->last_t = t;
+	b->fold_counted += (uint64_t)fold_event_counts(&e);
+	b->fold_work |= fold_event_is_work(&e);
 	c->last_stack_t0 = e.type == PROF_EV_STACK ? e.t0 : 0;
 	if (e.type == PROF_EV_LOST)
 		c->buf_lost += e.a;

@@ -105,6 +105,8 @@ struct collector {
 	struct packed_batch {
 		struct cap_packer k;
 		uint64_t last_t; /* the latest time packed: the launchers' fold wants it */
+		uint64_t fold_counted; /* and how many events, whether any is work */
+		int fold_work;
 	} batch, undo;
 	uint64_t last_stack_t0; /* t0 of the last event packed when a STACK, else 0 */
 	uint32_t buf_pid, buf_tid;

@@ -2,7 +2,7 @@
  * started through (pyenv's shims, `env`, `sh -c 'exec ...'`, a launch script), so one
  * `python3` reads as one process, not forty. A light pass over the capture reads only
  * the process records and the events' times; the rule (docs/FORMATS.md, "Folded
- * launchers") is about exec, never about how much a process did:
+ * launchers") is about exec, and only ever folds a process that did little:
  *
  *  - an image that exec'd (a later CAP_PROCESS of its pid with exec_seq > 0) is folded
  *    into the image it became: that pid keeps its row and track, under its last image;
@@ -13,6 +13,11 @@
  *    (the collector notices ends every 10 ms), so a quiet background child (`sleep 100 &`
  *    before `exec`) is shown. A child of the program itself (a DataLoader worker, an MPI
  *    rank, any fork of the last image) is never folded.
+ *
+ * Either way an image is folded only when it is light: at most FOLD_MAX_EVENTS events
+ * (pyenv's heaviest shim image makes 6,675) and none but allocator calls (no range,
+ * mark, step, counter, framework, GPU or traced call). A program that worked and then
+ * exec'd, or a helper that prepared data, is shown: folding once hid 99% of such a run.
  *
  * Folded images stay in the capture; their own events are left out of the tables and
  * the trace and counted in the tables' header; --all-processes shows them. */
@@ -30,12 +35,14 @@
 #include "formats/util/vec.h"
 
 #define FOLD_END_SLACK_NS 100000000ull /* 100 ms: see the rule above */
+#define FOLD_MAX_EVENTS 10000
 #define FOLD_OOM 3 /* the visitor's "stop": not a cap_read result */
 
 struct fimg {
 	uint32_t source, pid, ppid, exec_seq;
 	int ended, helper;
-	uint64_t start_ns, end_ns, last_t;
+	int worked; /* more than FOLD_MAX_EVENTS events, or one not an allocator call */
+	uint64_t start_ns, end_ns, last_t, events;
 	int64_t next;  /* the pid's next image (an exec when its exec_seq > 0), else -1 */
 	int64_t first; /* the first image of its process */
 };
@@ -59,12 +66,29 @@ static struct fimg *current(struct fold_read *r, uint32_t pid)
 	return v ? &r->img[*v - 1] : NULL;
 }
 
-/* An events record of pid's current image whose latest time is last. */
-static void events_until(struct fold_read *r, uint32_t pid, uint64_t last)
+/* An events record of pid's current image whose latest time is last, with count events
+ * (stacks and losses left out), some of them not allocator calls when work. */
+static void events_until(struct fold_read *r, uint32_t pid, uint64_t last, uint64_t count,
+			 int work)
 {
 	struct fimg *f = current(r, pid);
-	if (f && last > f->last_t)
+	if (!f)
+		return;
+	if (last > f->last_t)
 		f->last_t = last;
+	f->events += count;
+	if (work || f->events > FOLD_MAX_EVENTS)
+		f->worked = 1;
+}
+
+int fold_event_counts(const struct prof_event *e)
+{
+	return e->type != PROF_EV_STACK && e->type != PROF_EV_LOST;
+}
+
+int fold_event_is_work(const struct prof_event *e)
+{
+	return fold_event_counts(e) && e->cat != PROF_CAT_MEMORY && e->cat != PROF_CAT_LOST;
 }
 
 /* One record, its payload in two pieces (the collector's writes: a struct then bytes;
@@ -121,14 +145,17 @@ static int fold_record(struct fold_read *r, uint32_t type, const void *p, size_t
 		const struct prof_event *ev = hlen > sizeof(ce)
 			? (const struct prof_event *)((const char *)p + sizeof(ce))
 			: tail; /* the length was checked by the reader, or made by the writer */
-		uint64_t last = 0;
+		uint64_t last = 0, counted = 0;
+		int work = 0;
 		for (uint32_t i = 0; i < ce.count; i++) {
 			uint64_t t = ev[i].t1 > ev[i].t0 ? ev[i].t1 : ev[i].t0;
 			if (t > last)
 				last = t;
+			counted += (uint64_t)fold_event_counts(&ev[i]);
+			work |= fold_event_is_work(&ev[i]);
 		}
 		if (ce.count)
-			events_until(r, ce.pid, last);
+			events_until(r, ce.pid, last, counted, work);
 	}
 	return 0;
 }
@@ -141,6 +168,12 @@ static int visit(void *ctx, uint32_t type, const void *p, uint32_t len)
 static int execd(const struct fold_read *r, size_t i)
 {
 	return r->img[i].next >= 0 && r->img[r->img[i].next].exec_seq > 0;
+}
+
+/* An image the fold may hide: it exec'd, and did little. */
+static int foldable(const struct fold_read *r, size_t i)
+{
+	return execd(r, i) && !r->img[i].worked;
 }
 
 /* The image of pid current at time t (the latest started by then), or -1. */
@@ -173,7 +206,7 @@ static int is_helper(const struct fold_read *r, const uint8_t *folded, size_t p0
 		return 0;
 	size_t i = p0;
 	for (;;) {
-		if (r->img[i].last_t >= bound)
+		if (r->img[i].last_t >= bound || r->img[i].worked)
 			return 0;
 		if (!execd(r, i))
 			break;
@@ -191,7 +224,7 @@ static int decide(struct fold_read *r, struct model_fold *f)
 		return -1;
 	f->n = r->n;
 	for (size_t i = 0; i < r->n; i++)
-		f->folded[i] = (uint8_t)execd(r, i);
+		f->folded[i] = (uint8_t)foldable(r, i);
 	/* helpers of helpers: until nothing changes (each round folds at least one more) */
 	for (int changed = 1; changed;) {
 		changed = 0;
@@ -304,10 +337,11 @@ void fold_live_record(struct fold_live *l, uint32_t type, const void *head, size
 		l->failed = fold_record(&l->r, type, head, hlen, tail) != 0;
 }
 
-void fold_live_events(struct fold_live *l, uint32_t pid, uint64_t last)
+void fold_live_events(struct fold_live *l, uint32_t pid, uint64_t last, uint64_t count,
+		      int work)
 {
 	if (!l->failed)
-		events_until(&l->r, pid, last);
+		events_until(&l->r, pid, last, count, work);
 }
 
 int fold_live_payload(struct fold_live *l, void **payload, size_t *len)

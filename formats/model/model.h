@@ -213,9 +213,15 @@ struct fold_live;
 struct fold_live *fold_live_new(void);
 void fold_live_record(struct fold_live *l, uint32_t type, const void *head, size_t hlen,
 		      const void *tail);
-/* An events record of pid whose latest time (t0 or t1) is last: what fold_live_record
- * of the record would take from it, for a writer that never held the events whole. */
-void fold_live_events(struct fold_live *l, uint32_t pid, uint64_t last);
+/* An events record of pid whose latest time (t0 or t1) is last, with count events that
+ * fold_event_counts, some fold_event_is_work when work: what fold_live_record of the
+ * record would take from it, for a writer that never held the events whole. */
+void fold_live_events(struct fold_live *l, uint32_t pid, uint64_t last, uint64_t count,
+		      int work);
+/* Whether the fold counts an event (not a stack, not a loss), and whether it is work no
+ * launcher does (not an allocator call): such an image is never folded. */
+int fold_event_counts(const struct prof_event *e);
+int fold_event_is_work(const struct prof_event *e);
 int fold_live_payload(struct fold_live *l, void **payload, size_t *len);
 /* The fold of the records seen so far, into f (model_fold_free it). 0, or -1 when out of
  * memory. */

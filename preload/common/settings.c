@@ -31,7 +31,7 @@ const struct prof_setting prof_settings[] = {
 		 "PMIX_RANK, SLURM_PROCID: the innermost launcher's; 0 when none: a launcher's "
 		 "session holds every rank it starts, each labelled). A taken prefix becomes "
 		 "`PREFIX-2`, "
-		 "`PREFIX-3`, ..."},
+		 "`PREFIX-3`, ...; missing directories in it are created"},
 	{.name = "overwrite", .env = "PROFILER_OVERWRITE", .type = PROF_SETTING_BOOL,
 	 .when = PROF_WHEN_START, FIELD(overwrite), .def = "0",
 	 .record_flag = "--force-overwrite", .record_value = "1",

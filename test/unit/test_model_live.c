@@ -44,6 +44,16 @@ static void work(struct fx *f, uint32_t pid, uint32_t tid, uint32_t id, uint64_t
 	fx_events(f, pid, tid, e, 2);
 }
 
+/* An allocation on thread tid of pid: all a launcher (a shim, env, a script's
+ * helper) does. */
+static void launcher_work(struct fx *f, uint32_t pid, uint32_t tid, uint64_t t0)
+{
+	struct prof_event e = fx_range(t0, t0 + 1000, 0, PROF_CAT_MEMORY, 1);
+	e.a = 0x1000 + t0;
+	e.b = 64;
+	fx_events(f, pid, tid, &e, 1);
+}
+
 /* The tables of path: read whole (live = 0), or by the live model (1: 0 or what
  * model_live_finish said, in *said). malloc'd text. */
 static char *tables_of(const char *path, int live, int *said)
@@ -106,11 +116,11 @@ static void test_launchers_folded(void **state)
 	fx_open(&f, "live-fold");
 	proc(&f, 10, 1, 0, 0, "sh");
 	fx_name(&f, 10, 1, "shim");
-	work(&f, 10, 10, 1, 1 * MS, 2 * MS);
+	launcher_work(&f, 10, 10, 1 * MS);
 	proc(&f, 11, 10, 0, 3 * MS, "readlink");
 	fx_name(&f, 11, 1, "helper");
 	fx_thread(&f, 11, 11, "readlink");
-	work(&f, 11, 11, 1, 4 * MS, 5 * MS);
+	launcher_work(&f, 11, 11, 4 * MS);
 	proc_end(&f, 11, 6 * MS);
 	proc(&f, 10, 1, 1, 20 * MS, "python3");
 	fx_name(&f, 10, 1, "step");
@@ -184,7 +194,7 @@ static void test_late_exec_said(void **state)
 	proc(&f, 10, 1, 0, 0, "sh");
 	fx_name(&f, 10, 1, "shim");
 	for (uint64_t t = 0; t < 1500; t += 100)
-		work(&f, 10, 10, 1, t * MS, (t + 10) * MS);
+		launcher_work(&f, 10, 10, t * MS);
 	proc(&f, 10, 1, 1, 1600 * MS, "python3");
 	fx_name(&f, 10, 1, "step");
 	work(&f, 10, 10, 1, 1700 * MS, 1800 * MS);
@@ -196,6 +206,46 @@ static void test_late_exec_said(void **state)
 	char *t = tables_of(f.path, 0, NULL);
 	assert_null(strstr(t, "\nshim "));
 	assert_non_null(strstr(t, "\nstep "));
+	free(t);
+	unlink(f.path);
+}
+
+/* Real work is never folded (issue 30: a program that worked, forked and exec'd itself
+ * showed 1% of itself): an image with a range of its own that then exec'd, and a helper
+ * that made more allocations than a launcher does, are shown; a light shim still folds. */
+static void test_work_never_folded(void **state)
+{
+	struct fx f;
+	(void)state;
+	fx_open(&f, "live-work");
+	proc(&f, 10, 1, 0, 0, "prepare");
+	fx_name(&f, 10, 1, "prep");
+	work(&f, 10, 10, 1, 1 * MS, 2 * MS);
+	proc(&f, 11, 10, 0, 3 * MS, "convert");
+	fx_name(&f, 11, 1, "conv");
+	for (uint64_t k = 0; k <= 10000; k++)
+		launcher_work(&f, 11, 11, 4 * MS + k * 100);
+	proc_end(&f, 11, 6 * MS);
+	proc(&f, 10, 1, 1, 20 * MS, "train");
+	fx_name(&f, 10, 1, "step");
+	work(&f, 10, 10, 1, 30 * MS, 40 * MS);
+	proc(&f, 20, 1, 0, 50 * MS, "env");
+	launcher_work(&f, 20, 20, 51 * MS);
+	proc(&f, 20, 1, 1, 52 * MS, "python3");
+	fx_name(&f, 20, 1, "after_env");
+	work(&f, 20, 20, 1, 53 * MS, 54 * MS);
+	proc_end(&f, 20, 60 * MS);
+	proc_end(&f, 10, 100 * MS);
+	fx_close(&f);
+	expect_same_tables(f.path);
+	char *t = tables_of(f.path, 0, NULL);
+	assert_non_null(strstr(t, "\nprep "));
+	assert_non_null(strstr(t, "\nstep "));
+	assert_non_null(strstr(t, "\nafter_env "));
+	/* the helper's 10,001 allocations with the program's 3; env's one not shown */
+	assert_non_null(strstr(t, "10,004"));
+	assert_non_null(strstr(t, "(1 events not shown)"));
+	assert_non_null(strstr(t, "Folded: 1 exec'd image and 0 helper processes"));
 	free(t);
 	unlink(f.path);
 }
@@ -224,6 +274,7 @@ int main(void)
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_launchers_folded),
 		cmocka_unit_test(test_late_exec_said),
+		cmocka_unit_test(test_work_never_folded),
 		cmocka_unit_test(test_quiet_launcher_held),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);

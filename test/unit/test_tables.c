@@ -608,9 +608,10 @@ static void test_exec_replaces_names(void **state)
 	e[2] = fx_range(70, 77, 2, 16, 0);
 	fx_events(&f, 7, 7, e, 3);
 	fx_close(&f);
-	/* By default sh, which exec'd, is folded into python3 (test_fold.c has the rule). */
+	/* sh exec'd but ran operators of its own: real work, shown by default too (only a
+	 * light launcher is folded; test_fold.c has the rule). */
 	s = csv(f.path, SORT_TOTAL, 0, NULL);
-	assert_null(strstr(s, "\"opsA\""));
+	assert_non_null(strstr(s, "\"opsA\""));
 	free(s);
 	tables_all = 1;
 	s = csv(f.path, SORT_TOTAL, 0, NULL);

@@ -155,3 +155,29 @@ def wrappers_background_child_kept(c):
     eq(t.count("malloc", 72001), 5, "the background job's marked mallocs")
     eq(t.count("malloc", 72002), 6, "the program's marked mallocs")
     eq(set(t.process_names()), bg | fg, "process tracks: the program and the job")
+
+
+@case
+def wrappers_work_before_exec_shown(c):
+    # a program that works (4 threads, a forked child) and then execs itself: every
+    # allocation is in the default tables and trace (the fold once showed only the
+    # exec'd image's 777: 1% of the run); through env and sh -c 'exec ...' it is the
+    # same, and those launchers still fold
+    for how, pre in (("direct", []), ("env", ["env", "FOO=1"]),
+                     ("sh exec", ["sh", "-c", 'exec "$0" "$@"'])):
+        r = c.run(pre + [c.prog("work_then_exec")])
+        eq(r.rc, 0, "%s: exit status: %r" % (how, r))
+        t, _ = c.outputs(wait=10)
+        eq((t.count("malloc", 61001), t.count("malloc", 61002), t.count("malloc", 61003)),
+           (80000, 10000, 777), "%s: marked mallocs in the trace (threads, child, exec'd)"
+           % how)
+        text = c.text()
+        m = re.search(r"^Folded: (\d+) exec'd images?", text, re.M)
+        folded = int(m.group(1)) if m else 0
+        eq(folded, 0 if how == "direct" else 1, "%s: exec'd images folded (the "
+           "launcher's only): %s" % (how, m.group(0) if m else "no Folded line"))
+        rep = c.report_json(c.path("libprof.prof"))
+        eq(report_row(rep, "memory", "malloc")["count"] >= 90777, True,
+           "%s: mallocs in the report: %r" % (how, report_row(rep, "memory", "malloc")))
+        for name in ("libprof.json", "libprof.txt", "libprof.prof"):
+            os.unlink(c.path(name))
