@@ -8,6 +8,7 @@
 #include <unistd.h>
 
 #include "preload/common/job.h"
+#include "preload/common/env.h"
 
 struct launcher {
 	const char *name;
@@ -32,7 +33,7 @@ static const struct launcher launchers[] = {
 
 static const char *number(const char *var)
 {
-	const char *v = var ? getenv(var) : NULL;
+	const char *v = var ? prof_getenv(var) : NULL;
 	if (!v || !*v || strlen(v) > 9)
 		return NULL;
 	for (const char *p = v; *p; p++)
@@ -44,8 +45,8 @@ static const char *number(const char *var)
 static const struct launcher *launcher(void)
 {
 	for (size_t i = 0; i < sizeof launchers / sizeof *launchers; i++) {
-		const char *d = getenv(launchers[i].detect);
-		const char *d2 = launchers[i].detect2 ? getenv(launchers[i].detect2) : "set";
+		const char *d = prof_getenv(launchers[i].detect);
+		const char *d2 = launchers[i].detect2 ? prof_getenv(launchers[i].detect2) : "set";
 		if (d && *d && d2 && *d2)
 			return &launchers[i];
 	}
@@ -61,7 +62,7 @@ const char *prof_job_rank(void)
 /* a job id printable on one line, or NULL */
 static const char *text(const char *var)
 {
-	const char *v = var ? getenv(var) : NULL;
+	const char *v = var ? prof_getenv(var) : NULL;
 	if (!v || !*v || strlen(v) > 100)
 		return NULL;
 	for (const char *p = v; *p; p++)

@@ -23,6 +23,8 @@
 #include "preload/frameworks/mxnet.h"
 #include "preload/core/windows.h"
 #include "preload/trace/trace.h"
+#include "preload/common/env.h"
+#include "preload/core/env_set.h"
 
 struct prof_config prof_cfg;
 struct prof_session_shm *prof_session;
@@ -107,7 +109,7 @@ static int make_process_segment(void)
 
 static struct prof_session_shm *join_session(void)
 {
-	const char *sid = getenv("PROFILER_SESSION");
+	const char *sid = prof_getenv("PROFILER_SESSION");
 	struct prof_session_shm *s = sid ? prof_session_open(sid) : 0;
 	if (!s)
 		return 0;
@@ -149,7 +151,7 @@ static struct prof_session_shm *create_session(void)
 		munmap(s, sizeof *s);
 		return 0;
 	}
-	setenv("PROFILER_SESSION", prof_sid, 1);
+	prof_setenv("PROFILER_SESSION", prof_sid, 1);
 	/* Events before the collector runs can only wait in the rings: a program that starts
 	 * with a burst would overflow them. The few milliseconds the collector takes to
 	 * start are spent here instead, once. */
@@ -160,7 +162,7 @@ static struct prof_session_shm *create_session(void)
 	}
 	if (atomic_load(&s->state) == SESSION_FAILED) {
 		/* the collector said why on stderr */
-		unsetenv("PROFILER_SESSION");
+		prof_unsetenv("PROFILER_SESSION");
 		prof_session_unlink(prof_sid);
 		munmap(s, sizeof *s);
 		return 0;
@@ -192,9 +194,9 @@ static int prof_start_session(int may_create)
 		prof_clock_use((enum prof_clock_kind)prof_session->clock_kind);
 		/* an exec'd or spawned image the session counted as pending: settled even
 		 * when its segment cannot be made, or the session would wait for it */
-		int spawned = getenv("PROFILER_SPAWNED") != 0;
+		int spawned = prof_getenv("PROFILER_SPAWNED") != 0;
 		if (spawned)
-			unsetenv("PROFILER_SPAWNED");
+			prof_unsetenv("PROFILER_SPAWNED");
 		int made = make_process_segment() == 0;
 		if (spawned)
 			atomic_fetch_add(&prof_session->forks_registered, 1);
@@ -313,7 +315,7 @@ __attribute__((constructor(101))) static void prof_init(void)
 	prof_config_defaults(&prof_cfg);
 	/* settings problems are reported once, by the process that starts the session */
 	prof_config_from_env(&prof_cfg, environ,
-			     getenv("PROFILER_SESSION") ? ignore_line : warn_line);
+			     prof_getenv("PROFILER_SESSION") ? ignore_line : warn_line);
 	pthread_atfork(0, 0, prof_after_fork_child);
 	prof_spawn_env_save(environ);
 	if (!prof_cfg.mxnet_bulk)
@@ -323,7 +325,7 @@ __attribute__((constructor(101))) static void prof_init(void)
 	/* A child of a profiled process follows its session even without autostart, and
 	 * never starts one of its own: a session that is over (or whose collector is gone)
 	 * leaves it idle, so it cannot overwrite the session's outputs. */
-	if (getenv("PROFILER_SESSION"))
+	if (prof_getenv("PROFILER_SESSION"))
 		prof_start_session(0);
 	else if (prof_cfg.autostart)
 		prof_start_session(1);

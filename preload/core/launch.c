@@ -12,6 +12,7 @@
 
 #include "preload/common/child_setup.h"
 #include "preload/core/launch.h"
+#include "preload/common/env.h"
 
 #include <stdatomic.h>
 #include <stdint.h>
@@ -21,7 +22,7 @@ extern char **environ;
 int prof_find_collector(char *out, size_t len)
 {
 	static const char *const rels[] = {"prof", "../bin/prof", NULL};
-	const char *env = getenv("PROFILER_COLLECTOR");
+	const char *env = prof_getenv("PROFILER_COLLECTOR");
 	Dl_info info;
 	char self[PATH_MAX];
 	if (!(env && *env) && (!dladdr((void *)prof_find_collector, &info) || !info.dli_fname ||

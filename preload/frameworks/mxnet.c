@@ -9,6 +9,7 @@
 #include "preload/trace/trace.h"
 #include "preload/common/event.h"
 #include "prof.h"
+#include "preload/core/env_set.h"
 
 /* PROFILER_FOLLOW: MXNet's profiler.set_state('run'|'stop') ends in this call. Neither
  * call is in MXNet's table (it records calls made while it runs, and switches in the
@@ -97,7 +98,7 @@ void prof_mxnet_bulk_off(void)
 		"MXNET_EXEC_BULK_EXEC_TRAIN", "MXNET_EXEC_BULK_EXEC_INFERENCE",
 		"MXNET_EXEC_BULK_EXEC_MAX_NODE_TRAIN_FWD", "MXNET_EXEC_BULK_EXEC_MAX_NODE_TRAIN_BWD"};
 	for (size_t i = 0; i < sizeof vars / sizeof *vars; i++)
-		setenv(vars[i], "0", 0);
+		prof_setenv(vars[i], "0", 0);
 }
 
 /* MXNet's storage manager (its profiler's "Device Storage"): StorageImpl::Alloc and Free

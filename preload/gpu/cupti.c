@@ -25,6 +25,8 @@
 #include "preload/gpu/cupti.h"
 #include "preload/wrap/dl.h"
 #include "preload/core/state.h"
+#include "preload/common/env.h"
+#include "preload/core/env_set.h"
 
 #define EXPORT __attribute__((visibility("default")))
 
@@ -47,7 +49,7 @@ int InitializeInjection(void);
 void prof_cupti_setup(void)
 {
 	/* another tool's (Nsight Systems sets it), "none", or a profiled parent's: kept */
-	const char *set = getenv("CUDA_INJECTION64_PATH");
+	const char *set = prof_getenv("CUDA_INJECTION64_PATH");
 	if (!prof_cfg.cupti || (set && !(prof_debug_mask & PROF_DEBUG_CUPTI)))
 		return;
 	struct prof_thread *t = &prof_thr;
@@ -57,7 +59,7 @@ void prof_cupti_setup(void)
 	if (dladdr((void *)InitializeInjection, &self) && self.dli_fname &&
 	    realpath(self.dli_fname, path)) {
 		if (!set)
-			setenv("CUDA_INJECTION64_PATH", path, 0);
+			prof_setenv("CUDA_INJECTION64_PATH", path, 0);
 		else if (!realpath(set, other) || strcmp(other, path))
 			prof_debug(PROF_DEBUG_CUPTI, "no GPU timeline unless CUPTI is free: "
 				   "CUDA_INJECTION64_PATH is another tool's (%s)", set);

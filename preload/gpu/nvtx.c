@@ -35,6 +35,8 @@
 #include "preload/gpu/nvtx.h"
 #include "preload/common/event.h"
 #include "preload/core/state.h"
+#include "preload/common/env.h"
+#include "preload/core/env_set.h"
 
 #define EXPORT __attribute__((visibility("default")))
 
@@ -729,7 +731,7 @@ EXPORT int InitializeInjectionNvtx2(nvtx_get_export_table get)
 void prof_nvtx_setup(void)
 {
 	/* set by the user (another tool), or by a profiled parent: left as it is */
-	if (getenv("NVTX_INJECTION64_PATH"))
+	if (prof_getenv("NVTX_INJECTION64_PATH"))
 		return;
 	struct prof_thread *t = &prof_thr;
 	t->busy++;
@@ -737,6 +739,6 @@ void prof_nvtx_setup(void)
 	char path[PATH_MAX];
 	if (dladdr((void *)InitializeInjectionNvtx2, &info) && info.dli_fname &&
 	    realpath(info.dli_fname, path))
-		setenv("NVTX_INJECTION64_PATH", path, 0);
+		prof_setenv("NVTX_INJECTION64_PATH", path, 0);
 	t->busy--;
 }

@@ -30,6 +30,7 @@
 #include "preload/core/state.h"
 #include "preload/trace/trace.h"
 #include "preload/trace/trace_policy.h"
+#include "preload/common/env.h"
 
 #define MAX_PATTERNS 64
 #define MAX_OBJECTS 4096
@@ -142,12 +143,7 @@ static const struct prof_framework_hook *hook_for(const char *name, unsigned sco
  * traced in it. */
 const char *prof_trace_env(void)
 {
-	extern char **environ;
-	static const char key[] = "PROFILER_TRACE=";
-	for (char **e = environ; e && *e; e++)
-		if (!strncmp(*e, key, sizeof key - 1))
-			return *e + sizeof key - 1;
-	return 0;
+	return prof_getenv("PROFILER_TRACE");
 }
 
 int prof_trace_configure(const char *text, const char *framework, int follow)

@@ -5,6 +5,7 @@
  * beats waiting. Only system calls here: the caller may be a vfork child. */
 #define _GNU_SOURCE
 #include "preload/wrap/exec_target.h"
+#include "preload/common/env.h"
 
 #include <elf.h>
 #include <errno.h>
@@ -131,7 +132,7 @@ int prof_exec_resolve(const char *file, char *out, size_t len)
 		memcpy(out, file, flen + 1);
 		return 0;
 	}
-	const char *path = getenv("PATH"); /* no heap: safe after vfork */
+	const char *path = prof_getenv("PATH"); /* no heap: safe after vfork */
 	if (!path)
 		path = "/bin:/usr/bin";
 	for (const char *p = path;; p++) {

@@ -181,3 +181,25 @@ def wrappers_work_before_exec_shown(c):
            "%s: mallocs in the report: %r" % (how, report_row(rep, "memory", "malloc")))
         for name in ("libprof.json", "libprof.txt", "libprof.prof"):
             os.unlink(c.path(name))
+
+
+@case
+def wrappers_framework_setting_one_session(c):
+    # a setting libprof applies for a framework (PROFILER_MXNET_BULK=0 sets MXNet's
+    # variables at load) through a shim that execs bash: bash's own setenv and getenv
+    # once hid PROFILER_SESSION from libprof in the exec'd bash, which started sessions
+    # of its own (pyenv: 12-17 summary lines, up to 51 files). One run, one session.
+    shim = wrapper_shim(c)
+    for how, argv in (("C program", [c.prog("basic"), 5, 71101, "exit:0"]),
+                      ("python", ["/usr/bin/python3", "-c", "import sys; print('pid=%d' % __import__('os').getpid())"])):
+        for name in os.listdir(c.path()):
+            if name.startswith("libprof"):
+                os.unlink(c.path(name))
+        r = c.run(["sh", shim] + argv, env={"PROFILER_MXNET_BULK": "0"})
+        eq(r.rc, 0, "%s: exit status: %r" % (how, r))
+        lines = [l for l in r.err.splitlines() if SUMMARY_RE.match(l)]
+        eq(len(lines), 1, "%s: summary lines: %r" % (how, r.err))
+        eq(sorted(n for n in os.listdir(c.path()) if n.startswith("libprof")),
+           ["libprof.json", "libprof.prof", "libprof.txt"], "%s: output files" % how)
+        t, _ = c.outputs(wait=10)
+        eq(t.pids(), {pid_of(r)}, "%s: the program's pid in the trace" % how)
