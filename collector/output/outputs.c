@@ -358,8 +358,18 @@ int collector_make_outputs(const char *capture, const char *prefix,
 	if (sum.lost_startup)
 		snprintf(startup, sizeof startup, ", %llu of them at start-up before libprof started",
 			 (unsigned long long)sum.lost_startup);
-	fprintf(stderr, "libprof: %llu events (%llu lost%s) from %llu process%s%s -> %s\n",
+	/* the processes the tables show; launchers folded away (pyenv's shims: 40 of 41) are
+	 * counted apart */
+	uint64_t procs_shown = sum.processes_shown && sum.processes_shown <= sum.processes
+				 ? sum.processes_shown
+				 : sum.processes;
+	char folded[64] = "";
+	if (procs_shown < sum.processes)
+		snprintf(folded, sizeof folded, ", %llu launcher process%s folded",
+			 (unsigned long long)(sum.processes - procs_shown),
+			 sum.processes - procs_shown == 1 ? "" : "es");
+	fprintf(stderr, "libprof: %llu events (%llu lost%s) from %llu process%s%s%s -> %s\n",
 		(unsigned long long)sum.events, (unsigned long long)(sum.lost + gone), startup,
-		(unsigned long long)sum.processes, sum.processes == 1 ? "" : "es", fws, made);
+		(unsigned long long)procs_shown, procs_shown == 1 ? "" : "es", folded, fws, made);
 	return rc;
 }

@@ -198,6 +198,7 @@ void chrome_summarize(const struct chrome *c, struct output_summary *sum)
 	sum->stacks_lost = model_stacks_lost(c->pm);
 	sum->lost_startup = model_lost_startup(c->pm);
 	sum->processes = model_npids(c->pm);
+	sum->processes_shown = model_shown_pids(c->pm);
 	sum->json_events = c->written;
 	sum->json_dropped = c->dropped;
 	sum->json_alloc_hidden = c->alloc.hidden;

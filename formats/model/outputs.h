@@ -27,7 +27,8 @@ struct output_summary {
 	uint64_t lost;         /* events dropped (full rings, and lost_startup) */
 	uint64_t lost_startup; /* of lost: made before libprof's constructor ran */
 	uint64_t names_lost, stacks_lost; /* events kept without their name, their stack */
-	uint64_t processes;
+	uint64_t processes;        /* the capture's pids */
+	uint64_t processes_shown;  /* of them, the ones the outputs show (not folded) */
 	uint64_t json_events;  /* events written to the Chrome trace */
 	uint64_t json_dropped; /* events left out of the Chrome trace by the size rule */
 	uint64_t json_alloc_hidden; /* allocator calls left to its counter tracks */

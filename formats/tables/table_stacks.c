@@ -587,6 +587,7 @@ int table_stacks_write(const char *capture_path, FILE *out, const struct table_o
 		sum->lost = model_lost(&m);
 		sum->lost_startup = model_lost_startup(&m);
 		sum->processes = model_npids(&m);
+		sum->processes_shown = model_shown_pids(&m);
 		if (rc == CAP_READ_DAMAGED) {
 			sum->damaged = 1;
 			snprintf(sum->damage, sizeof(sum->damage), "%.*s", (int)sizeof(sum->damage) - 1,

@@ -275,6 +275,7 @@ static void summarize(const struct report *r, struct output_summary *sum)
 	sum->lost = r->lost;
 	sum->lost_startup = model_lost_startup(r->m);
 	sum->processes = model_npids(r->m);
+	sum->processes_shown = model_shown_pids(r->m);
 	if (r->damage) {
 		sum->damaged = 1;
 		snprintf(sum->damage, sizeof(sum->damage), "%s", r->damage);

@@ -58,6 +58,10 @@ def wrappers_shim_chain_folded(c):
     check(len(raw_pids) >= 4, "the capture's processes: %r (the shim's helpers missing)"
           % sorted(raw_pids))
     launcher_events = sum(1 for e in raw if e["pid"] != pid)
+    # the summary line: the one program, the launchers' processes counted apart
+    m = re.search(r"from (\d+) process(?:es)?, (\d+) launcher process(?:es)? folded -> ", r.err)
+    check(m and (int(m.group(1)), int(m.group(2))) == (1, len(raw_pids) - 1),
+          "summary line: %r (want 1 process, %d folded)" % (r.err, len(raw_pids) - 1))
     # the trace: one process track, the program's, with its own marked mallocs only
     eq(sorted(t.process_names()), [pid], "process tracks")
     eq({p for p, _ in thread_tracks(t)}, {pid}, "thread tracks' pids")

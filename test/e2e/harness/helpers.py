@@ -24,7 +24,7 @@ def profile(c, argv, env=None, want_rc=0, **kw):
         # the summary line, the trace's metadata and the raw capture tell the same story
         eq((s[0], s[1]), (trace.other.get("events"), trace.other.get("lost_events")),
            "summary (events, lost) vs otherData")
-        eq(s[2], trace.other.get("processes"), "summary processes vs otherData")
+        eq(s[2], trace.other.get("processes_shown"), "summary processes vs otherData")
     return r, trace
 
 

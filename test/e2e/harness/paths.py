@@ -18,7 +18,7 @@ SCRIPTS = os.path.join(ROOT, "scripts")
 DEFAULT_PREFIX = "libprof"
 
 # "... from 1 process (torch, mxnet) -> ...": the frameworks found, when any
-SUMMARY_RE = re.compile(r"^libprof: (\d+) events \((\d+) lost(?:, \d+ of them at start-up before libprof started)?\) from (\d+) process(?:es)?"
+SUMMARY_RE = re.compile(r"^libprof: (\d+) events \((\d+) lost(?:, \d+ of them at start-up before libprof started)?\) from (\d+) process(?:es)?(?:, \d+ launcher process(?:es)? folded)?"
                         r"(?: \(([a-z]+(?:, [a-z]+)*)\))? -> ")
 SANITIZER_RE = re.compile(r"ERROR: (?:Address|Leak|Thread|Memory)Sanitizer|runtime error:|"
                           r"AddressSanitizer:DEADLYSIGNAL|SUMMARY: (?:Address|Undefined)")
