@@ -257,6 +257,8 @@ static uint32_t intern_stack(const uint64_t *f, unsigned n)
 #define CACHE_FRAMES 40 /* native frames remembered: up to the eval loop, ~20-30 in torch */
 #define FRAME_LIMIT (64u << 10) /* a caller's return address this far above, at most */
 #define SCAN_LIMIT (1u << 20)
+/* frames of the set key: enough to part the dispatcher's call paths; each is a dependent
+ * load (the whole chain was 10% of a remembered capture) */
 #define CHAIN_KEY_FRAMES 8
 
 struct cached_stack {
@@ -344,8 +346,8 @@ static void learn_delta(uint64_t ip, uint64_t d)
 				      memory_order_relaxed);
 }
 
-/* The key of a stack beginning at ip0 with stack pointer sp0: its return addresses as
- * far as the learned distances lead. */
+/* The key of a stack beginning at ip0 with stack pointer sp0: its first return addresses
+ * (CHAIN_KEY_FRAMES at most), as far as the learned distances lead. */
 static uint64_t chain_key(uint64_t ip0, uint64_t sp0)
 {
 	uint64_t h = (ip0 ^ (sp0 >> 4)) * 0x9e3779b97f4a7c15ull, at = sp0 - 8, ip = ip0;
