@@ -35,11 +35,20 @@ int model_alloc_timed(const struct model *m)
 	return !v || strcmp(v, "0");
 }
 
+/* The command line the session was started with, unless its process was a launcher the
+ * fold hid: then the one it became (through pyenv, the Python the user ran, not
+ * `/usr/bin/env bash ~/.pyenv/shims/python3 ...`). */
 const char *model_command(const struct model *m)
 {
 	const char *c = model_fact(m, "command");
 	size_t i;
 
+	if (m->nimg && m->img[0].folded && !m->img[0].exec_seq) {
+		const uint64_t *cur = u64map_find(&m->pid_image, model_pid_key(&m->img[0]));
+		if (cur && *cur < m->nimg && !m->img[*cur].folded &&
+		    m->img[*cur].command != STR_NONE)
+			return model_str(m, m->img[*cur].command, NULL);
+	}
 	if (c && *c)
 		return c;
 	for (i = 0; i < m->nimg; i++)

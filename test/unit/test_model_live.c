@@ -180,6 +180,8 @@ static void test_launchers_folded(void **state)
 	assert_true(strstr(t, "mark_worker") < strstr(t, "mark_main"));
 	assert_true(strstr(t, "\ncat_worker") < strstr(t, "\ncat_main"));
 	assert_non_null(strstr(t, "Folded: 1 exec'd image and 1 helper process"));
+	/* the header names what the launcher became, not the launcher */
+	assert_true(!strncmp(t, "libprof profile: python3 ", 25));
 	free(t);
 	unlink(f.path);
 }

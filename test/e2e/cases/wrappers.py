@@ -77,6 +77,9 @@ def wrappers_shim_chain_folded(c):
     text = c.text()
     check(re.search(r"\(.*, 1 process, duration", text.splitlines()[0]),
           "header: %r" % text.splitlines()[0])
+    # ... and names the program, not the shim that started it
+    check("basic %d %d" % (N, SIZE) in text.splitlines()[0] and
+          "shim" not in text.splitlines()[0], "header: %r" % text.splitlines()[0])
     m = re.search(r"^Folded: (\d+) exec'd images? and (\d+) helper process(?:es)? of the "
                   r"launch, into the image they became \(([\d,]+) events not shown\); "
                   r"--all-processes shows them$", text, re.M)
