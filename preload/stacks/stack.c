@@ -465,32 +465,17 @@ static unsigned with_python(uint64_t *f, unsigned n, unsigned *native)
 	return n;
 }
 
-/* Frames f[k..] from a remembered stack that began at f[k], whose stack pointer was sp,
- * with the thread's Python frames after them where it had some: the frames in f then,
- * or 0 when none is remembered from there. */
+/* from_cache's frames from c, found with its native frames in native; native_n (when
+ * given): how many of them are native (before the Python ones). */
 static unsigned extend_from(const struct cached_stack *c, const uint64_t *native, uint64_t *f,
-			    unsigned k, uint64_t sp, struct fp_last *whole);
-
-/* native_n: how many of the frames are native (before the Python ones). */
-static unsigned from_cache(uint64_t *f, unsigned k, uint64_t sp, struct fp_last *whole,
-			   unsigned *native_n)
-{
-	uint64_t native[CACHE_FRAMES];
-	const struct cached_stack *c = cache_find(f[k], sp, native);
-	if (!c)
-		return 0;
-	*native_n = k + c->n > depth_max ? depth_max : k + c->n;
-	return extend_from(c, native, f, k, sp, whole);
-}
-
-/* from_cache's frames from c, found with its native frames in native. */
-static unsigned extend_from(const struct cached_stack *c, const uint64_t *native, uint64_t *f,
-			    unsigned k, uint64_t sp, struct fp_last *whole)
+			    unsigned k, uint64_t sp, struct fp_last *whole, unsigned *native_n)
 {
 	/* cut at the depth after other frames in front: here it would end too soon */
 	if (c->truncated && k + c->n < depth_max)
 		return 0;
 	unsigned n = k + c->n > depth_max ? depth_max : k + c->n;
+	if (native_n)
+		*native_n = n;
 	memcpy(f + k, native, (size_t)(n - k) * 8);
 	if (c->python && n == k + c->n) {
 		int py = prof_py_stack(f + n, (int)depth_max);
@@ -509,6 +494,17 @@ static unsigned extend_from(const struct cached_stack *c, const uint64_t *native
 		whole->truncated = c->truncated || n < k + c->n;
 	}
 	return n;
+}
+
+/* Frames f[k..] from a remembered stack that began at f[k], whose stack pointer was sp,
+ * with the thread's Python frames after them where it had some: the frames in f then,
+ * or 0 when none is remembered from there; native_n: how many are native. */
+static unsigned from_cache(uint64_t *f, unsigned k, uint64_t sp, struct fp_last *whole,
+			   unsigned *native_n)
+{
+	uint64_t native[CACHE_FRAMES];
+	const struct cached_stack *c = cache_find(f[k], sp, native);
+	return c ? extend_from(c, native, f, k, sp, whole, native_n) : 0;
 }
 
 /* Remembers f[0..native) (the native part of a stack whose total frames are n) as
@@ -601,7 +597,7 @@ uint32_t prof_stack_capture(uint64_t ip0, uint64_t sp0, uint64_t bp0)
 		unsigned n = 0;
 		f[0] = ip0;
 		if (!c->id)
-			n = extend_from(c, cached, f, 0, sp0, 0);
+			n = extend_from(c, cached, f, 0, sp0, 0, 0);
 		prof_trace_reshadow();
 		found(HOW_REMEMBERED);
 		return c->id ? c->id : python_part_id(c, f, n);
