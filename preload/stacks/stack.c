@@ -251,8 +251,10 @@ static uint32_t intern_stack(const uint64_t *f, unsigned n)
  * the cache's own misses most of a remembered capture's cost and evicted the program's
  * data: a CNN step's own code ran twice as slow). */
 /* Sets of two ways: a PyTorch training step takes ~4,000 distinct stacks, which thrashed
- * 4,096 ways mapped directly (37% missed) */
-#define CACHE_SET_BITS 12
+ * 4,096 ways mapped directly (37% missed); 2^12 sets of two still evicted ~200 stacks a
+ * CNN step (walked again by libunwind), 2^14 ~30. 4.7 MiB of address space a thread,
+ * its pages touched only as ways are used. */
+#define CACHE_SET_BITS 14
 #define CACHE_WAYS (2u << CACHE_SET_BITS)
 #define CACHE_FRAMES 40 /* native frames remembered: up to the eval loop, ~20-30 in torch */
 #define FRAME_LIMIT (64u << 10) /* a caller's return address this far above, at most */
@@ -319,31 +321,42 @@ void prof_stack_say_counts(void)
  * reach one allocation site at one stack depth (C++ operator new under the dispatcher of
  * every PyTorch operator) evicted each other when only the first frame and the stack
  * pointer keyed them. A wrong or stale distance only misses the cache: a stack is still
- * checked slot by slot against the one remembered. Each word is (the address's low 44
- * bits << 20 | the distance); 0 is empty. */
-#define DELTA_BITS 13
-static _Atomic uint64_t frame_delta[1u << DELTA_BITS];
+ * checked slot by slot against the one remembered. Each word is a 19-bit tag from the
+ * address's hash above the index bits, then the distance in words (13 bits: FRAME_LIMIT
+ * / 8); 0 is empty. 2^16 of them: at 2^13 the ~3,000 return addresses of a CNN step
+ * overwrote each other's distances, so their stacks' keys changed from one step to the
+ * next and missed: the same ~150 stacks walked by libunwind every step. */
+#define DELTA_BITS 16
+static _Atomic uint32_t frame_delta[1u << DELTA_BITS];
 /* A range of this thread's stack known to be mapped: the union of overlapping ranges
  * from a remembered stack's pointer to its highest slot. Chain reads stay inside it (a
  * stack pointer outside it, on a signal stack or a coroutine's, reads nothing). */
 static __thread uint64_t span_lo, span_hi __attribute__((tls_model("initial-exec")));
 
-static _Atomic uint64_t *delta_of(uint64_t ip)
+static uint64_t delta_hash(uint64_t ip)
 {
-	return &frame_delta[(ip * 0x9e3779b97f4a7c15ull) >> (64 - DELTA_BITS)];
+	return ip * 0x9e3779b97f4a7c15ull;
+}
+
+static uint32_t delta_tag(uint64_t h)
+{
+	return (uint32_t)(h >> (64 - DELTA_BITS - 19)) & 0x7ffff;
 }
 
 static uint32_t delta(uint64_t ip)
 {
-	uint64_t v = atomic_load_explicit(delta_of(ip), memory_order_relaxed);
-	return v && v >> 20 == (ip & ((1ull << 44) - 1)) ? (uint32_t)(v & 0xfffff) : 0;
+	uint64_t h = delta_hash(ip);
+	uint32_t v = atomic_load_explicit(&frame_delta[h >> (64 - DELTA_BITS)],
+					  memory_order_relaxed);
+	return v >> 13 == delta_tag(h) ? (v & 0x1fff) * 8 : 0;
 }
 
 static void learn_delta(uint64_t ip, uint64_t d)
 {
+	uint64_t h = delta_hash(ip);
 	if (d && d < FRAME_LIMIT)
-		atomic_store_explicit(delta_of(ip), (ip & ((1ull << 44) - 1)) << 20 | d,
-				      memory_order_relaxed);
+		atomic_store_explicit(&frame_delta[h >> (64 - DELTA_BITS)],
+				      delta_tag(h) << 13 | (uint32_t)(d / 8), memory_order_relaxed);
 }
 
 /* The key of a stack beginning at ip0 with stack pointer sp0: its first return addresses
@@ -418,6 +431,7 @@ static struct cached_stack *cache_find(uint64_t ip0, uint64_t sp0, uint64_t *f)
 	struct cached_stack *set = cache_set(ip0, sp0);
 	if (!set)
 		return 0;
+	__builtin_prefetch(&set[1].n);
 	for (unsigned w = 0; w < 2; w++)
 		if (way_hit(&set[w], ip0, sp0, f)) {
 			set[0].next_victim = !w;
