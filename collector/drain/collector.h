@@ -35,6 +35,7 @@ struct output_request {
 	uint64_t drained; /* events the collector handed to the capture */
 	uint32_t frameworks; /* PROF_FW_* found loaded: named on the summary line */
 	uint32_t delay_ms, duration_ms; /* the window kept (0, 0: all), said on a line */
+	int follow_idle; /* PROFILER_FOLLOW, and no framework's profiler ever started */
 	uint64_t left_out;   /* events outside it */
 	const char *shown_capture; /* the capture's name on the summary line (a dump reads a
 				      snapshot of it); NULL: the capture read */

@@ -153,6 +153,8 @@ int end_session(struct collector *c)
 					   .frameworks = c->frameworks,
 					   .delay_ms = c->s->delay_ms,
 					   .duration_ms = c->s->duration_ms,
+					   .follow_idle = c->s->follow &&
+							  !atomic_load(&c->s->follow_started),
 					   .left_out = c->left_out,
 					   .live = &c->live};
 		if (collector_make_outputs(c->capture_path, prefix, &q))

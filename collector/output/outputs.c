@@ -371,5 +371,18 @@ int collector_make_outputs(const char *capture, const char *prefix,
 	fprintf(stderr, "libprof: %llu events (%llu lost%s) from %llu process%s%s%s -> %s\n",
 		(unsigned long long)sum.events, (unsigned long long)(sum.lost + gone), startup,
 		(unsigned long long)procs_shown, procs_shown == 1 ? "" : "es", folded, fws, made);
+	/* follow mode with nothing followed: an empty capture is not a libprof failure */
+	if (q->follow_idle && fws[0])
+		fprintf(stderr, "libprof: nothing recorded: PROFILER_FOLLOW=1 records only while "
+				"a framework's own profiler runs, and no loaded framework%s started "
+				"its profiler (mx.profiler.set_state('run') or "
+				"MXNET_PROFILER_AUTOSTART=1, torch.profiler.profile, "
+				"tf.profiler.experimental.start); leave PROFILER_FOLLOW unset to "
+				"record the whole run\n", fws);
+	else if (q->follow_idle)
+		fprintf(stderr, "libprof: nothing recorded: PROFILER_FOLLOW=1 records only while "
+				"a framework's own profiler runs, and no framework libprof follows "
+				"(mxnet, torch, tensorflow) was loaded; leave PROFILER_FOLLOW unset "
+				"to record the whole run\n");
 	return rc;
 }

@@ -416,6 +416,7 @@ int prof_session_configure(struct prof_session_shm *s, const struct prof_config 
 	s->aggregate_stats = (uint32_t)c->aggregate_stats;
 	s->stacks = c->stack_mode != PROF_STACK_OFF;
 	s->overwrite = (uint32_t)c->overwrite;
+	s->follow = (uint32_t)c->follow;
 	command_line(s->command, sizeof s->command);
 	return prof_session_output_for(s, c, root, err, errlen);
 }

@@ -76,7 +76,8 @@ struct prof_session_shm {
 	uint32_t dump_period_ms;
 	uint32_t aggregate_stats;    /* write the tables (profile.txt) */
 	uint32_t stacks;             /* PROFILER_STACK is on: the collector reads maps */
-	uint32_t pad2;
+	uint32_t follow;             /* PROFILER_FOLLOW: recording waits for a framework's
+					profiler */
 	_Atomic uint32_t prefix_seq; /* bumped when output_prefix changes */
 	char output_prefix[PROF_PATH_MAX]; /* absolute, %-expanded */
 	/* prof_dump / prof_dumps: one request at a time, guarded by dump_lock */
@@ -96,7 +97,9 @@ struct prof_session_shm {
 	_Atomic uint32_t children_next;
 	_Atomic uint32_t children[PROF_CHILD_SLOTS];
 	uint32_t overwrite;          /* PROFILER_OVERWRITE: outputs replace what is there */
-	uint32_t pad3;
+	/* follow: a framework's profiler started in some process (recording turned on);
+	 * without it the collector says why the capture is empty */
+	_Atomic uint32_t follow_started;
 	/* the collector's /proc start time (0: not known yet): its pid alone may be reused */
 	_Atomic uint64_t collector_start_ticks;
 	/* PROFILER_DELAY / PROFILER_DURATION: the collector keeps the events of that window

@@ -51,6 +51,8 @@ void prof_set_recording(int user_on)
 {
 	prof_user_on = user_on;
 	prof_on = user_on && prof_sched_on;
+	if (user_on && prof_cfg.follow && prof_session)
+		atomic_store_explicit(&prof_session->follow_started, 1, memory_order_relaxed);
 	prof_update_flags();
 }
 

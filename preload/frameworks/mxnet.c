@@ -10,6 +10,7 @@
 #include "preload/common/event.h"
 #include "prof.h"
 #include "preload/core/env_set.h"
+#include "preload/common/env.h"
 
 /* PROFILER_FOLLOW: MXNet's profiler.set_state('run'|'stop') ends in this call. Neither
  * call is in MXNet's table (it records calls made while it runs, and switches in the
@@ -22,6 +23,20 @@ uint32_t prof_mxnet_follow(const uint64_t *args)
 	else
 		prof_pause();
 	return PROF_HOOK_PASS;
+}
+
+/* MXNet's other way to start its profiler: MXNET_PROFILER_AUTOSTART, an integer read by
+ * dmlc::GetEnv in the Profiler's constructor (src/profiler/profiler.cc), which sets the
+ * state to running without any call libprof sees. Its profiler then runs from its first
+ * use, which is libmxnet's start as near as libprof can tell. */
+void prof_mxnet_loaded(void)
+{
+	static int checked;
+	if (!prof_cfg.follow || __atomic_exchange_n(&checked, 1, __ATOMIC_RELAXED))
+		return;
+	const char *v = prof_getenv("MXNET_PROFILER_AUTOSTART");
+	if (v && strtol(v, 0, 10) != 0)
+		prof_resume();
 }
 
 /* MXNet runs each operator on an engine thread in

@@ -6,6 +6,9 @@
 
 /* PROFILER_FOLLOW: MXSetProfilerState(state) and MXSetProcessProfilerState. */
 uint32_t prof_mxnet_follow(const uint64_t *args);
+/* PROFILER_FOLLOW: libmxnet is loaded; with MXNET_PROFILER_AUTOSTART its profiler runs
+ * from here on, so recording does too. */
+void prof_mxnet_loaded(void);
 /* ThreadedEngine::ExecuteOprBlock: the operator's name id + 1, or 0. */
 uint32_t prof_mxnet_operator(const uint64_t *args);
 

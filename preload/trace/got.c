@@ -21,6 +21,7 @@
 
 #include "preload/common/event.h"
 #include "preload/common/debug.h"
+#include "preload/frameworks/mxnet.h"
 #include "preload/wrap/dl.h"
 #include "preload/trace/elf_sym.h"
 #include "preload/frameworks/torch_callbacks.h"
@@ -536,6 +537,8 @@ static void patch_object(struct dl_phdr_info *info)
 	unsigned found = own & (detecting ? ~0u : presets_everywhere);
 	if (found) /* named on the collector's summary line */
 		atomic_fetch_or(&prof_proc->frameworks, found);
+	if (own & PROF_FW_MXNET)
+		prof_mxnet_loaded();
 	if (!scope && !nuser && !following)
 		return; /* no pattern or hook applies here */
 	size_t n = d.jmprel_size / sizeof(Elf64_Rela);

@@ -203,6 +203,90 @@ def mxnet_c_api_whole_run(c):
 # PyTorch
 
 
+MXNET_AUTOSTART_SCRIPT = """
+import mxnet as mx
+a = mx.nd.ones((64, 64))
+for i in range(5):
+    b = mx.nd.dot(a, a)
+mx.nd.waitall()
+"""
+
+
+def mxnet_json_counts(path, cat):
+    """{name: count} of MXNet's own profile.json: its complete events of one category."""
+    with open(path) as f:
+        events = json.load(f)["traceEvents"]
+    out = {}
+    for e in events:
+        if e.get("cat") == cat and e.get("ph") == "B":
+            out[e["name"]] = out.get(e["name"], 0) + 1
+    return out
+
+
+@case
+def mxnet_follow_env_autostart(c):
+    # the seed tutorial's other way to start MXNet's profiler: MXNET_PROFILER_AUTOSTART=1
+    # starts it inside libmxnet with no call libprof sees (was: 0 events, nothing said).
+    # MXNET_PROFILER_MODE=15 has MXNet record imperative operators too; its profile.json
+    # (written at exit) is what libprof's operator rows are held against.
+    need_module("mxnet", "pip install mxnet==1.9.1 numpy==1.23.5")
+    script = c.write("autostart.py", MXNET_AUTOSTART_SCRIPT)
+    r, t = profile(c, [sys.executable, script],
+                   env={"PROFILER_FOLLOW": "1", "MXNET_PROFILER_AUTOSTART": "1",
+                        "MXNET_PROFILER_MODE": "15"})
+    theirs = mxnet_json_counts(c.path("profile.json"), "operator")
+    eq(theirs.get("dot"), 5, "MXNet's own profile.json: dot")
+    eq(trace_counts(t, "operator"), theirs, "operators (libprof vs MXNet's profile.json)")
+    eq(trace_counts(t, "MXNET_C_API").get("MXImperativeInvokeEx"), 6, "MXImperativeInvokeEx")
+    check("nothing recorded" not in r.err, "said nothing was followed: %r" % r.err)
+    # MXNET_PROFILER_AUTOSTART=0 is MXNet's profiler off: nothing recorded, and said why
+    r = c.run([sys.executable, script],
+              env={"PROFILER_FOLLOW": "1", "MXNET_PROFILER_AUTOSTART": "0",
+                   "PROFILER_OUTPUT": "off"})
+    eq(r.rc, 0, "exit status (%r)" % r)
+    s = parse_summary(r.err)
+    check(s and s[0] == 0, "events recorded with MXNet's profiler off: %r" % r.err)
+    check(re.search(r"^libprof: nothing recorded: PROFILER_FOLLOW=1 .* no loaded framework "
+                    r"\(mxnet\) started its profiler", r.err, re.M),
+          "no line saying why nothing was recorded: %r" % r.err)
+
+
+FOLLOW_PLAIN_C = r"""
+#include <stdio.h>
+#include <stdlib.h>
+void prof_resume(void) __attribute__((weak));
+int main(int argc, char **argv)
+{
+    static void *volatile kept[100];
+    if (argc > 1 && prof_resume)
+        prof_resume();
+    for (int i = 0; i < 100; i++)
+        kept[i] = malloc(64);
+    for (int i = 0; i < 100; i++)
+        free(kept[i]);
+    puts("ok");
+    return 0;
+}
+"""
+
+
+@case
+def follow_nothing_followed_said(c):
+    # a program without any framework under PROFILER_FOLLOW=1: one line says why it is
+    # empty; with the program's own prof_resume() something is recorded and nothing said
+    prog = c.cc("follow_plain", [c.write("follow_plain.c", FOLLOW_PLAIN_C)])
+    r = c.run([prog], env={"PROFILER_FOLLOW": "1", "PROFILER_OUTPUT": "idle"})
+    eq(r.rc, 0, "exit status (%r)" % r)
+    eq(parse_summary(r.err)[0], 0, "events with nothing followed")
+    check(re.search(r"^libprof: nothing recorded: PROFILER_FOLLOW=1 records only while a "
+                    r"framework's own profiler runs, and no framework libprof follows", r.err,
+                    re.M), "no line saying why nothing was recorded: %r" % r.err)
+    r = c.run([prog, "resume"], env={"PROFILER_FOLLOW": "1", "PROFILER_OUTPUT": "resumed"})
+    eq(r.rc, 0, "exit status (%r)" % r)
+    check(parse_summary(r.err)[0] >= 200, "prof_resume() recorded too little: %r" % r.err)
+    check("nothing recorded" not in r.err, "said nothing was followed: %r" % r.err)
+
+
 def need_torch():
     p = subprocess.run(["/usr/bin/python3", "-c", "import torch"], capture_output=True, text=True)
     check(p.returncode == 0, "PyTorch is not importable by /usr/bin/python3 (%s): install "

@@ -71,6 +71,13 @@ class Case:
     def path(self, *parts):
         return os.path.join(self.dir, *parts)
 
+    def write(self, name, text):
+        """Writes text into the case's directory as name; its path."""
+        path = self.path(name)
+        with open(path, "w") as f:
+            f.write(text)
+        return path
+
     def prog(self, name):
         return os.path.join(BIN, name)
 
