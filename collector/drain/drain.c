@@ -494,7 +494,8 @@ void finish_process(struct collector *c, struct proc_entry *p, int32_t status)
 		}
 	}
 	struct cap_process_end e = {.pid = (uint32_t)p->pid, .status = status,
-				    .end_ns = prof_mono_ns(), .lost = p->lost};
+				    .end_ns = prof_mono_ns(), .lost = p->lost,
+				    .cpu_ns = p->corrupt ? 0 : atomic_load(&p->shm->cpu_ns)};
 	put(c, CAP_PROCESS_END, &e, sizeof e, 0, 0);
 	p->finished = 1;
 	if (p->name[1] && !p->corrupt) /* a quarantined one's name is gone already */

@@ -86,6 +86,9 @@ struct cap_process_end {
 	int32_t status;  /* exit code, or -signal, or INT32_MIN when unknown */
 	uint64_t end_ns;
 	uint64_t lost;   /* events this process dropped in total */
+	/* the image's CPU time, user + system of every thread (0: not known: it was killed,
+	 * or an older capture, whose record ends before this field) */
+	uint64_t cpu_ns;
 };
 
 struct cap_thread {

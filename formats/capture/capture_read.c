@@ -4,6 +4,7 @@
 #include "formats/capture/capture.h"
 
 #include <errno.h>
+#include <stddef.h>
 #include <fcntl.h>
 #include <pthread.h>
 #include <stdarg.h>
@@ -92,8 +93,8 @@ static int record_len_ok(uint32_t type, const unsigned char *payload, uint32_t l
 	switch (type) {
 	case CAP_PROCESS:
 		return len >= sizeof(struct cap_process);
-	case CAP_PROCESS_END:
-		return len >= sizeof(struct cap_process_end);
+	case CAP_PROCESS_END: /* cpu_ns came later: a record may end before it */
+		return len >= offsetof(struct cap_process_end, cpu_ns);
 	case CAP_THREAD:
 		return len >= sizeof(struct cap_thread);
 	case CAP_JOB:

@@ -214,14 +214,43 @@ static uint64_t steps_time(const struct jnode *rank)
 	return sum;
 }
 
+/* Ranks without collectives between them: the one with much more CPU (or wall) time
+ * than the others' median, as the rank table decided (stands_out). */
+static void straggler_busy(struct jw *w, int *first, const struct jnode *ranks,
+			   uint64_t slowest)
+{
+	const struct jnode *out = json_get(ranks, "stands_out");
+	const struct jnode *by = json_get(ranks, "slowest_by");
+	uint64_t value, median;
+	if (!out || out->type != J_BOOL || !out->b || !by || by->type != J_STR ||
+	    json_u64(json_get(ranks, "slowest_ns"), &value) ||
+	    json_u64(json_get(ranks, "others_median_ns"), &median) || !median)
+		return;
+	char a[TEXTFMT_LEN], b[TEXTFMT_LEN], ev[320];
+	snprintf(ev, sizeof ev, "Rank %llu is the slowest: %s %s, %.1fx the other ranks' median "
+		 "(%s). No collectives join the ranks, so none waits for it, but the job lasts "
+		 "as long as it does.",
+		 (unsigned long long)slowest, strcmp(by->s, "cpu") ? "its wall time" : "its CPU time",
+		 fmt_dur(a, value), (double)value / (double)median, fmt_dur(b, median));
+	rule(w, first, "straggler", "One rank takes longer than the others", ev,
+	     "Find what that rank does more of (the table across ranks in prof report): "
+	     "uneven data shards or batch sizes, its data loading, a slower or busier host "
+	     "or GPU, work only it does (logging, checkpoints, evaluation on rank 0).");
+}
+
 static void straggler(struct jw *w, int *first, const struct jnode *report)
 {
 	const struct jnode *ranks = json_get(report, "ranks");
 	const struct jnode *list = ranks ? json_get(ranks, "ranks") : NULL;
+	const struct jnode *with = ranks ? json_get(ranks, "collectives") : NULL;
 	uint64_t slowest, n;
 	if (!list || list->type != J_ARR || list->n < 2 ||
 	    json_u64(json_get(ranks, "slowest_rank"), &slowest) || !(n = list->n))
 		return;
+	if (with && with->type == J_BOOL && !with->b) {
+		straggler_busy(w, first, ranks, slowest);
+		return;
+	}
 	uint64_t *waits = calloc(n, sizeof *waits), slow_wait = 0, others_time = 0;
 	size_t k = 0;
 	if (!waits)

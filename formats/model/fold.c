@@ -132,8 +132,8 @@ static int fold_record(struct fold_read *r, uint32_t type, const void *p, size_t
 			*h = r->n + 1;
 		*c = ++r->n;
 	} else if (type == CAP_PROCESS_END) {
-		struct cap_process_end pe;
-		memcpy(&pe, p, sizeof(pe));
+		struct cap_process_end pe = {0};
+		memcpy(&pe, p, hlen < sizeof(pe) ? hlen : sizeof(pe)); /* older: no cpu_ns */
 		struct fimg *f = current(r, pe.pid);
 		if (f) {
 			f->ended = 1;

@@ -343,12 +343,12 @@ static int process(struct model *m, const unsigned char *p, uint32_t len)
 	return command_line(m, &m->img[ix], (const char *)p + sizeof(cp), len - sizeof(cp));
 }
 
-static int process_end(struct model *m, const unsigned char *p)
+static int process_end(struct model *m, const unsigned char *p, uint32_t len)
 {
-	struct cap_process_end pe;
+	struct cap_process_end pe = {0};
 	int64_t ix;
 
-	memcpy(&pe, p, sizeof(pe));
+	memcpy(&pe, p, len < sizeof(pe) ? len : sizeof(pe));
 	ix = model_image_of(m, pe.pid);
 	if (ix < 0)
 		return -1;
@@ -356,6 +356,7 @@ static int process_end(struct model *m, const unsigned char *p)
 	m->img[ix].status = pe.status;
 	m->img[ix].end_ns = model_source_time(m, pe.end_ns);
 	m->img[ix].lost_reported = pe.lost;
+	m->img[ix].cpu_ns = pe.cpu_ns;
 	return 0;
 }
 
@@ -461,7 +462,7 @@ int model_record(struct model *m, uint32_t type, const void *p, uint32_t len)
 	case CAP_PROCESS:
 		return process(m, p, len);
 	case CAP_PROCESS_END:
-		return process_end(m, p);
+		return process_end(m, p, len);
 	case CAP_THREAD:
 		return thread(m, p, len);
 	case CAP_STRING:

@@ -91,6 +91,7 @@ struct image {
 	int folded;         /* a launcher folded away (model_fold); its events are skipped */
 	int32_t status;
 	uint64_t start_ns, end_ns, lost_reported;
+	uint64_t cpu_ns;    /* CPU time, user + system (CAP_PROCESS_END); 0: not known */
 	uint32_t cat[256];  /* category gid per index; STR_NONE until resolved */
 	struct mem_image mem;
 	/* device memory (category gpu_memory) per device ordinal: from the CUDA calls

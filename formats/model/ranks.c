@@ -38,6 +38,11 @@ void ranks_free(struct ranks *r)
 	r->coll_cat = STR_NONE;
 }
 
+const char *ranks_slow_by_name(enum rank_slow_by b)
+{
+	return b == RANK_SLOW_CPU ? "cpu" : b == RANK_SLOW_WALL ? "wall" : "waiting";
+}
+
 const char *ranks_step_kind_name(enum rank_step_kind k)
 {
 	static const char *const names[] = {"none", "steps", "ProfilerStep#N",
@@ -113,6 +118,16 @@ static void one_optimizer(const struct model *m, struct rank_proc *p)
 		if (p->optimizer[i] == seen[best].name)
 			p->bound[RANK_STEPS_OPTIMIZER][kept++] = p->bound[RANK_STEPS_OPTIMIZER][i];
 	p->nbound[RANK_STEPS_OPTIMIZER] = kept;
+}
+
+int ranks_active(struct ranks *r, struct model *m, uint32_t image, uint64_t dur)
+{
+	struct rank_proc *p = proc_of(r, m, image);
+	if (!p)
+		return -1;
+	r->m = r->mw = m;
+	p->active_ns += dur;
+	return 0;
 }
 
 int ranks_row(struct ranks *r, struct model *m, uint32_t image, size_t row, uint32_t cat,
@@ -529,6 +544,63 @@ static int across(struct ranks *r)
 	return rc;
 }
 
+/* A rank's waiting in the steps compared, or in all when there are none: the start-up's
+ * collectives (a rank started late) do not speak for the training. */
+uint64_t ranks_waited(const struct ranks *r, size_t i)
+{
+	if (!r->nsteps)
+		return r->p[i].wait_ns;
+	uint64_t sum = 0;
+	for (size_t j = 0; j < r->nsteps; j++)
+		sum += r->p[i].steps[j].wait_ns;
+	return sum;
+}
+
+/* With collectives: the rank that waited least; the others waited for it. */
+static int slowest_waiting(struct ranks *r)
+{
+	r->slow_by = RANK_SLOW_WAITING;
+	r->slowest = 0;
+	for (size_t i = 1; i < r->nranks; i++)
+		if (ranks_waited(r, i) < ranks_waited(r, r->slowest))
+			r->slowest = i;
+	return 0;
+}
+
+static uint64_t busy(const struct ranks *r, size_t i)
+{
+	return r->slow_by == RANK_SLOW_CPU ? r->p[i].cpu_ns : r->p[i].wall_ns;
+}
+
+/* Without collectives nothing in the job waits for a slow rank, but the job ends when
+ * it does: the rank with the most CPU time (wall time where some rank's CPU time is not
+ * known: killed), and whether it stands out from the others' median. */
+static int slowest_busy(struct ranks *r)
+{
+	uint64_t *others = malloc(r->nranks * sizeof *others);
+	if (!others)
+		return -1;
+	r->slow_by = RANK_SLOW_CPU;
+	for (size_t i = 0; i < r->nranks; i++)
+		if (!r->p[i].cpu_ns)
+			r->slow_by = RANK_SLOW_WALL;
+	r->slowest = 0;
+	for (size_t i = 1; i < r->nranks; i++)
+		if (busy(r, i) > busy(r, r->slowest))
+			r->slowest = i;
+	size_t n = 0;
+	for (size_t i = 0; i < r->nranks; i++)
+		if (i != r->slowest)
+			others[n++] = busy(r, i);
+	r->slow_value = busy(r, r->slowest);
+	r->others_median = median_u64(others, n);
+	free(others);
+	r->stands_out = r->slow_value && r->others_median &&
+			r->slow_value * 100 >= r->others_median * RANKS_STANDS_OUT_PCT &&
+			r->slow_value - r->others_median >= RANKS_STANDS_OUT_NS;
+	return 0;
+}
+
 int ranks_finish(struct ranks *r)
 {
 	if (r->n < 2)
@@ -548,8 +620,13 @@ int ranks_finish(struct ranks *r)
 	r->nranks = kept >= 2 ? kept : 0;
 	if (!r->nranks)
 		return 0;
-	for (size_t i = 0; i < r->nranks; i++)
-		r->collectives |= r->p[i].ncoll > 0;
+	for (size_t i = 0; i < r->nranks; i++) {
+		struct rank_proc *p = &r->p[i];
+		const struct image *im = &r->m->img[p->image];
+		r->collectives |= p->ncoll > 0;
+		p->wall_ns = im->ended && im->end_ns > im->start_ns ? im->end_ns - im->start_ns : 0;
+		p->cpu_ns = im->cpu_ns;
+	}
 	if (across(r))
 		return -1;
 	for (size_t i = 0; i < r->nranks; i++)
@@ -560,5 +637,7 @@ int ranks_finish(struct ranks *r)
 	for (size_t i = 0; i < r->nranks; i++)
 		if (r->p[i].ncoll) /* a rank with steps only has no array */
 			qsort(r->p[i].coll, r->p[i].ncoll, sizeof *r->p[i].coll, by_name_then_time);
-	return fit_clocks(r) || match(r, r->m) || steps(r) ? -1 : 0;
+	if (fit_clocks(r) || match(r, r->m) || steps(r))
+		return -1;
+	return r->collectives ? slowest_waiting(r) : slowest_busy(r);
 }

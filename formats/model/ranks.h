@@ -25,6 +25,10 @@ enum rank_step_kind {
 	RANK_STEPS_KINDS
 };
 
+enum rank_slow_by { RANK_SLOW_WAITING, RANK_SLOW_CPU, RANK_SLOW_WALL };
+#define RANKS_STANDS_OUT_PCT 130
+#define RANKS_STANDS_OUT_NS 10000000ull
+
 struct rank_coll {
 	uint32_t name; /* gid */
 	uint64_t t0, t1, wait;
@@ -62,8 +66,11 @@ struct rank_proc {
 	 * called most (a second one, a GAN's, would halve them) */
 	uint32_t *optimizer;
 	size_t optimizer_cap;
+	uint64_t active_ns; /* in its threads' top-level recorded calls, summed (ranks_active) */
 	/* ranks_finish's */
 	uint64_t matched, coll_ns, wait_ns;
+	uint64_t wall_ns; /* the image's start to its end; 0: it has no end */
+	uint64_t cpu_ns;  /* user + system of every thread; 0: not known */
 	struct rank_step *steps; /* ranks.nsteps of them */
 };
 
@@ -87,6 +94,14 @@ struct ranks {
 	uint64_t unmatched;     /* calls of a collective more on some ranks than others */
 	enum rank_step_kind step_kind;
 	size_t nsteps;          /* compared: as many as the rank with fewest has */
+	/* ranks_finish's straggler: with collectives the rank the others waited for (the
+	 * one that waited least); without, the one with the most CPU time (wall time where
+	 * a rank's CPU time is not known), which stands out at RANKS_STANDS_OUT_PCT of the
+	 * other ranks' median and RANKS_STANDS_OUT_NS more */
+	enum rank_slow_by slow_by;
+	size_t slowest;              /* index into p */
+	uint64_t slow_value, others_median; /* the measure's, without collectives */
+	int stands_out;
 };
 
 void ranks_init(struct ranks *r);
@@ -97,8 +112,14 @@ int ranks_event(struct ranks *r, struct model *m, uint32_t image, uint32_t cat, 
 /* A complete event of an image that has a rank, counted in table row `row` (cat, name). */
 int ranks_row(struct ranks *r, struct model *m, uint32_t image, size_t row, uint32_t cat,
 	      uint32_t name, uint64_t dur);
+/* A complete event (not an allocator call) at the top of its thread, of an image that has
+ * a rank: its time is the rank's active time. */
+int ranks_active(struct ranks *r, struct model *m, uint32_t image, uint64_t dur);
+/* Rank i's time waiting in collectives: in the steps compared, or in all without steps. */
+uint64_t ranks_waited(const struct ranks *r, size_t i);
 /* Matches, waits and steps, once every event was seen. 0 or -1. */
 int ranks_finish(struct ranks *r);
 const char *ranks_step_kind_name(enum rank_step_kind k);
+const char *ranks_slow_by_name(enum rank_slow_by b);
 
 #endif

@@ -471,7 +471,9 @@ static int one_event(struct stats *s, struct model *m, uint32_t image, struct th
 		if (m->img[image].rank >= 0 &&
 		    ((e->cat != PROF_CAT_MEMORY && ranks_event(&s->ranks, m, image, cat, name, e)) ||
 		     ranks_row(&s->ranks, m, image, (size_t)(r - s->rows), cat, name,
-			       e->t1 > e->t0 ? e->t1 - e->t0 : 0)))
+			       e->t1 > e->t0 ? e->t1 - e->t0 : 0) ||
+		     (e->cat != PROF_CAT_MEMORY && !e->depth &&
+		      ranks_active(&s->ranks, m, image, e->t1 > e->t0 ? e->t1 - e->t0 : 0))))
 			return -1;
 		int64_t net = 0;
 		if (e->cat == PROF_CAT_MEMORY && net_bytes(s, image, e, &net))

@@ -38,34 +38,12 @@ static struct step_verdict verdict(const struct ranks *k, size_t j, uint64_t *sc
 	return v;
 }
 
-/* A rank's waiting in the steps compared, or in all when there are none: the start-up's
- * collectives (a rank started late) do not speak for the training. */
-static uint64_t waited(const struct ranks *k, size_t i)
-{
-	if (!k->nsteps)
-		return k->p[i].wait_ns;
-	uint64_t sum = 0;
-	for (size_t j = 0; j < k->nsteps; j++)
-		sum += k->p[i].steps[j].wait_ns;
-	return sum;
-}
-
-/* the rank that waited least: the others waited for it */
-static size_t least_waiting(const struct ranks *k)
-{
-	size_t best = 0;
-	for (size_t i = 1; i < k->nranks; i++)
-		if (waited(k, i) < waited(k, best))
-			best = i;
-	return best;
-}
-
 static uint64_t others_median_wait(const struct ranks *k, size_t except, uint64_t *scratch)
 {
 	size_t n = 0;
 	for (size_t i = 0; i < k->nranks; i++)
 		if (i != except)
-			scratch[n++] = waited(k, i);
+			scratch[n++] = ranks_waited(k, i);
 	return median_u64(scratch, n);
 }
 
@@ -96,35 +74,75 @@ static void across_text(const struct report *r, FILE *out)
 		fprintf(out, "(%zu more names in --format json)\n", k->nnames - TEXT_STEPS);
 }
 
+/* A duration, or "-" when not known (0). */
+static const char *dur_or_dash(char *buf, uint64_t ns)
+{
+	return ns ? fmt_dur(buf, ns) : "-";
+}
+
+static void slowest_line(const struct ranks *k, uint64_t *scratch, FILE *out)
+{
+	char a[TEXTFMT_LEN], b[TEXTFMT_LEN];
+	size_t slow = k->slowest;
+	const char *what = k->slow_by == RANK_SLOW_CPU ? "CPU time" : "wall time";
+	if (k->slow_by == RANK_SLOW_WAITING)
+		fprintf(out, "Slowest: rank %d (waited %s in collectives%s; the other ranks %s, "
+			     "median)\n",
+			(int)k->p[slow].rank, fmt_dur(a, ranks_waited(k, slow)),
+			k->nsteps ? " of the steps below" : "",
+			fmt_dur(b, others_median_wait(k, slow, scratch)));
+	else if (k->stands_out)
+		fprintf(out, "Slowest: rank %d (%s %s, %.2fx the other ranks' median %s; no "
+			     "collectives: nothing waits for it, but the job ends when it does)\n",
+			(int)k->p[slow].rank, what, fmt_dur(a, k->slow_value),
+			(double)k->slow_value / (double)k->others_median,
+			fmt_dur(b, k->others_median));
+	else
+		fprintf(out, "Slowest: none stands out (the most %s, rank %d's %s, is within %d%% "
+			     "of the other ranks' median %s)\n",
+			what, (int)k->p[slow].rank, dur_or_dash(a, k->slow_value),
+			RANKS_STANDS_OUT_PCT - 100, dur_or_dash(b, k->others_median));
+}
+
 void table_ranks_text(const struct report *r, FILE *out)
 {
 	const struct ranks *k = &r->s->ranks;
-	char a[TEXTFMT_LEN], b[TEXTFMT_LEN], c[TEXTFMT_LEN], name[4 * 34 + 4];
+	char a[TEXTFMT_LEN], b[TEXTFMT_LEN], c[TEXTFMT_LEN], d[3][TEXTFMT_LEN], name[4 * 34 + 4];
 	uint64_t *scratch;
 
 	if (k->nnames)
 		across_text(r, out);
-	if (!k->nranks || !k->collectives || !(scratch = malloc(k->nranks * sizeof *scratch)))
+	if (!k->nranks || !(scratch = malloc(k->nranks * sizeof *scratch)))
 		return;
-	fprintf(out, "\nRanks: %zu (collectives matched across ranks by name and order; waiting: "
-		     "in a collective before its last rank arrived)\n", k->nranks);
-	fprintf(out, "%-5s %-8s %-34s %11s %15s %12s\n", "Rank", "PID", "Process", "Collectives",
-		"In collectives", "Waiting");
+	if (k->collectives)
+		fprintf(out, "\nRanks: %zu (collectives matched across ranks by name and order; "
+			     "waiting: in a collective before its last rank arrived)\n", k->nranks);
+	else
+		fprintf(out, "\nRanks: %zu (no collectives between them: compared by their %s)\n",
+			k->nranks, k->slow_by == RANK_SLOW_CPU ? "CPU time" : "wall time");
+	fprintf(out, "%-5s %-8s %-34s %10s %10s %10s", "Rank", "PID", "Process", "Wall", "CPU",
+		"Active");
+	if (k->collectives)
+		fprintf(out, " %11s %15s %12s", "Collectives", "In collectives", "Waiting");
+	fputc('\n', out);
 	for (size_t i = 0; i < k->nranks; i++) {
 		const struct rank_proc *p = &k->p[i];
 		const struct image *im = &r->m->img[p->image];
 		size_t len = 1;
 		const char *s = im->label != STR_NONE ? model_str(r->m, im->label, &len) : NULL;
 		size_t cols = s ? fmt_name(name, s, len, 34) : fmt_name(name, "?", 1, 34);
-		fprintf(out, "%-5d %-8u %s%*s %11s %15s %12s\n", (int)p->rank, im->pid, name,
-			(int)(34 - cols), "", fmt_count(a, p->ncoll), fmt_dur(b, p->coll_ns),
-			fmt_dur(c, p->wait_ns));
+		fprintf(out, "%-5d %-8u %s%*s %10s %10s %10s", (int)p->rank, im->pid, name,
+			(int)(34 - cols), "", dur_or_dash(d[0], p->wall_ns),
+			dur_or_dash(d[1], p->cpu_ns), fmt_dur(d[2], p->active_ns));
+		if (k->collectives)
+			fprintf(out, " %11s %15s %12s", fmt_count(a, p->ncoll),
+				fmt_dur(b, p->coll_ns), fmt_dur(c, p->wait_ns));
+		fputc('\n', out);
 	}
-	size_t slow = least_waiting(k);
-	fprintf(out, "Slowest: rank %d (waited %s in collectives%s; the other ranks %s, median)\n",
-		(int)k->p[slow].rank, fmt_dur(a, waited(k, slow)),
-		k->nsteps ? " of the steps below" : "",
-		fmt_dur(b, others_median_wait(k, slow, scratch)));
+	slowest_line(k, scratch, out);
+	fprintf(out, "(wall: the process's start to its end; CPU: user + system of all its "
+		     "threads, '-' where it was killed; active: in its recorded top-level calls, "
+		     "threads summed)\n");
 	if (k->unmatched || k->dropped)
 		fprintf(out, "(%s collective calls not made on every rank, %s beyond the %u kept "
 			     "per rank: not matched)\n",
@@ -188,15 +206,26 @@ void table_ranks_json(const struct report *r, struct jw *w)
 	}
 	jw_lit(w, "]");
 	jw_lit(w, ",\n\"ranks\":");
-	if (!k->nranks || !k->collectives || !(scratch = malloc(k->nranks * sizeof *scratch))) {
+	if (!k->nranks || !(scratch = malloc(k->nranks * sizeof *scratch))) {
 		jw_lit(w, "null");
 		return;
 	}
-	size_t slow = least_waiting(k);
 	jw_lit(w, "{\"count\":");
 	jw_u64(w, k->nranks);
+	jw_lit(w, ",\"collectives\":");
+	jw_text(w, k->collectives ? "true" : "false");
 	jw_lit(w, ",\"slowest_rank\":");
-	jw_i64(w, k->p[slow].rank);
+	jw_i64(w, k->p[k->slowest].rank);
+	jw_lit(w, ",\"slowest_by\":");
+	jw_cstr(w, ranks_slow_by_name(k->slow_by));
+	if (k->slow_by != RANK_SLOW_WAITING) {
+		jw_lit(w, ",\"slowest_ns\":");
+		jw_u64(w, k->slow_value);
+		jw_lit(w, ",\"others_median_ns\":");
+		jw_u64(w, k->others_median);
+		jw_lit(w, ",\"stands_out\":");
+		jw_text(w, k->stands_out ? "true" : "false");
+	}
 	jw_lit(w, ",\"unmatched\":");
 	jw_u64(w, k->unmatched);
 	jw_lit(w, ",\"dropped\":");
@@ -221,6 +250,12 @@ void table_ranks_json(const struct report *r, struct jw *w)
 		jw_u64(w, p->coll_ns);
 		jw_lit(w, ",\"wait_ns\":");
 		jw_u64(w, p->wait_ns);
+		jw_lit(w, ",\"wall_ns\":");
+		jw_u64_or_null(w, p->wall_ns);
+		jw_lit(w, ",\"cpu_ns\":");
+		jw_u64_or_null(w, p->cpu_ns);
+		jw_lit(w, ",\"active_ns\":");
+		jw_u64(w, p->active_ns);
 		jw_lit(w, ",\"steps\":[");
 		for (size_t j = 0; j < k->nsteps; j++) {
 			const struct rank_step *s = &p->steps[j];

@@ -241,6 +241,14 @@ void jw_double(struct jw *w, double v)
 	jw_raw(w, tmp, (size_t)n);
 }
 
+void jw_u64_or_null(struct jw *w, uint64_t v)
+{
+	if (v)
+		jw_u64(w, v);
+	else
+		jw_lit(w, "null");
+}
+
 void jw_cstr_or_null(struct jw *w, const char *s)
 {
 	if (s)

@@ -37,6 +37,8 @@ void jw_cstr(struct jw *w, const char *s);
 /* s as a JSON string, or null when s is NULL. */
 void jw_cstr_or_null(struct jw *w, const char *s);
 void jw_u64(struct jw *w, uint64_t v);
+/* v, or null when it is 0 (a measure not known). */
+void jw_u64_or_null(struct jw *w, uint64_t v);
 void jw_i64(struct jw *w, int64_t v);
 /* Nanoseconds as microseconds with three decimals: 1234567 -> 1234.567. */
 void jw_us(struct jw *w, int64_t ns);

@@ -18,6 +18,15 @@ static inline uint64_t prof_mono_ns(void)
 	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
 }
 
+/* The process's CPU time (user + system, every thread; a forked child's from 0). */
+static inline uint64_t prof_cpu_ns(void)
+{
+	struct timespec ts;
+	if (clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &ts))
+		return 0;
+	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+}
+
 static inline uint64_t prof_now(void)
 {
 	if (__builtin_expect(prof_clock_is_tsc, 1))

@@ -195,6 +195,7 @@ struct prof_proc_shm *prof_proc_create(const char *sid, uint64_t ring_bytes, uns
 	p->nslots = nslots;
 	p->proc_start_ticks = prof_proc_start_ticks(getpid());
 	p->created_ns = prof_mono_ns();
+	p->cpu_start_ns = prof_cpu_ns();
 	p->ring_cap = pow2;
 	p->strings_off = hdr;
 	p->strings_size = PROF_STRINGS_BYTES;

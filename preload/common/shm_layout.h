@@ -18,7 +18,7 @@
 #include "preload/common/event.h"
 
 #define PROF_SHM_MAGIC 0x314d48534650524cull /* "LRPFSHM1" */
-#define PROF_SHM_VERSION 7
+#define PROF_SHM_VERSION 8
 #define PROF_PATH_MAX 4096
 #define PROF_CMDLINE_MAX 2048
 #define PROF_JOB_MAX 256
@@ -196,6 +196,11 @@ struct prof_proc_shm {
 	 * area could not grow (PROFILER_AREA_MAX, or /dev/shm full): said in the tables. */
 	_Atomic uint64_t names_lost;
 	_Atomic uint64_t stacks_lost;
+	/* The image's CPU time (user + system, every thread), for the rank tables: the
+	 * process's CPU clock when the segment was made, and the time from then to the
+	 * image's end (exit or exec), set there; 0 until then, and for a killed process */
+	uint64_t cpu_start_ns;
+	_Atomic uint64_t cpu_ns;
 	char cmdline[PROF_CMDLINE_MAX]; /* NUL-separated args, as /proc/<pid>/cmdline */
 	uint32_t cmdline_len;
 	char job[PROF_JOB_MAX];      /* prof_job_describe's lines: launcher, rank, ... */

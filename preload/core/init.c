@@ -345,6 +345,14 @@ __attribute__((constructor(101))) static void prof_init(void)
  * from _exit in the root (dash and busybox sh end with _exit, Python's os._exit too,
  * so their destructors never run): there, stdio is not flushed (_exit does not; a
  * signal handler may hold its lock). Once per process. */
+void prof_note_cpu_time(void)
+{
+	uint64_t now = prof_cpu_ns();
+	if (prof_proc && now > prof_proc->cpu_start_ns)
+		atomic_store_explicit(&prof_proc->cpu_ns, now - prof_proc->cpu_start_ns,
+				      memory_order_relaxed);
+}
+
 void prof_process_end(int from_exit)
 {
 	static _Atomic int ended;
@@ -355,6 +363,7 @@ void prof_process_end(int from_exit)
 	prof_user_on = prof_on = 0;
 	prof_sched.set = 0; /* a step after this does not turn recording back on */
 	prof_update_flags();
+	prof_note_cpu_time();
 	atomic_store_explicit(&prof_proc->state, PROC_EXITED, memory_order_release);
 	prof_report_undelivered();
 	prof_stack_say_counts();

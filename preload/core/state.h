@@ -99,6 +99,8 @@ void prof_thread_give_name(const char *name);
 void prof_warn(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 /* This process ends (init.c): from_exit 1 in exit's destructors, 0 from _exit. */
 void prof_process_end(int from_exit);
+/* The image's CPU time so far into its segment (cpu_ns): at its exit or exec. */
+void prof_note_cpu_time(void);
 
 /* api.c: PROFILER_SCHEDULE, applied from the start of recording (prof_on set by it) */
 extern struct prof_schedule prof_sched;

@@ -153,6 +153,7 @@ static int mark_exec(void)
 {
 	if (!prof_proc || (pid_t)prof_proc->pid != getpid())
 		return 0;
+	prof_note_cpu_time(); /* the image's CPU time ends here; the next counts on */
 	atomic_store_explicit(&prof_proc->state, PROC_EXECING, memory_order_release);
 	return 1;
 }

@@ -51,14 +51,68 @@ def ranks_named_by_hand(c):
         text = f.read()
     check(re.search(r"^\d+ +rank 1 \(%s\) basic 10 64 " % re.escape(host), text, re.M),
           "the text tables' process rows: %r" % text[-1500:])
-    # no collectives: no Ranks table; each name's time over the three ranks still
-    eq(rep["ranks"], None, "ranks without collectives")
+    # no collectives: the Ranks table compares their CPU time; each name's time over the
+    # three ranks too
+    eq((rep["ranks"]["count"], rep["ranks"]["collectives"], rep["ranks"]["slowest_by"]),
+       (3, False, "cpu"), "ranks without collectives")
     across = {(x["category"], x["name"]): x for x in rep["across_ranks"]}
     m = across.get(("memory", "malloc"))
     check(m and m["ranks"] == 3 and m["min_ns"] <= m["median_ns"] <= m["max_ns"] and
           m["slowest_rank"] in (0, 1, 5), "malloc across ranks: %r" % m)
     check(re.search(r"^Across ranks \(each name's total time on each of the 3 ranks", text,
                     re.M), "no Across ranks section: %r" % text[-1500:])
+
+
+# Three ranks by hand with no collectives between them (each computes alone and exits);
+# rank 1 computes twice as long: %(ms0)s / %(ms1)s ms of CPU.
+RANKS_ALONE = ('SLURM_JOB_ID=9 SLURM_NTASKS=3 SLURM_PROCID=0 SLURM_LOCALID=0 "$0" %(ms0)s & '
+               'SLURM_JOB_ID=9 SLURM_NTASKS=3 SLURM_PROCID=1 SLURM_LOCALID=1 "$0" %(ms1)s & '
+               'SLURM_JOB_ID=9 SLURM_NTASKS=3 SLURM_PROCID=2 SLURM_LOCALID=2 "$0" %(ms0)s & '
+               'wait')
+
+
+@case
+def ranks_slow_without_collectives(c):
+    # a slow rank is found by its CPU time when no collective makes the others wait for
+    # it (was: no Ranks table, no advice); each rank's wall, CPU and active time shown
+    work = 150
+    for name, slow in (("slow", 2 * work), ("even", work)):
+        r = c.run(["sh", "-c", RANKS_ALONE % {"ms0": work, "ms1": slow}, c.prog("rank_work")],
+                  env=dict(NO_LAUNCHER, PROFILER_OUTPUT=name), timeout=120)
+        eq(r.rc, 0, "the three ranks (%r)" % r)
+        rep = c.report_json(c.path(name + ".prof"))
+        k = rep["ranks"]
+        check(k, "no ranks table: %r" % rep.get("ranks"))
+        eq((k["count"], k["collectives"], k["slowest_by"], k["stands_out"]),
+           (3, False, "cpu", name == "slow"), name + ": ranks, collectives, measure, verdict")
+        cpu = {p["rank"]: p["cpu_ns"] / 1e6 for p in k["ranks"]}
+        for p in k["ranks"]:
+            want = slow if p["rank"] == 1 else work
+            # CPU time: the work, plus the process's start-up and libprof's (tens of ms)
+            check(want <= p["cpu_ns"] / 1e6 <= want + 100 and
+                  p["cpu_ns"] <= p["wall_ns"] and
+                  0.9 * want <= p["active_ns"] / 1e6 <= p["wall_ns"] / 1e6,
+                  "%s: rank %d: cpu %s, wall %s, active %s ms, planted %d ms of work"
+                  % (name, p["rank"], p["cpu_ns"] / 1e6, p["wall_ns"] / 1e6,
+                     p["active_ns"] / 1e6, want))
+        text = c.text(name)
+        check(re.search(r"^Ranks: 3 \(no collectives between them: compared by their CPU "
+                        r"time\)\nRank +PID +Process +Wall +CPU +Active\n", text, re.M),
+              "%s: no Ranks table: %r" % (name, text[-2500:]))
+        if name == "slow":
+            eq(k["slowest_rank"], 1, "the slowest rank")
+            check(re.search(r"^Slowest: rank 1 \(CPU time [0-9.]+ms, [0-9.]+x the other "
+                            r"ranks' median", text, re.M), "slowest line: %r" % text[-1500:])
+            page = html_make(c, [c.path("slow.prof")], name="slow.html")
+            eq(html_rules(page), ["straggler"], "the html advice")
+            ev = html_island(page)["advice"][0]["evidence"]
+            check(ev.startswith("Rank 1 is the slowest: its CPU time"), "evidence %r" % ev)
+            c.note("CPU ms per rank %s, planted %d/%d" % (cpu, work, slow))
+        else:
+            check(re.search(r"^Slowest: none stands out", text, re.M),
+                  "even: slowest line: %r" % text[-1500:])
+            eq(html_rules(html_make(c, [c.path("even.prof")], name="even.html")), [],
+               "even ranks: the html advice")
 
 
 # DDP on CPU (gloo), rank 1 sleeping in every step: a planted straggler.
