@@ -13,9 +13,11 @@
 struct collector_options {
 	const char *sid;
 	struct prof_session_shm *session;
-	pid_t child;      /* `prof record`: the command it started (reaped here), else 0 */
-	int child_reaped; /* out: the command was reaped here, */
-	int child_status; /* out: with this wait status */
+	pid_t child;      /* `prof record`: the command it started, else 0 */
+	int child_elsewhere; /* the command is reaped by another process, which puts its
+				status in the session (record_exit), not here */
+	int child_reaped; /* out: the command was reaped, */
+	int child_status; /* out: with this wait status; -1: not known (gone unseen) */
 };
 
 /* Runs until every process of the session is gone, then writes the outputs. Returns 0,
@@ -36,6 +38,8 @@ struct output_request {
 	uint32_t frameworks; /* PROF_FW_* found loaded: named on the summary line */
 	uint32_t delay_ms, duration_ms; /* the window kept (0, 0: all), said on a line */
 	int follow_idle; /* PROFILER_FOLLOW, and no framework's profiler ever started */
+	uint64_t ring_bytes;       /* per thread, for the line beside lost events */
+	uint64_t drain_waited_max_ns; /* the drain loop's longest wait (drain_internal.h) */
 	uint64_t left_out;   /* events outside it */
 	const char *shown_capture; /* the capture's name on the summary line (a dump reads a
 				      snapshot of it); NULL: the capture read */

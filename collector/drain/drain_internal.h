@@ -53,6 +53,8 @@ struct proc_entry {
 	uint64_t *slot_tail; /* the collector's own tail of each ring */
 	int corrupt;         /* quarantined: not drained any more */
 	volatile int shrunk; /* a read hit a page the file no longer has (shm_guard) */
+	int pool_failed;     /* a ring could not be prepared ahead (ring_pool.c): no more
+				tries, the claims commit their own rings */
 };
 
 struct collector {
@@ -89,6 +91,13 @@ struct collector {
 	struct live_outputs live; /* the outputs kept as the capture is written (live.h) */
 	int held; /* the rings left undrained for the live outputs (live_outputs_behind) */
 	uint64_t last_scan, last_live, last_clock, last_dump, all_gone_since, last_touch;
+	/* How long the drain loop was held up between passes (for a CPU on a busy machine,
+	 * or for its compressing to make room): each pass's wall time less the loop's own
+	 * CPU and the sleep it asked for. The longest is what the rings had to hold; said
+	 * beside lost events (CAP_SESSION_END drain_waited_max_ns, drain_waited_ns). */
+	uint64_t pass_start_ns, pass_cpu_ns, pass_slept_ns;
+	uint64_t child_gone_since; /* prof record's command gone, its status not given yet */
+	uint64_t waited_max_ns, waited_ns; /* waited_ns: the waits over 1 ms, summed */
 	int root_released;
 	int liveness_pass; /* this pass also checks orphan slots' threads */
 	struct dump_job dump;

@@ -13,7 +13,7 @@
 
 int32_t child_status(struct collector *c, pid_t pid)
 {
-	if (c->o->child != pid || !c->o->child_reaped)
+	if (c->o->child != pid || !c->o->child_reaped || c->o->child_status == -1)
 		return INT32_MIN;
 	int st = c->o->child_status;
 	return WIFEXITED(st) ? WEXITSTATUS(st) : WIFSIGNALED(st) ? -WTERMSIG(st) : INT32_MIN;
@@ -22,8 +22,22 @@ int32_t child_status(struct collector *c, pid_t pid)
 void check_liveness(struct collector *c)
 {
 	int st;
-	if (c->o->child > 0 && !c->o->child_reaped &&
-	    waitpid(c->o->child, &st, WNOHANG) == c->o->child) {
+	uint32_t reaped;
+	if (c->o->child > 0 && !c->o->child_reaped && c->o->child_elsewhere) {
+		if ((reaped = atomic_load(&c->s->record_exit)) & PROF_RECORD_EXITED) {
+			c->o->child_status = (int)(reaped & 0xffff);
+			c->o->child_reaped = 1;
+		} else if (prof_proc_start_ticks(c->o->child)) {
+			c->child_gone_since = 0;
+		} else if (!c->child_gone_since) {
+			c->child_gone_since = prof_mono_ns(); /* prof record may be storing it */
+		} else if (prof_mono_ns() - c->child_gone_since > 200000000ull) {
+			/* reaped by another than prof record (it was killed): status unknown */
+			c->o->child_status = -1;
+			c->o->child_reaped = 1;
+		}
+	} else if (c->o->child > 0 && !c->o->child_reaped &&
+		   waitpid(c->o->child, &st, WNOHANG) == c->o->child) {
 		c->o->child_status = st;
 		c->o->child_reaped = 1;
 	}

@@ -6,7 +6,9 @@
  * Prepared rings stay allocated (a recycled slot's do anyway): 4 per multi-threaded
  * process, and only while /dev/shm has room to spare. */
 #define _GNU_SOURCE
+#include <errno.h>
 #include <fcntl.h>
+#include <string.h>
 #include <sys/mman.h>
 #include <sys/stat.h>
 #include <sys/statvfs.h>
@@ -56,7 +58,7 @@ void ring_pool_refill(struct collector *c)
 {
 	int room = -1; /* asked once a pass, when some process needs a ring */
 	for (struct proc_entry *p = c->procs; p; p = p->next) {
-		if (p->finished || p->corrupt || !p->shm || p->shrunk)
+		if (p->finished || p->corrupt || !p->shm || p->shrunk || p->pool_failed)
 			continue;
 		unsigned claimed = 0;
 		for (unsigned i = 0; i < p->g.nslots && claimed < 2; i++)
@@ -78,10 +80,13 @@ void ring_pool_refill(struct collector *c)
 			if (!room)
 				return;
 			if (prepare_slot(p, &fd, i)) {
-				/* /dev/shm full, or the segment gone: claims commit for themselves
-				 * (and see the error) as before */
-				prof_debug(PROF_DEBUG_DRAIN, "cannot prepare slot %u of %s", i,
-					   p->name);
+				/* /dev/shm full, or the segment gone or cut short: claims commit
+				 * for themselves (and see the error) as before. Not tried again:
+				 * every pass asked anew (10,733 debug lines in one torchrun) */
+				prof_debug(PROF_DEBUG_DRAIN, "cannot prepare slot %u of %s (%s); "
+					   "its threads' rings are committed as they are claimed",
+					   i, p->name, strerror(errno));
+				p->pool_failed = 1;
 				break;
 			}
 			atomic_store_explicit(&s->prepared, 1, memory_order_release);

@@ -49,14 +49,16 @@ static void name_frames(struct collector *c)
 
 static void write_session_end(struct collector *c)
 {
-	char text[320];
+	char text[400];
 	snprintf(text, sizeof text,
 		 "end_ns=%llu\nevents=%llu\nlost=%llu\nprocesses=%llu\nleft_out=%llu\n"
-		 "names_lost=%llu\nstacks_lost=%llu\n",
+		 "names_lost=%llu\nstacks_lost=%llu\ndrain_waited_max_ns=%llu\n"
+		 "drain_waited_ns=%llu\n",
 		 (unsigned long long)prof_mono_ns(), (unsigned long long)c->events,
 		 (unsigned long long)c->lost, (unsigned long long)c->processes,
 		 (unsigned long long)c->left_out, (unsigned long long)c->names_lost,
-		 (unsigned long long)c->stacks_lost);
+		 (unsigned long long)c->stacks_lost, (unsigned long long)c->waited_max_ns,
+		 (unsigned long long)c->waited_ns);
 	put(c, CAP_SESSION_END, text, strlen(text), 0, 0);
 }
 
@@ -153,6 +155,8 @@ int end_session(struct collector *c)
 					   .frameworks = c->frameworks,
 					   .delay_ms = c->s->delay_ms,
 					   .duration_ms = c->s->duration_ms,
+					   .ring_bytes = c->s->ring_bytes,
+					   .drain_waited_max_ns = c->waited_max_ns,
 					   .follow_idle = c->s->follow &&
 							  !atomic_load(&c->s->follow_started),
 					   .left_out = c->left_out,

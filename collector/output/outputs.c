@@ -14,6 +14,7 @@
 #include "collector/drain/collector.h"
 #include "collector/output/outfile.h"
 #include "collector/progress.h"
+#include "formats/model/model.h"
 #include "formats/model/outputs.h"
 
 #define NAME_MAX_LEN 4352
@@ -371,6 +372,23 @@ int collector_make_outputs(const char *capture, const char *prefix,
 	fprintf(stderr, "libprof: %llu events (%llu lost%s) from %llu process%s%s%s -> %s\n",
 		(unsigned long long)sum.events, (unsigned long long)(sum.lost + gone), startup,
 		(unsigned long long)procs_shown, procs_shown == 1 ? "" : "es", folded, fws, made);
+	/* a loss to full rings, with what held the collector up and what keeps them */
+	if (sum.lost > sum.lost_startup) {
+		char ring[48] = "", waited[160] = "";
+		if (q->ring_bytes >= (1u << 20))
+			snprintf(ring, sizeof ring, " (now %llu MiB a thread)",
+				 (unsigned long long)(q->ring_bytes >> 20));
+		else if (q->ring_bytes)
+			snprintf(ring, sizeof ring, " (now %llu KiB a thread)",
+				 (unsigned long long)(q->ring_bytes >> 10));
+		if (q->drain_waited_max_ns >= MODEL_DRAIN_WAIT_SAID_NS)
+			snprintf(waited, sizeof waited, ": the collector waited up to %.0f ms between "
+				 "two drains (a busy machine's cores, or its compressing, held it)",
+				 (double)q->drain_waited_max_ns / 1e6);
+		fprintf(stderr, "libprof: %llu events lost to full rings%s; a bigger "
+				"PROFILER_RING_SIZE%s or PROFILER_BLOCK=1 keeps them\n",
+			(unsigned long long)(sum.lost - sum.lost_startup), waited, ring);
+	}
 	/* follow mode with nothing followed: an empty capture is not a libprof failure */
 	if (q->follow_idle && fws[0])
 		fprintf(stderr, "libprof: nothing recorded: PROFILER_FOLLOW=1 records only while "

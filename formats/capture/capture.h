@@ -180,6 +180,10 @@ int cap_writer_hurry(struct cap_writer *w, int on);
  * (the drain loop while it holds the program: the workers may be idle-only and starved).
  * 1 if it did, else 0. */
 int cap_writer_help(struct cap_writer *w);
+/* For the caller when it has time (the drain loop, idle): frees the frames written
+ * beyond the spares kept and makes spare frames ahead of a burst. Neither is done by
+ * the compressing threads (see capture_write.c, SPARES_AHEAD). */
+void cap_writer_tidy(struct cap_writer *w);
 /* Flushes and closes. Returns 0 or -1. */
 int cap_writer_close(struct cap_writer *w);
 const char *cap_writer_error(const struct cap_writer *w);

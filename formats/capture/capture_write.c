@@ -36,9 +36,12 @@
 #define STAGED_MAX (256u << 20)
 /* spare frames kept for reuse after a burst; the rest are freed */
 #define SPARES_KEPT 16
-/* spare frames the workers make ahead, their pages in place, so that the drain loop
- * does not stop to have 1.25 MB zeroed by the kernel (~0.2 ms, 20 k events of a writer
- * going flat out) for each new frame of a burst */
+/* spare frames made ahead (cap_writer_tidy, by the caller when it is idle), their pages
+ * in place, so that the drain loop does not stop to have 1.25 MB zeroed by the kernel
+ * (~0.2 ms, 20 k events of a writer going flat out) for each new frame of a burst. Not by
+ * the workers: a mapping change takes the process's mmap lock for writing, and a worker
+ * at SCHED_IDLE preempted while holding it on a busy machine stopped the drain loop's own
+ * mappings for up to 5 s (a torchrun under load lost 40% of its events) */
 #define SPARES_AHEAD 8
 /* A frame's first buffer: mapped with its pages made at once (MAP_POPULATE) rather than
  * faulted in one by one while the drain loop fills it (page faults were most of the
@@ -54,8 +57,12 @@ struct frame {
 	unsigned char *raw;
 	size_t raw_len, raw_cap;
 	int raw_mapped; /* raw is a FRAME_MAP mapping, else malloc'd */
-	unsigned char *out; /* frame header + compressed bytes; NULL if compressing failed */
-	size_t out_len;
+	/* frame header + compressed bytes. A frame of FRAME_MAP has a mapping of OUT_MAP
+	 * for them made with it and kept while it is reused (compressing needs no memory
+	 * of its own then: see SPARES_AHEAD); a larger one's is malloc'd by the compressor */
+	unsigned char *out;
+	size_t out_len, out_cap;
+	int out_mapped;
 	int zstd_failed;
 	char zstd_error[96];
 };
@@ -76,13 +83,11 @@ struct cap_writer {
 	int stop;
 	int flushing;  /* cap_flush waits: the workers leave SCHED_IDLE */
 	int hurry;     /* cap_writer_hurry: so do they */
-	unsigned making; /* spare frames being made by workers */
+	struct frame *retired; /* written frames beyond SPARES_KEPT: freed by the caller */
 	unsigned nworkers;
 	pthread_t workers[MAX_WORKERS];
 	/* one per worker, [0] also for writing inline; [THIEF] the caller's (steal_locked) */
 	ZSTD_CCtx *cctx[MAX_WORKERS + 1];
-	unsigned char *scratch[MAX_WORKERS + 1];
-	size_t scratch_cap[MAX_WORKERS + 1];
 	int stealing; /* the caller compresses a frame itself */
 	uint64_t bytes; /* file size after the last complete frame */
 	uint64_t raw_written; /* raw bytes of the frames written */
@@ -131,6 +136,8 @@ static int write_all(int fd, const unsigned char *p, size_t n)
 	return 0;
 }
 
+#define OUT_MAP (sizeof(struct cap_frame_header) + ZSTD_COMPRESSBOUND(FRAME_MAP))
+
 static void frame_free(struct frame *f)
 {
 	if (!f)
@@ -139,8 +146,19 @@ static void frame_free(struct frame *f)
 		munmap(f->raw, f->raw_cap);
 	else
 		free(f->raw);
-	free(f->out);
+	if (f->out_mapped)
+		munmap(f->out, f->out_cap);
+	else
+		free(f->out);
 	free(f);
+}
+
+static void frames_free(struct frame *f)
+{
+	for (struct frame *next; f; f = next) {
+		next = f->next;
+		frame_free(f);
+	}
 }
 
 /* Compresses f->raw into f->out (header included), with worker k's context. */
@@ -149,17 +167,21 @@ static void compress_frame(struct cap_writer *w, unsigned k, struct frame *f)
 	struct cap_frame_header fh;
 	size_t bound = sizeof(fh) + ZSTD_compressBound(f->raw_len), clen;
 
-	f->out = NULL;
-	if (bound > w->scratch_cap[k]) {
-		unsigned char *p = realloc(w->scratch[k], bound);
+	f->out_len = 0;
+	if (bound > f->out_cap) {
+		/* a frame grown past FRAME_MAP (one record larger than a frame): rare */
+		unsigned char *p = f->out_mapped ? malloc(bound) : realloc(f->out, bound);
 		if (!p) {
 			f->zstd_failed = ENOMEM;
 			return;
 		}
-		w->scratch[k] = p;
-		w->scratch_cap[k] = bound;
+		if (f->out_mapped)
+			munmap(f->out, f->out_cap);
+		f->out = p;
+		f->out_cap = bound;
+		f->out_mapped = 0;
 	}
-	clen = ZSTD_compress2(w->cctx[k], w->scratch[k] + sizeof(fh), bound - sizeof(fh), f->raw,
+	clen = ZSTD_compress2(w->cctx[k], f->out + sizeof(fh), f->out_cap - sizeof(fh), f->raw,
 			      f->raw_len);
 	if (ZSTD_isError(clen)) {
 		f->zstd_failed = EIO;
@@ -171,14 +193,7 @@ static void compress_frame(struct cap_writer *w, unsigned k, struct frame *f)
 	fh.rawlen = (uint32_t)f->raw_len;
 	/* 1-based, so the reader refuses a frame repeated or moved (0: older writers) */
 	fh.seq = (uint32_t)(f->seq + 1);
-	memcpy(w->scratch[k], &fh, sizeof(fh));
-	/* kept at its compressed size until its turn: a seventh of the raw bytes */
-	f->out = malloc(sizeof(fh) + clen);
-	if (!f->out) {
-		f->zstd_failed = ENOMEM;
-		return;
-	}
-	memcpy(f->out, w->scratch[k], sizeof(fh) + clen);
+	memcpy(f->out, &fh, sizeof(fh));
 	f->out_len = sizeof(fh) + clen;
 }
 
@@ -212,8 +227,6 @@ static void write_frame(struct cap_writer *w, struct frame *f)
 static void recycle_locked(struct cap_writer *w, struct frame *f)
 {
 	w->staged -= f->raw_cap;
-	free(f->out);
-	f->out = NULL;
 	f->out_len = 0;
 	f->raw_len = 0;
 	f->zstd_failed = 0;
@@ -223,7 +236,8 @@ static void recycle_locked(struct cap_writer *w, struct frame *f)
 		w->spare = f;
 		w->nspare++;
 	} else {
-		frame_free(f);
+		f->next = w->retired; /* unmapped by the caller (SPARES_AHEAD) */
+		w->retired = f;
 	}
 	pthread_cond_broadcast(&w->room);
 }
@@ -260,8 +274,9 @@ static void write_in_order_locked(struct cap_writer *w)
 	w->writing = 0;
 }
 
-/* A frame whose first buffer is mapped with its pages made (MAP_POPULATE); NULL when
- * out of memory. */
+/* A frame whose first buffer is mapped with its pages made (MAP_POPULATE), and its
+ * output's mapping (pages made as the compressor writes them); NULL when out of
+ * memory. By the caller only (SPARES_AHEAD). */
 static struct frame *made_frame(void)
 {
 	struct frame *f = calloc(1, sizeof(*f));
@@ -269,30 +284,46 @@ static struct frame *made_frame(void)
 		return NULL;
 	void *m = mmap(NULL, FRAME_MAP, PROT_READ | PROT_WRITE,
 		       MAP_PRIVATE | MAP_ANONYMOUS | MAP_POPULATE, -1, 0);
-	if (m == MAP_FAILED) {
+	void *o = m == MAP_FAILED ? MAP_FAILED
+				  : mmap(NULL, OUT_MAP, PROT_READ | PROT_WRITE,
+					 MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	if (o == MAP_FAILED) {
+		if (m != MAP_FAILED)
+			munmap(m, FRAME_MAP);
 		free(f);
 		return NULL;
 	}
 	f->raw = m;
 	f->raw_cap = FRAME_MAP;
 	f->raw_mapped = 1;
+	f->out = o;
+	f->out_cap = OUT_MAP;
+	f->out_mapped = 1;
 	return f;
 }
 
-/* Tops the spares up to SPARES_AHEAD (called and returns with the lock held). */
-static void make_spares_locked(struct cap_writer *w)
+/* The written frames beyond the spares kept, taken for the caller to free. */
+static struct frame *take_retired(struct cap_writer *w)
 {
-	while (!w->stop && w->nspare + w->making < SPARES_AHEAD) {
-		w->making++;
-		pthread_mutex_unlock(&w->lock);
-		struct frame *f = made_frame();
+	pthread_mutex_lock(&w->lock);
+	struct frame *r = w->retired;
+	w->retired = NULL;
+	pthread_mutex_unlock(&w->lock);
+	return r;
+}
+
+void cap_writer_tidy(struct cap_writer *w)
+{
+	frames_free(take_retired(w));
+	pthread_mutex_lock(&w->lock);
+	unsigned want = w->stop || w->nspare >= SPARES_AHEAD ? 0 : SPARES_AHEAD - w->nspare;
+	pthread_mutex_unlock(&w->lock);
+	for (struct frame *f; want-- && (f = made_frame());) {
 		pthread_mutex_lock(&w->lock);
-		w->making--;
-		if (!f)
-			return;
 		f->next = w->spare;
 		w->spare = f;
 		w->nspare++;
+		pthread_mutex_unlock(&w->lock);
 	}
 }
 
@@ -315,7 +346,6 @@ static void *worker(void *p)
 	int idle = 0;
 	pthread_mutex_lock(&w->lock);
 	for (;;) {
-		make_spares_locked(w);
 		while (!w->pending && !w->stop)
 			pthread_cond_wait(&w->work, &w->lock);
 		if (!w->pending)
@@ -356,6 +386,7 @@ static struct frame *fresh_frame(struct cap_writer *w)
 {
 	struct frame *f = NULL;
 
+	frames_free(take_retired(w));
 	pthread_mutex_lock(&w->lock);
 	if (w->spare) {
 		f = w->spare;
@@ -363,6 +394,8 @@ static struct frame *fresh_frame(struct cap_writer *w)
 		w->nspare--;
 	}
 	pthread_mutex_unlock(&w->lock);
+	if (!f)
+		f = made_frame();
 	if (!f)
 		f = calloc(1, sizeof(*f));
 	if (f)
@@ -454,13 +487,13 @@ static void writer_free(struct cap_writer *w)
 		close(w->fd);
 	for (unsigned k = 0; k <= THIEF; k++) {
 		ZSTD_freeCCtx(w->cctx[k]);
-		free(w->scratch[k]);
 	}
 	frame_free(w->cur);
 	for (f = w->spare; f; f = next) {
 		next = f->next;
 		frame_free(f);
 	}
+	frames_free(w->retired);
 	pthread_mutex_destroy(&w->lock);
 	pthread_cond_destroy(&w->work);
 	pthread_cond_destroy(&w->room);

@@ -291,10 +291,19 @@ static void lost_events(struct jw *w, int *first, const struct jnode *report)
 	/* absent in reports made before it existed: all lost at a full ring then */
 	if (json_u64(json_get(report, "lost_startup_events"), &startup) || startup > lost)
 		startup = 0;
-	char a[TEXTFMT_LEN], b[TEXTFMT_LEN], s[TEXTFMT_LEN], ev[384];
+	char a[TEXTFMT_LEN], b[TEXTFMT_LEN], s[TEXTFMT_LEN], ev[512];
 	int n = snprintf(ev, sizeof ev, "%s events were lost (%.2f%% of %s)", fmt_count(a, lost),
 			 pct(lost, lost + events), fmt_count(b, lost + events));
-	if (startup < lost)
+	uint64_t waited = 0;
+	if (json_u64(json_get(report, "drain_waited_max_ns"), &waited))
+		waited = 0;
+	char wt[TEXTFMT_LEN];
+	if (startup < lost && waited >= MODEL_DRAIN_WAIT_SAID_NS)
+		n += snprintf(ev + n, sizeof ev - (size_t)n, ": a thread wrote faster than the "
+			      "collector drained its ring, which waited up to %s between two "
+			      "drains (a busy machine's cores, or its compressing, held it), and "
+			      "the full ring dropped them", fmt_dur(wt, waited));
+	else if (startup < lost)
 		n += snprintf(ev + n, sizeof ev - (size_t)n, ": a thread wrote faster than the "
 			      "collector drained its ring, and the full ring dropped them");
 	if (startup)

@@ -349,6 +349,11 @@ uint64_t model_lost(const struct model *m);
  * counted. */
 uint64_t model_names_lost(const struct model *m);
 uint64_t model_stacks_lost(const struct model *m);
+/* The collector's longest wait between two drain passes (for a CPU, or for its
+ * compressing): what the rings had to hold then; 0 in captures before it was kept. */
+uint64_t model_drain_waited_max(const struct model *m);
+/* Said beside lost events from this wait on (a quiet machine's passes are ~1 ms apart) */
+#define MODEL_DRAIN_WAIT_SAID_NS 10000000ull
 /* Of model_lost: events made before libprof's constructor ran that did not reach the
  * capture (the early buffer's, PROF_LOST_STARTUP), not dropped by a full ring. */
 uint64_t model_lost_startup(const struct model *m);

@@ -86,6 +86,8 @@ static void header(struct jw *w, const struct report *r)
 	jw_u64(w, r->lost);
 	jw_lit(w, ",\"lost_startup_events\":");
 	jw_u64(w, model_lost_startup(r->m));
+	jw_lit(w, ",\"drain_waited_max_ns\":");
+	jw_u64(w, model_drain_waited_max(r->m));
 	jw_lit(w, ",\"unnamed_events\":");
 	jw_u64(w, model_names_lost(r->m));
 	jw_lit(w, ",\"unstacked_events\":");

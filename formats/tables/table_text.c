@@ -149,6 +149,12 @@ static void header(const struct report *r, FILE *out)
 		fprintf(out, "WARNING: %s events lost (full ring); the figures below undercount\n",
 			fmt_count(a, ring_lost));
 	}
+	uint64_t waited = model_drain_waited_max(r->m);
+	if (ring_lost && waited >= MODEL_DRAIN_WAIT_SAID_NS)
+		fprintf(out, "         (the collector waited up to %s between two drains of the "
+			"rings: a busy machine's cores, or its compressing, held it; a bigger "
+			"PROFILER_RING_SIZE or PROFILER_BLOCK=1 keeps such events)\n",
+			fmt_dur(a, waited));
 	uint64_t late = 0;
 	for (size_t i = 0; i < r->m->nimg; i++)
 		for (int d = -1; d < MODEL_DEVICES; d++)

@@ -43,6 +43,8 @@ enum {
 
 enum prof_clock_kind { PROF_CLOCK_MONO = 1, PROF_CLOCK_TSC = 2 };
 
+#define PROF_RECORD_EXITED 0x10000u /* record_exit: the wait status is in the low 16 bits */
+
 enum prof_session_state {
 	SESSION_RUNNING = 0,
 	SESSION_DONE = 1,   /* outputs written */
@@ -58,14 +60,16 @@ struct prof_session_shm {
 	uint32_t version;
 	uint32_t clock_kind;         /* enum prof_clock_kind, the same for every process */
 	uint32_t root_pid;           /* the process whose exit waits for the outputs */
-	uint32_t pad0;
+	/* prof record: its command's pid, and its wait status | PROF_RECORD_EXITED once
+	 * reaped (0 until then), for the collector, a process of its own (cmd_record.c) */
+	_Atomic uint32_t record_child;
 	uint64_t clock_tsc, clock_ns; /* a clock pair read when the session was made: the
 					 collector's first slope baseline */
 	_Atomic uint32_t collector_pid;
 	_Atomic uint32_t state;      /* enum prof_session_state; futex word */
 	_Atomic uint32_t root_release; /* futex word: set when the root may exit at once */
 	_Atomic uint32_t collector_ready; /* futex word: the drain loop runs */
-	uint32_t pad1;
+	_Atomic uint32_t record_exit;
 	_Atomic uint64_t forks_started;    /* fork() calls in progress or done */
 	_Atomic uint64_t forks_registered; /* children that made their segment */
 	uint64_t ring_bytes;         /* per-thread ring size */

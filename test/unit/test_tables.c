@@ -701,11 +701,15 @@ static void test_ranks_straggler(void **state)
 				  "\"local_rank\":2,\"world_size\":3,\"launcher\":\"torchrun\","
 				  "\"job\":\"j1\",\"host\":\"nodeB\""));
 	assert_non_null(strstr(s, "\"label\":\"rank 0 (node7) python train.py\""));
-	assert_non_null(strstr(s, "\"ranks\":{\"count\":3,\"slowest_rank\":2,\"unmatched\":3,"
-				  "\"dropped\":0,\"steps_from\":\"Optimizer.step\""));
-	/* rank 0: 3 all_reduces waiting 50 each, the broadcast not matched */
+	assert_non_null(strstr(s, "\"ranks\":{\"count\":3,\"collectives\":true,\"slowest_rank\":2,"
+				  "\"slowest_by\":\"waiting\",\"unmatched\":3,\"dropped\":0,"
+				  "\"steps_from\":\"Optimizer.step\""));
+	/* rank 0: 3 all_reduces waiting 50 each, the broadcast not matched; active: its
+	 * top-level calls (broadcast 4, all_reduces 180, optimizer steps 30 + 5); no end
+	 * record, no CPU time: null */
 	assert_non_null(strstr(s, "{\"rank\":0,\"pid\":10,\"collectives\":4,\"matched\":3,"
-				  "\"collective_ns\":184,\"wait_ns\":150,\"steps\":[{\"start_ns\":90,"
+				  "\"collective_ns\":184,\"wait_ns\":150,\"wall_ns\":null,"
+				  "\"cpu_ns\":null,\"active_ns\":219,\"steps\":[{\"start_ns\":90,"
 				  "\"end_ns\":190,\"collective_ns\":60,\"wait_ns\":50,\"compute_ns\":40}"));
 	/* its extra call left out, the rest matched as rank 0's */
 	assert_non_null(strstr(s, "{\"rank\":1,\"pid\":11,\"collectives\":5,\"matched\":3,"

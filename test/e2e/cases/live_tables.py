@@ -164,7 +164,8 @@ def live_tables_stopped_not_waited_for(c):
     tables = prog = None
     deadline = time.monotonic() + 10
     while time.monotonic() < deadline and not (tables and prog):
-        for q in children_of(p.pid):
+        # prof record's command and its collector's `prof tables` child
+        for q in descendants_of(p.pid):
             try:
                 argv = open("/proc/%d/cmdline" % q, "rb").read().split(b"\0")
             except OSError:

@@ -63,6 +63,59 @@ def ranks_named_by_hand(c):
                     re.M), "no Across ranks section: %r" % text[-1500:])
 
 
+# A small DDP job for the runs under load: 20 steps, all-reduces in each.
+RANKS_LOADED = """
+import torch, torch.distributed as dist
+dist.init_process_group("gloo")
+torch.manual_seed(0)
+model = torch.nn.parallel.DistributedDataParallel(torch.nn.Sequential(
+    torch.nn.Linear(256, 256), torch.nn.ReLU(), torch.nn.Linear(256, 10)))
+opt = torch.optim.SGD(model.parameters(), lr=0.01)
+for step in range(20):
+    loss = model(torch.randn(64, 256)).sum()
+    opt.zero_grad()
+    loss.backward()
+    opt.step()
+dist.barrier()
+dist.destroy_process_group()
+"""
+
+
+@case(serial=True)
+def ranks_torchrun_recorded_under_load(c):
+    # prof record -- torchrun on a machine whose every core is busy (a busy loop each,
+    # started here): every rank joins and nothing is lost. prof record's collector ran
+    # inside the job's session, which Linux weighs as one group (autogroups), so it got
+    # the share of one among the job's and the loops' busy processes: 4 ranks lost
+    # 11-14% of their events, 2 ranks up to 40% (the capture's SCHED_IDLE compressing
+    # threads holding the mmap lock then stopped it for seconds). The bare command's
+    # collector has a session of its own, and now prof record's has too.
+    py, version = torch2_python()
+    torchrun = os.path.join(os.path.dirname(py), "torchrun")
+    script = c.write("ddp_loaded.py", RANKS_LOADED)
+    busy = [subprocess.Popen([sys.executable, "-c", "while True: pass"])
+            for _ in range(os.cpu_count() or 1)]
+    try:
+        for run, ranks in enumerate((2, 4, 2)):
+            out = "loaded%d" % run
+            r = c.prof("record", "-o", out, "--", torchrun, "--standalone",
+                       "--nproc_per_node=%d" % ranks, script,
+                       env=dict(NO_LAUNCHER, OMP_NUM_THREADS="1"), timeout=600)
+            eq(r.rc, 0, "prof record -- torchrun, %d ranks (%r)" % (ranks, r))
+            check("not profiled" not in r.err and "ended without" not in r.err,
+                  "a process was not profiled: %r" % r.err)
+            rep = c.report_json(c.path(out + ".prof"))
+            eq(sorted(p["rank"] for p in rep["processes"] if p["rank"] is not None),
+               list(range(ranks)), "run %d: the ranks profiled" % run)
+            eq(rep["lost_events"], 0, "run %d (%d ranks): events lost (%s)"
+               % (run, ranks, [l for l in r.err.splitlines() if "lost" in l]))
+            c.note("%d ranks: %d events, 0 lost" % (ranks, rep["events"]))
+    finally:
+        for b in busy:
+            b.kill()
+            b.wait()
+
+
 # Three ranks by hand with no collectives between them (each computes alone and exits);
 # rank 1 computes twice as long: %(ms0)s / %(ms1)s ms of CPU.
 RANKS_ALONE = ('SLURM_JOB_ID=9 SLURM_NTASKS=3 SLURM_PROCID=0 SLURM_LOCALID=0 "$0" %(ms0)s & '

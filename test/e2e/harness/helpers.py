@@ -85,6 +85,16 @@ def collectors():
     return out
 
 
+def descendants_of(pid):
+    """pids below pid: its children, theirs, ..."""
+    out, todo = [], [pid]
+    while todo:
+        kids = children_of(todo.pop())
+        out += kids
+        todo += kids
+    return out
+
+
 def children_of(pid):
     """pids whose parent is pid."""
     out = []
