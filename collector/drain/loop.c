@@ -4,14 +4,11 @@
 #define _GNU_SOURCE
 #include <errno.h>
 #include <fcntl.h>
-#include <sched.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
-#include <sys/resource.h>
 #include <sys/stat.h>
-#include <sys/syscall.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -21,7 +18,6 @@
 #include "preload/common/debug.h"
 
 #define LIVENESS_EVERY_NS 10000000ull /* 10 ms */
-#define DRAIN_SLICE_NS 500000ull      /* 0.5 ms (the default is 3 ms) */
 #define SCAN_EVERY_NS 2000000ull      /* 2 ms */
 #define CLOCK_EVERY_NS 100000000ull   /* 100 ms */
 #define TOUCH_EVERY_NS 5000000000ull  /* 5 s: the session segment's mtime, far below the
@@ -187,26 +183,6 @@ static void note_wait(struct collector *c, uint64_t now)
 	c->pass_slept_ns = 0;
 }
 
-/* A short time slice for the drain loop (Linux 6.12's EEVDF takes sched_runtime of a
- * SCHED_OTHER thread as its slice: an earlier deadline, so a waking drain loop runs
- * sooner beside busy programs); older kernels refuse it, and nothing changes. */
-static void ask_short_slice(void)
-{
-	/* the kernel's struct sched_attr, first version (glibc before 2.41 has none, and
-	 * <linux/sched/types.h> clashes with <sched.h>) */
-	struct {
-		uint32_t size, sched_policy;
-		uint64_t sched_flags;
-		int32_t sched_nice;
-		uint32_t sched_priority;
-		uint64_t sched_runtime, sched_deadline, sched_period;
-	} attr = {.size = sizeof attr, .sched_policy = SCHED_OTHER,
-		  .sched_nice = getpriority(PRIO_PROCESS, 0), .sched_runtime = DRAIN_SLICE_NS};
-	if (syscall(SYS_sched_setattr, 0, &attr, 0))
-		prof_debug(PROF_DEBUG_DRAIN, "no short slice for the drain loop: %s",
-			   strerror(errno));
-}
-
 int collector_run(struct collector_options *o)
 {
 	struct collector *c = calloc(1, sizeof *c);
@@ -214,7 +190,6 @@ int collector_run(struct collector_options *o)
 		return 1;
 	c->o = o;
 	c->s = o->session;
-	ask_short_slice();
 	if (shm_guard_add(c->s, sizeof *c->s, &c->session_shrunk)) {
 		fprintf(stderr, "libprof: cannot guard the session's shared memory; not profiling\n");
 		free(c);
