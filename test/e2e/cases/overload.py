@@ -35,6 +35,11 @@ def overload(c, block):
         eq(lost_here, 0, "lost instants")
     else:
         check(s[1] > 0, "summary says nothing lost with a 4K ring: %r" % r.err)
+        # the loss said with what keeps it
+        check(re.search(r"^libprof: %d events lost to full rings(: the collector waited up to "
+                        r"\d+ ms between two drains .*)?; a bigger PROFILER_RING_SIZE \(now 4 "
+                        r"KiB a thread\) or PROFILER_BLOCK=1 keeps them$" % s[1], r.err, re.M),
+              "no line naming the loss and its remedy: %r" % r.err)
         eq(rep["lost_events"], s[1], "report lost_events vs summary")
         eq(t.other["lost_events"], s[1], "otherData lost_events vs summary")
         check(t.other.get("lost_gaps"), "otherData lost_gaps empty")
