@@ -232,11 +232,25 @@ def live_tables_starved_not_waited_for(c):
             p.kill()
             p.wait()
     eq(r.rc, 0, "prof record (%r)" % r)
-    check("not waited for again" in r.err, "the starved child was waited for: %r"
-          % r.err[-600:])
+    # Where the kernel groups processes by session (autogroups), prof record's collector
+    # and its child have a session of their own (cmd_record.c) that the loops starve
+    # little: the child may then keep up well enough to be waited for, as on a quiet
+    # machine (held 18 times, 5.7 s in all, once, beside another serial case's loops)
+    try:
+        with open("/proc/sys/kernel/sched_autogroup_enabled") as f:
+            grouped = f.read().strip() == "1"
+    except OSError:
+        grouped = False
+    held = re.search(r"the program held for them \d+ times?, ([0-9.]+) s in all", r.err)
+    check("not waited for again" in r.err or (grouped and held and float(held.group(1)) < 60),
+          "the starved child was waited for: %r" % r.err[-600:])
     # nor by the end: the collector makes the outputs itself (its compressing threads,
-    # idle as well, are relieved by it the same way)
-    check("could not leave SCHED_IDLE" in r.err and "made from the capture" in r.err,
+    # idle as well, are relieved by it the same way); with autogroups (above) the
+    # child may finish them itself, as on a quiet machine.
+    ended = re.search(r"ready ([0-9.]+) s after its end", r.err)
+    check(("could not leave SCHED_IDLE" in r.err and "made from the capture" in r.err) or
+          (grouped and "kept as the capture was written" in r.err and ended and
+           float(ended.group(1)) < 60),
           "the end waited for the starved child: %r" % r.err[-600:])
     rep = c.report_json(c.path("starved.prof"))
     eq(rep["lost_events"], 0, "lost events")
