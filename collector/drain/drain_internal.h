@@ -94,10 +94,9 @@ struct collector {
 	/* How long the drain loop was held up between passes (for a CPU on a busy machine,
 	 * or for its compressing to make room): each pass's wall time less the loop's own
 	 * CPU and the sleep it asked for. The longest is what the rings had to hold; said
-	 * beside lost events (CAP_SESSION_END drain_waited_max_ns, drain_waited_ns). */
-	uint64_t pass_start_ns, pass_cpu_ns, pass_slept_ns;
+	 * beside lost events (CAP_SESSION_END drain_waited_max_ns). */
+	uint64_t pass_start_ns, pass_cpu_ns, pass_slept_ns, waited_max_ns;
 	uint64_t child_gone_since; /* prof record's command gone, its status not given yet */
-	uint64_t waited_max_ns, waited_ns; /* waited_ns: the waits over 1 ms, summed */
 	int root_released;
 	int liveness_pass; /* this pass also checks orphan slots' threads */
 	struct dump_job dump;

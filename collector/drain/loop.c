@@ -175,8 +175,6 @@ static void note_wait(struct collector *c, uint64_t now)
 		uint64_t waited = wall > used ? wall - used : 0;
 		if (waited > c->waited_max_ns)
 			c->waited_max_ns = waited;
-		if (waited > 1000000)
-			c->waited_ns += waited;
 	}
 	c->pass_start_ns = now;
 	c->pass_cpu_ns = cpu;

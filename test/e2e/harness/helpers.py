@@ -87,11 +87,11 @@ def collectors():
 
 def descendants_of(pid):
     """pids below pid: its children, theirs, ..."""
-    out, todo = [], [pid]
-    while todo:
-        kids = children_of(todo.pop())
+    out, unseen = [], [pid]
+    while unseen:
+        kids = children_of(unseen.pop())
         out += kids
-        todo += kids
+        unseen += kids
     return out
 
 
