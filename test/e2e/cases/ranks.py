@@ -81,46 +81,86 @@ dist.destroy_process_group()
 """
 
 
+def loaded_sessions(prof_pid, deadline):
+    """While prof record (prof_pid) runs: (its collector's session, the job's session),
+    once both exist, else None. The collector is the child of prof record that leads a
+    session of its own; torchrun the child that does not."""
+    while time.monotonic() < deadline:
+        collector = job = None
+        for pid in children_of(prof_pid):
+            try:
+                sid = os.getsid(pid)
+                with open("/proc/%d/cmdline" % pid, "rb") as f:
+                    args = f.read().split(b"\0")
+            except OSError:
+                continue
+            if sid == pid:
+                collector = sid
+            elif any(a.endswith(b"torchrun") for a in args[:2]):
+                job = sid
+        if collector and job:
+            return collector, job
+        time.sleep(0.05)
+    return None
+
+
 @case(serial=True)
 def ranks_torchrun_recorded_under_load(c):
     # prof record -- torchrun on a machine whose every core is busy (a busy loop each,
-    # started here): every rank joins and nothing (or a trace, said) is lost. prof
-    # record's collector ran inside the job's session, which Linux weighs as one group
-    # (autogroups), so it got the share of one of the busy processes: 4 ranks lost
-    # 11-14% of their events, 2 ranks up to 40% (the capture's SCHED_IDLE compressing
-    # threads holding the mmap lock then stopped it for seconds). The bare command's
-    # collector has a session of its own, and now prof record's has too.
+    # started here): every rank joins every time; nothing is lost, or the loss is counted
+    # and said with its cause (issue 30's bar). prof record's collector ran inside the
+    # job's session, which Linux weighs as one group (autogroups), so it got the share of
+    # one of the busy processes: 4 ranks lost 11-14% of their events, 2 ranks up to 40%.
+    # It has a session of its own now (checked while it runs). Where the machine's
+    # scheduler does not group by session (autogroups off, or every process in one
+    # cgroup) a drain loop held up loses what the rings cannot hold: 6% once on a CI
+    # machine, with the collector held 233 ms; said, and counted here with the wait.
+    # LIBPROF_E2E_LOADED_RUNS=N: N runs each of 2 and 4 ranks (issue 30 asks for 10).
     py, version = torch2_python()
     torchrun = os.path.join(os.path.dirname(py), "torchrun")
     script = c.write("ddp_loaded.py", RANKS_LOADED)
+    n = os.environ.get("LIBPROF_E2E_LOADED_RUNS")
+    shapes = [2, 4] * int(n) if n else [2, 4, 2]
     busy = [subprocess.Popen([sys.executable, "-c", "while True: pass"])
             for _ in range(os.cpu_count() or 1)]
+    said_runs = []
     try:
-        for run, ranks in enumerate((2, 4, 2)):
+        for run, ranks in enumerate(shapes):
             out = "loaded%d" % run
-            r = c.prof("record", "-o", out, "--", torchrun, "--standalone",
-                       "--nproc_per_node=%d" % ranks, script,
-                       env=dict(NO_LAUNCHER, OMP_NUM_THREADS="1"), timeout=600)
+            argv = [Setup.prof, "record", "-o", out, "--", torchrun, "--standalone",
+                    "--nproc_per_node=%d" % ranks, script]
+            p, o, e, t0 = c.start(argv, env=dict(Setup.prof_env(), OMP_NUM_THREADS="1",
+                                                 **NO_LAUNCHER),
+                                  preload=False, autostart=False)
+            sessions = loaded_sessions(p.pid, time.monotonic() + 60)
+            r = c.finish(argv, p, o, e, t0, 600)
             eq(r.rc, 0, "prof record -- torchrun, %d ranks (%r)" % (ranks, r))
+            check(sessions and sessions[0] != sessions[1],
+                  "run %d: prof record's collector and the job share a session (%r)"
+                  % (run, sessions))
             check("not profiled" not in r.err and "ended without" not in r.err,
                   "a process was not profiled: %r" % r.err)
             rep = c.report_json(c.path(out + ".prof"))
             eq(sorted(p["rank"] for p in rep["processes"] if p["rank"] is not None),
                list(range(ranks)), "run %d: the ranks profiled" % run)
-            # none lost, or a trace of a loss that the machine's other load made (171
-            # of 17 M once, with other tests beside), counted and said with its cause
-            # (before: 11-40% lost)
-            lost = rep["lost_events"]
+            lost, waited = rep["lost_events"], rep["drain_waited_max_ns"] / 1e6
             said = [l for l in r.err.splitlines() if "lost to full rings" in l]
-            check(lost * 1000 <= rep["events"] and (not lost or (
-                said and "the collector waited up to" in said[0])),
-                  "run %d (%d ranks): %d of %d events lost (%r)"
-                  % (run, ranks, lost, rep["events"], said))
-            c.note("%d ranks: %d events, %d lost" % (ranks, rep["events"], lost))
+            if lost:
+                m = said and re.match(r"libprof: (\d+) events lost to full rings: the "
+                                      r"collector waited up to (\d+) ms", said[0])
+                check(m and int(m.group(1)) == lost,
+                      "run %d (%d ranks): %d of %d events lost, not said with the wait "
+                      "that made it (%r)" % (run, ranks, lost, rep["events"], said))
+                said_runs.append("run %d: %.2f%% lost, the collector held %.0f ms"
+                                 % (run, 100.0 * lost / rep["events"], waited))
+            c.note("%d ranks: %d events, %d lost, drain held %.0f ms at most"
+                   % (ranks, rep["events"], lost, waited))
     finally:
         for b in busy:
             b.kill()
             b.wait()
+    if said_runs:
+        c.note("losses counted and said: " + "; ".join(said_runs))
 
 
 # Three ranks by hand with no collectives between them (each computes alone and exits);
