@@ -395,7 +395,8 @@ int collector_make_outputs(const char *capture, const char *prefix,
 				"a framework's own profiler runs, and no loaded framework%s started "
 				"its profiler (mx.profiler.set_state('run') or "
 				"MXNET_PROFILER_AUTOSTART=1, torch.profiler.profile, "
-				"tf.profiler.experimental.start); leave PROFILER_FOLLOW unset to "
+				"tf.profiler.experimental.start or its profiler server's capture); "
+				"leave PROFILER_FOLLOW unset to "
 				"record the whole run\n", fws);
 	else if (q->follow_idle)
 		fprintf(stderr, "libprof: nothing recorded: PROFILER_FOLLOW=1 records only while "

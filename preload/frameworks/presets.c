@@ -145,6 +145,10 @@ static const struct prof_framework_hook hooks[] = {
 	{"_ZN10tensorflow8profiler6pywrap22ProfilerSessionWrapper19ExportToTensorBoardEv",
 	 follow_stop, 0, PROF_CATNAME_PROFILER, 0},
 	{"_ZN3tsl15ProfilerSessionD[12]Ev", follow_stop, 0, PROF_CATNAME_PROFILER, 0},
+	/* every session is made here: also the profiler server's, for a capture a client
+	 * asks (tf.profiler.experimental.client.trace, TensorBoard's capture button),
+	 * which never passes through the wrapper above (libtensorflow_cc calls it) */
+	{"_ZN3tsl15ProfilerSession6CreateE*", follow_start, 0, PROF_CATNAME_PROFILER, 0},
 	{"_ZN5mxnet6engine14ThreadedEngine15ExecuteOprBlockE*", prof_mxnet_operator, PROF_FW_MXNET,
 	 PROF_CATNAME_OPERATOR, 0},
 	{"_ZN5mxnet6engine14ThreadedEngine16OnCompleteStaticE*", prof_mxnet_operator_done,

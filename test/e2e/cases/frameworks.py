@@ -566,3 +566,26 @@ def tensorflow_follow(c):
         if how == "save":
             found = [f for _, _, fs in os.walk(logdir) for f in fs if f.endswith(".xplane.pb")]
             check(found, "TensorFlow's profiler wrote no profile under %s" % logdir)
+
+
+@case
+def tensorflow_follow_server_capture(c):
+    # PROFILER_FOLLOW=1 follows a capture a client asks of TensorFlow's profiler server
+    # (tf.profiler.experimental.client.trace, as TensorBoard's capture button): the
+    # server makes its session itself, never through tf.profiler.experimental.start
+    # (was: 0 events, "nothing recorded"). MatMul runs while the capture is taken, Mul
+    # before it, Sub after it.
+    py = tf_python()
+    logdir = c.path("tflog")
+    r, t = run_out(c, [py, os.path.join(FRAMEWORKS, "tf_server_follow.py"), logdir], "srv",
+                   {"PROFILER_FRAMEWORK": "tensorflow", "PROFILER_FOLLOW": "1",
+                    "TF_CPP_MIN_LOG_LEVEL": "2", "PROFILER_PROFILE_MEMORY": "0"})
+    check(r.kv("sum"), "the script did not finish: %r" % r)
+    ran = int(r.kv("matmuls")[0])
+    ops = trace_counts(t, "operator")
+    check(0 < ops.get("MatMul", 0) <= ran, "MatMul recorded %s times of the %d run while "
+          "the capture was asked" % (ops.get("MatMul"), ran))
+    eq((ops.get("Mul"), ops.get("Sub")), (None, None), "ops before and after the capture")
+    check("nothing recorded" not in r.err, "said nothing was followed: %r" % r.err)
+    found = [f for _, _, fs in os.walk(logdir) for f in fs if f.endswith(".xplane.pb")]
+    check(found, "TensorFlow's profiler server wrote no profile under %s" % logdir)
