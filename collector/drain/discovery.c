@@ -3,11 +3,16 @@
  * a new image (exec), and the old one is finished first. */
 #define _GNU_SOURCE
 #include <dirent.h>
+#include <errno.h>
 #include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <fcntl.h>
 #include <sys/mman.h>
+#include <sys/resource.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
 #include "collector/drain/drain_internal.h"
 #include "collector/shm/shm_guard.h"
@@ -106,14 +111,15 @@ void add_process(struct collector *c, const char *name, struct prof_proc_shm *sh
 
 struct found {
 	char name[256];
-	struct prof_proc_shm *shm;
-	size_t size;
+	pid_t pid;
+	uint64_t created_ns, segment_mib;
+	char cmdline[96]; /* its first arguments, for a line naming it */
 };
 
 static int by_creation(const void *a, const void *b)
 {
 	const struct found *x = a, *y = b;
-	return x->shm->created_ns < y->shm->created_ns ? -1 : x->shm->created_ns > y->shm->created_ns;
+	return x->created_ns < y->created_ns ? -1 : x->created_ns > y->created_ns;
 }
 
 static int known(struct collector *c, const char *name)
@@ -122,6 +128,84 @@ static int known(struct collector *c, const char *name)
 		if (!strcmp(p->name + 1, name))
 			return 1;
 	return 0;
+}
+
+/* A new segment's header, read without mapping it (the mapping may be refused): 0 when
+ * the segment is complete, -1 while it is still being made (or is not one of ours). */
+static int read_header(struct collector *c, const char *name, struct found *f)
+{
+	char path[300];
+	snprintf(path, sizeof path, "/%s", name);
+	int fd = shm_open(path, O_RDONLY | O_CLOEXEC, 0);
+	if (fd < 0)
+		return -1;
+	struct stat st;
+	struct prof_proc_shm *h = malloc(sizeof *h);
+	int ok = h && !fstat(fd, &st) && st.st_uid == getuid() &&
+		 (uint64_t)st.st_size >= sizeof *h &&
+		 pread(fd, h, sizeof *h, 0) == (ssize_t)sizeof *h && h->magic == PROF_SHM_MAGIC &&
+		 h->version == PROF_SHM_VERSION && h->segment_size <= (uint64_t)st.st_size;
+	close(fd);
+	if (ok) {
+		snprintf(f->name, sizeof f->name, "%.255s", name);
+		pid_t named = pid_in_name(c, name);
+		f->pid = named ? named : (pid_t)h->pid;
+		f->created_ns = h->created_ns;
+		f->segment_mib = (uint64_t)st.st_size >> 20;
+		uint32_t n = h->cmdline_len < sizeof f->cmdline ? h->cmdline_len
+								: (uint32_t)sizeof f->cmdline - 1;
+		for (uint32_t i = 0; i < n; i++)
+			f->cmdline[i] = h->cmdline[i] && (unsigned char)h->cmdline[i] >= ' '
+						? h->cmdline[i] : ' ';
+		while (n && f->cmdline[n - 1] == ' ')
+			n--;
+		f->cmdline[n] = 0;
+	}
+	free(h);
+	return ok ? 0 : -1;
+}
+
+/* A complete segment the collector cannot map (an address-space limit, ulimit -v, or no
+ * memory): after REFUSED_AFTER_NS of tries, its process is named as not profiled and kept
+ * as a finished entry, so that the session does not wait for it and the program is never
+ * held at its exit for outputs that wait on it. */
+#define REFUSED_AFTER_NS 1000000000ull
+
+static int map_refused(struct collector *c, const struct found *f, int err, uint64_t now)
+{
+	unsigned i;
+	for (i = 0; i < c->nmap_failing && strcmp(c->map_failing[i].name, f->name); i++)
+		;
+	if (i == c->nmap_failing) {
+		if (i == sizeof c->map_failing / sizeof c->map_failing[0])
+			i = 0; /* the oldest try forgotten: it is tried again */
+		else
+			c->nmap_failing++;
+		snprintf(c->map_failing[i].name, sizeof c->map_failing[i].name, "%.255s", f->name);
+		c->map_failing[i].since = now;
+	}
+	if (now - c->map_failing[i].since < REFUSED_AFTER_NS)
+		return 0;
+	c->map_failing[i] = c->map_failing[--c->nmap_failing];
+	struct proc_entry *p = calloc(1, sizeof *p);
+	if (!p)
+		return 0;
+	snprintf(p->name, sizeof p->name, "/%.255s", f->name);
+	p->pid = f->pid;
+	p->finished = 1;
+	p->next = c->procs;
+	c->procs = p;
+	c->refused++;
+	char limit[96] = "";
+	struct rlimit as;
+	if (!getrlimit(RLIMIT_AS, &as) && as.rlim_cur != RLIM_INFINITY)
+		snprintf(limit, sizeof limit, "; the address-space limit (ulimit -v) is %llu MiB",
+			 (unsigned long long)(as.rlim_cur >> 20));
+	fprintf(stderr, "libprof: process %d (%s) is not profiled: the collector cannot map "
+			"its %llu MiB of shared memory (%s%s)\n", (int)f->pid, f->cmdline,
+		(unsigned long long)f->segment_mib, strerror(err), limit);
+	shm_unlink(p->name);
+	return 1;
 }
 
 /* New process segments, oldest first (an exec'd image after the one it replaced). */
@@ -139,18 +223,29 @@ int scan_segments(struct collector *c)
 	while ((e = readdir(d)) && n < 64) {
 		if (strncmp(e->d_name, c->shm_prefix, plen) || known(c, e->d_name))
 			continue;
-		size_t size;
-		struct prof_proc_shm *shm = prof_proc_open_sized(e->d_name, &size);
-		if (!shm)
-			continue; /* still being made: next scan */
-		snprintf(found[n].name, sizeof found[n].name, "%.255s", e->d_name);
-		found[n].size = size;
-		found[n++].shm = shm;
+		if (!read_header(c, e->d_name, &found[n]))
+			n++; /* else still being made: next scan */
 	}
 	closedir(d);
 	qsort(found, (size_t)n, sizeof *found, by_creation);
-	for (int i = 0; i < n; i++, added++)
-		add_process(c, found[i].name, found[i].shm, found[i].size);
+	uint64_t now = prof_mono_ns();
+	for (int i = 0; i < n; i++) {
+		/* an older image of the pid (it exec'd) is finished and unmapped first: its
+		 * records precede the new image's, and under an address-space limit the two
+		 * did not fit the collector's at once */
+		for (struct proc_entry *q = c->procs; q; q = q->next)
+			if (q->pid == found[i].pid)
+				finish_process(c, q, INT32_MIN);
+		size_t size;
+		struct prof_proc_shm *shm = prof_proc_open_sized(found[i].name, &size);
+		int err = errno;
+		if (shm) {
+			add_process(c, found[i].name, shm, size);
+			added++;
+		} else if (map_refused(c, &found[i], err, now)) {
+			added++;
+		}
+	}
 	return added;
 }
 

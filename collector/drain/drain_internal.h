@@ -97,6 +97,10 @@ struct collector {
 	 * beside lost events (CAP_SESSION_END drain_waited_max_ns). */
 	uint64_t pass_start_ns, pass_cpu_ns, pass_slept_ns, waited_max_ns;
 	uint64_t child_gone_since; /* prof record's command gone, its status not given yet */
+	/* complete segments whose mapping failed, since when (discovery.c: map_refused) */
+	struct { char name[256]; uint64_t since; } map_failing[8];
+	unsigned nmap_failing;
+	uint64_t refused; /* processes named as not profiled: their segment could not be mapped */
 	int root_released;
 	int liveness_pass; /* this pass also checks orphan slots' threads */
 	struct dump_job dump;

@@ -8,6 +8,7 @@
 #include <stdio.h>
 #include <string.h>
 #include <sys/mman.h>
+#include <sys/resource.h>
 #include <sys/random.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
@@ -152,13 +153,30 @@ static void read_cmdline(struct prof_proc_shm *p)
 	p->job_len = (uint32_t)prof_job_describe(p->job, sizeof p->job);
 }
 
+/* Events per ring: the largest power of two that fits ring_bytes (64 at least). */
+static uint64_t ring_events(uint64_t ring_bytes)
+{
+	uint64_t cap = ring_bytes / sizeof(struct prof_event), pow2 = 64;
+	while (pow2 * 2 <= cap)
+		pow2 *= 2;
+	return pow2;
+}
+
+unsigned prof_proc_slots(uint64_t ring_bytes)
+{
+	struct rlimit as;
+	if (getrlimit(RLIMIT_AS, &as) || as.rlim_cur == RLIM_INFINITY)
+		return PROF_DEFAULT_SLOTS;
+	uint64_t fit = (uint64_t)as.rlim_cur / 8 / (ring_events(ring_bytes) *
+						     sizeof(struct prof_event));
+	return fit < PROF_MIN_SLOTS ? PROF_MIN_SLOTS
+	       : fit > PROF_DEFAULT_SLOTS ? PROF_DEFAULT_SLOTS : (unsigned)fit;
+}
+
 struct prof_proc_shm *prof_proc_create(const char *sid, uint64_t ring_bytes, unsigned nslots,
 				       char *name, size_t namelen)
 {
-	uint64_t cap = ring_bytes / sizeof(struct prof_event);
-	uint64_t pow2 = 64;
-	while (pow2 * 2 <= cap)
-		pow2 *= 2;
+	uint64_t pow2 = ring_events(ring_bytes);
 	size_t hdr = round_up(sizeof(struct prof_proc_shm), 4096);
 	size_t slots = round_up(nslots * sizeof(struct prof_slot), 4096);
 	size_t rings = (size_t)nslots * pow2 * sizeof(struct prof_event);

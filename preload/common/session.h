@@ -12,6 +12,7 @@
 
 #define PROF_SID_LEN 16
 #define PROF_DEFAULT_SLOTS 256
+#define PROF_MIN_SLOTS 8
 #define PROF_STRINGS_BYTES (2u << 20)
 #define PROF_STACKS_BYTES (32u << 20) /* touched as stacks are added */
 
@@ -39,6 +40,13 @@ struct prof_session_shm *prof_session_open(const char *sid);
 void prof_session_unlink(const char *sid);
 
 /* Creates this process image's segment. NULL on error (errno set); name gets its name. */
+/* Ring slots of a new process segment: PROF_DEFAULT_SLOTS, fewer under an address-space
+ * limit (ulimit -v, as batch systems set): the process and the collector each map the
+ * segment whole, and 256 rings of 4 MiB filled a 1 GB limit, so that the collector could
+ * not map an exec'd image's segment beside its parent's (the program then waited for it
+ * at exit for good). An eighth of the limit, PROF_MIN_SLOTS at least; threads beyond
+ * the slots are counted as lost (lost_no_slot). */
+unsigned prof_proc_slots(uint64_t ring_bytes);
 struct prof_proc_shm *prof_proc_create(const char *sid, uint64_t ring_bytes, unsigned nslots,
 				       char *name, size_t namelen);
 /* Maps a process segment by its /dev/shm name (for the collector). */

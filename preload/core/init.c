@@ -92,7 +92,8 @@ static int make_process_segment(void)
 {
 	char name[160];
 	struct prof_proc_shm *p = prof_proc_create(prof_sid, prof_session->ring_bytes,
-						   PROF_DEFAULT_SLOTS, name, sizeof name);
+						   prof_proc_slots(prof_session->ring_bytes), name,
+						   sizeof name);
 	if (!p) {
 		prof_warn("cannot create the ring segment in /dev/shm: %s; not profiling this "
 			  "process", strerror(errno));
@@ -249,7 +250,8 @@ void prof_after_fork_child(void)
 	uint64_t strings_end = atomic_load_explicit(&parent->strings_used, memory_order_acquire);
 	uint64_t stacks_end = prof_stack_complete_end(parent);
 	struct prof_proc_shm *child = same_user ? prof_proc_create(prof_sid,
-						 prof_session->ring_bytes, PROF_DEFAULT_SLOTS, name,
+						 prof_session->ring_bytes,
+						 prof_proc_slots(prof_session->ring_bytes), name,
 						 sizeof name) : 0;
 	/* no segment of the parent's is used here from now on (a signal handler included) */
 	__atomic_store_n(&prof_proc, 0, __ATOMIC_RELEASE);

@@ -1,0 +1,68 @@
+# harm: program shapes real code has, under which libprof must leave the program as it
+# runs natively (issue 31): address-space limits, signal handlers making traced calls,
+# dlsym of data symbols under tracing, small thread stacks, clearenv.
+# Run by test/e2e/run.py in the harness's namespace (see README.md).
+
+# a batch system's address-space limit (ulimit -v takes KiB): 1 GB
+AS_LIMIT_KIB = 1000000
+
+
+def under_limit(c, command, env):
+    """Runs command under `sh -c` with the limit set first, as a batch system sets it:
+    the profiled processes and the collector (started by the first) all inherit it."""
+    e = dict(env, LIBPROF_INNER_PRELOAD=Setup.preload_value(), PROFILER_AUTOSTART="1")
+    return c.run(["sh", "-c", "ulimit -v %d && LD_PRELOAD=$LIBPROF_INNER_PRELOAD exec %s"
+                  % (AS_LIMIT_KIB, command)], env=e, preload=False, autostart=False,
+                 timeout=60)
+
+
+def sanitized_skip(c):
+    """ASan reserves terabytes of shadow address space: no process of it runs under an
+    address-space limit, with libprof or without."""
+    if Setup.mode != "plain":
+        c.note("skipped in mode %s: ASan cannot run under ulimit -v" % Setup.mode)
+        return True
+    return False
+
+
+@case
+def address_space_limit_exec(c):
+    # an exec under ulimit -v: the collector inherits the limit and could not map the new
+    # image's segment beside its parent's (256 rings of 4 MiB: 1 GB each); it retried for
+    # good and the program waited at its exit for good. Now the segments are sized to a
+    # part of the limit and the old image is unmapped before the new one is mapped.
+    if sanitized_skip(c):
+        return
+    r = under_limit(c, "env /bin/echo hi", {"PROFILER_OUTPUT": "exec"})
+    eq((r.rc, r.out), (0, "hi\n"), "the program under ulimit -v (%r)" % r)
+    check(r.elapsed < 20, "took %.1f s" % r.elapsed)
+    check("not profiled" not in r.err and "not profiling" not in r.err,
+          "a process was not profiled: %r" % r.err)
+    rep = c.report_json(c.path("exec.prof"))
+    cmds = [p["command"] for p in rep["processes"]]
+    check(any(x.startswith("/bin/echo hi") for x in cmds), "no echo in %r" % cmds)
+
+
+@case
+def address_space_limit_refused_said(c):
+    # four children beside their parent under ulimit -v, with 32 MiB rings: the collector
+    # cannot map all their segments at once. Each image it cannot map is named, once, as
+    # not profiled; the program is not held for it and runs as natively.
+    if sanitized_skip(c):
+        return
+    r = under_limit(c, "sh -c '/bin/sleep 1.5 & /bin/sleep 1.5 & /bin/sleep 1.5 & "
+                    "/bin/sleep 1.5; wait; echo done'",
+                    {"PROFILER_OUTPUT": "refused", "PROFILER_RING_SIZE": "32M"})
+    eq((r.rc, r.out), (0, "done\n"), "the program under ulimit -v (%r)" % r)
+    check(r.elapsed < 12, "took %.1f s" % r.elapsed)
+    said = re.findall(r"^libprof: process (\d+) \(([^)]*)\) is not profiled: the collector "
+                      r"cannot map its \d+ MiB of shared memory \(Cannot allocate memory; "
+                      r"the address-space limit \(ulimit -v\) is 976 MiB\)$", r.err, re.M)
+    check(said and len(said) == len(set(said)), "no line naming an image not profiled (or "
+          "one twice): %r" % r.err)
+    check(parse_summary(r.err), "no summary: %r" % r.err)
+    rep = c.report_json(c.path("refused.prof"))
+    kept = {(str(p["pid"]), p["command"]) for p in rep["processes"]}
+    check(not kept & set(said), "an image said not profiled is in the capture: %r"
+          % (kept & set(said)))
+    c.note("not profiled: %d images (of 9)" % len(said))
