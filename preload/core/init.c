@@ -25,6 +25,7 @@
 #include "preload/trace/trace.h"
 #include "preload/common/env.h"
 #include "preload/core/env_set.h"
+#include "preload/wrap/nonlocal.h"
 
 struct prof_config prof_cfg;
 struct prof_session_shm *prof_session;
@@ -316,6 +317,7 @@ __attribute__((constructor(101))) static void prof_init(void)
 	t->busy++;
 	prof_debug_init(environ);
 	prof_alloc_resolve();
+	prof_nonlocal_setup();
 	prof_config_defaults(&prof_cfg);
 	/* settings problems are reported once, by the process that starts the session */
 	prof_config_from_env(&prof_cfg, environ,

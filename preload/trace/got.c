@@ -23,6 +23,7 @@
 #include "preload/common/debug.h"
 #include "preload/frameworks/mxnet.h"
 #include "preload/wrap/dl.h"
+#include "preload/wrap/nonlocal.h"
 #include "preload/trace/elf_sym.h"
 #include "preload/frameworks/torch_callbacks.h"
 #include "preload/trace/got_write.h"
@@ -296,6 +297,13 @@ static int inside_libprof(const void *addr)
 	return (uintptr_t)addr >= lo && (uintptr_t)addr < hi;
 }
 
+/* libprof's own functions are not traced, but for its longjmp family (nonlocal.c): the
+ * program's jumps are its calls. */
+static int untraceable(const void *real)
+{
+	return inside_libprof(real) && !prof_nonlocal_is_wrapper(real);
+}
+
 /* The stub for name where scope's presets apply, or NULL when it is neither traced nor
  * hooked. */
 static void *stub_for(const char *name, void *real, unsigned scope)
@@ -354,7 +362,7 @@ static unsigned framework_of(const void *addr)
 
 void *prof_trace_lookup(const char *name, void *real)
 {
-	if ((!npatterns && !following) || !real || !name || !prof_proc || inside_libprof(real))
+	if ((!npatterns && !following) || !real || !name || !prof_proc || untraceable(real))
 		return real;
 	/* a lookup gets the presets of the framework that defines the function (ctypes) */
 	unsigned scope = presets_everywhere | (detecting ? framework_of(real) : 0);
@@ -495,7 +503,7 @@ static int patch_slot(const struct dl_phdr_info *info, const struct dynamic_info
 			   object_name(info));
 		return 0;
 	}
-	void *stub = !inside_libprof(real) ? stub_for(name, real, scope) : 0;
+	void *stub = !untraceable(real) ? stub_for(name, real, scope) : 0;
 	int rc = stub ? prof_got_write(pages, slot, stub) : 0;
 	if (rc == PROF_GOT_REFUSED) {
 		/* the page will not become writable later: this slot is given up */

@@ -61,6 +61,13 @@ struct shadow_entry {
 
 struct shadow_stack {
 	uint32_t n;
+	/* The frame of prof_trace_enter or prof_trace_leave while it changes the entries,
+	 * else 0. A signal handler's traced call in that window (one whose stack slot is
+	 * below it) goes untraced: it would take the index being filled (a 30 us SIGALRM
+	 * handler calling getppid beside a loop of getpid aborted on "unknown to the
+	 * shadow stack"). A call above it on the same stack finds the frame left (a
+	 * siglongjmp out of such a handler) and clears it. */
+	uintptr_t editing;
 	struct shadow_entry e[SHADOW_MAX];
 };
 
@@ -198,11 +205,20 @@ __attribute__((used)) void *prof_trace_enter(uint32_t idx, void **ret_slot,
 	 * return slot, still holding prof_trace_exit: the caller's entry stays, the callee
 	 * nests inside it and returns into prof_trace_exit again, which ends the caller. */
 	void **live = *ret_slot == (void *)prof_trace_exit ? ret_slot - 1 : ret_slot;
+	if (unlikely(shadow.editing)) {
+		if (!((uintptr_t)live > shadow.editing && SAME_STACK(shadow.editing, live)))
+			return tg->real; /* a signal handler's, inside an edit */
+		shadow.editing = 0;      /* that edit's frame was left by a siglongjmp */
+	}
+	shadow.editing = (uintptr_t)__builtin_frame_address(0);
+	atomic_signal_fence(memory_order_seq_cst);
 	if (unlikely(shadow.n) && shadow.e[shadow.n - 1].ret_slot <= live &&
 	    SAME_STACK(shadow.e[shadow.n - 1].ret_slot, live))
 		pop_dead(t, live, prof_now());
 	if ((!__atomic_load_n(&prof_trace_on, __ATOMIC_RELAXED) && !resume_after) || t->busy ||
 	    shadow.n >= SHADOW_MAX) {
+		atomic_signal_fence(memory_order_seq_cst);
+		shadow.editing = 0;
 		if (resume_after)
 			prof_resume(); /* cannot wait for the return: start now */
 		return tg->real;
@@ -226,8 +242,10 @@ __attribute__((used)) void *prof_trace_enter(uint32_t idx, void **ret_slot,
 	}
 	e->arg1 = tg->hook ? saved_args[1] : 0;
 	e->t0 = prof_now();
-	shadow.n++; /* complete before it can be seen by a signal handler's call */
+	shadow.n++;
 	*ret_slot = (void *)prof_trace_exit;
+	atomic_signal_fence(memory_order_seq_cst);
+	shadow.editing = 0;
 	return tg->real;
 }
 
@@ -236,6 +254,9 @@ __attribute__((used)) void *prof_trace_leave(void **sp)
 	uint64_t t1 = prof_now();
 	struct prof_thread *t = &prof_thr;
 	void **ret_slot = sp - 1;
+	uintptr_t outer_edit = shadow.editing; /* 0 unless returning inside a handler's edit */
+	shadow.editing = (uintptr_t)__builtin_frame_address(0);
+	atomic_signal_fence(memory_order_seq_cst);
 	/* deeper entries still here were skipped by a longjmp out of their frames */
 	uint32_t k = shadow.n, n_before = shadow.n;
 	while (k && shadow.e[k - 1].ret_slot != ret_slot)
@@ -248,6 +269,8 @@ __attribute__((used)) void *prof_trace_leave(void **sp)
 				prof_warn("a traced call returned after its frame was taken for "
 					  "gone (a coroutine?); its event ended early");
 			*ret_slot = orig;
+			atomic_signal_fence(memory_order_seq_cst);
+			shadow.editing = outer_edit;
 			return orig;
 		}
 		/* Unreachable unless a function that returns twice is missing from
@@ -281,6 +304,8 @@ __attribute__((used)) void *prof_trace_leave(void **sp)
 			shadow.e[keep++] = shadow.e[i];
 	}
 	shadow.n = keep;
+	atomic_signal_fence(memory_order_seq_cst);
+	shadow.editing = outer_edit;
 	t->depth = e.depth;
 	if (e.resume_after)
 		prof_resume();

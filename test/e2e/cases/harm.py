@@ -66,3 +66,25 @@ def address_space_limit_refused_said(c):
     check(not kept & set(said), "an image said not profiled is in the capture: %r"
           % (kept & set(said)))
     c.note("not profiled: %d images (of 9)" % len(said))
+
+
+@case
+def signal_handlers_traced_calls(c):
+    # a signal handler making a traced call while the thread it interrupts makes traced
+    # calls: on the thread's stack, on an alternate stack, nested in another handler,
+    # and left by siglongjmp. A handler that landed while prof_trace_enter filled the
+    # shadow stack's next entry took that entry, and the interrupted call's return then
+    # aborted the program ("unknown to the shadow stack"). Same output and status as
+    # natively; the main loop's calls recorded (a handler's call inside libprof's edit
+    # of the shadow stack goes untraced: those alone may be missing).
+    n = 100000
+    for mode in ("plain", "altstack", "nested", "jump"):
+        r, t = trace40_same_as_native(c, [c.prog("signal_traced"), n, mode], mode,
+                                      pattern="getpid,getppid")
+        eq(r.out, "calls=%d handled=1 jumps=1\n" % n, "%s: the program's output" % mode)
+        got = trace40_count(t, "getpid")
+        # a siglongjmp leaves the getpid it interrupted: that call is not completed
+        check(n <= got <= n + 10000, "%s: %d getpid calls recorded of %d" % (mode, got, n))
+        handlers = trace40_count(t, "getppid")
+        check(handlers > 0, "%s: no getppid of the handlers recorded" % mode)
+        c.note("%s: %d handler calls recorded" % (mode, handlers))
