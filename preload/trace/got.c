@@ -341,6 +341,24 @@ static int plt_entry(void *addr, const char *name)
 	       !strcmp(di.dli_sname, name) && sym->st_shndx == SHN_UNDEF;
 }
 
+/* Whether addr lies in an executable segment of a loaded object: a function, not data
+ * (dlsym also finds variables: a stub handed back for `stdout` made fprintf crash, and
+ * ctypes' in_dll read the stub's bytes as the variable). An IFUNC's resolved code, which
+ * no dynamic symbol names, is in one too. */
+static int in_code(const void *addr)
+{
+	struct object_at o;
+	if (!object_at(addr, &o))
+		return 0;
+	for (int i = 0; i < o.info.dlpi_phnum; i++) {
+		const Elf64_Phdr *ph = &o.info.dlpi_phdr[i];
+		uintptr_t a = o.info.dlpi_addr + ph->p_vaddr;
+		if (ph->p_type == PT_LOAD && (uintptr_t)addr >= a && (uintptr_t)addr < a + ph->p_memsz)
+			return (ph->p_flags & PF_X) != 0;
+	}
+	return 0;
+}
+
 static uintptr_t dyn_ptr(uintptr_t base, Elf64_Addr v);
 
 /* The frameworks the object holding addr is part of (frameworks.h). */
@@ -367,7 +385,8 @@ void *prof_trace_lookup(const char *name, void *real)
 	/* a lookup gets the presets of the framework that defines the function (ctypes) */
 	unsigned scope = presets_everywhere | (detecting ? framework_of(real) : 0);
 	/* most lookups want nothing: answer them before plt_entry's symbol-table scan */
-	if ((!match(name, scope) && !hook_for(name, scope)) || plt_entry(real, name))
+	if ((!match(name, scope) && !hook_for(name, scope)) || plt_entry(real, name) ||
+	    !in_code(real))
 		return real;
 	void *stub = stub_for(name, real, scope);
 	return stub ? stub : real;

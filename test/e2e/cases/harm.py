@@ -88,3 +88,21 @@ def signal_handlers_traced_calls(c):
         handlers = trace40_count(t, "getppid")
         check(handlers > 0, "%s: no getppid of the handlers recorded" % mode)
         c.note("%s: %d handler calls recorded" % (mode, handlers))
+
+
+@case
+def dlsym_data_symbols_traced_all(c):
+    # under PROFILER_TRACE='*' dlsym handed back a code stub for data symbols too:
+    # fprintf on dlsym("stdout") crashed, and ctypes' in_dll read the stub's bytes (a
+    # Py_OptimizeFlag of 108378945). Data comes back as it is; functions are still traced.
+    r, t = trace40_same_as_native(c, [c.prog("dlsym_data")], "c")
+    eq(r.out, "stdout=1 stdin=1 errno=1\n", "what the program read")
+    check(trace40_count(t, "__errno_location") >= 1,
+          "__errno_location, looked up by dlsym, not traced")
+    script = ("import ctypes\n"
+              "print(ctypes.c_int.in_dll(ctypes.pythonapi, 'Py_OptimizeFlag').value)\n"
+              "print(ctypes.pythonapi.Py_IsInitialized())\n")
+    r, t = trace40_same_as_native(c, ["/usr/bin/python3", "-O", "-c", script], "py")
+    eq(r.out, "1\n1\n", "Py_OptimizeFlag under python3 -O, and a call through ctypes")
+    check(trace40_count(t, "Py_IsInitialized") >= 1, "Py_IsInitialized, called through "
+          "ctypes, not traced")
