@@ -16,6 +16,7 @@
 
 #include "collector/drain/drain_internal.h"
 #include "collector/shm/shm_guard.h"
+#include "collector/shm/shm_remove.h"
 #include "preload/common/debug.h"
 
 /* The pid a segment's name gives (libprof-UID-SID-PID-NONCE), 0 if none. */
@@ -204,7 +205,7 @@ static int map_refused(struct collector *c, const struct found *f, int err, uint
 	fprintf(stderr, "libprof: process %d (%s) is not profiled: the collector cannot map "
 			"its %llu MiB of shared memory (%s%s)\n", (int)f->pid, f->cmdline,
 		(unsigned long long)f->segment_mib, strerror(err), limit);
-	shm_unlink(p->name);
+	shm_remove_own(p->name);
 	return 1;
 }
 
@@ -260,7 +261,7 @@ void sweep_segments(struct collector *c)
 	for (struct dirent *e; (e = readdir(d));)
 		if (!strncmp(e->d_name, c->shm_prefix, plen) && !known(c, e->d_name)) {
 			snprintf(path, sizeof path, "/%.255s", e->d_name);
-			shm_unlink(path);
+			shm_remove_own(path);
 		}
 	closedir(d);
 }

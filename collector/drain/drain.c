@@ -13,6 +13,7 @@
 #include "collector/drain/drain_internal.h"
 #include "collector/drain/drain_fuzz.h"
 #include "collector/shm/shm_guard.h"
+#include "collector/shm/shm_remove.h"
 
 void write_failed(struct collector *c)
 {
@@ -129,7 +130,7 @@ void quarantine(struct proc_entry *p, const char *why)
 	fprintf(stderr, "libprof: process %d's segment is corrupt (%s); its later events are "
 			"left out\n", (int)p->pid, why);
 	if (p->name[1])
-		shm_unlink(p->name);
+		shm_remove_own(p->name);
 }
 
 static void read_thread_name(pid_t pid, uint32_t tid, char *out, size_t len)
@@ -499,7 +500,7 @@ void finish_process(struct collector *c, struct proc_entry *p, int32_t status)
 	put(c, CAP_PROCESS_END, &e, sizeof e, 0, 0);
 	p->finished = 1;
 	if (p->name[1] && !p->corrupt) /* a quarantined one's name is gone already */
-		shm_unlink(p->name);
+		shm_remove_own(p->name);
 	shm_area_release(&p->strings_area);
 	shm_area_release(&p->stack_area);
 	shm_guard_remove(p->shm);

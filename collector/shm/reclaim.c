@@ -20,6 +20,7 @@
 
 #include "preload/common/debug.h"
 #include "preload/common/session.h"
+#include "collector/shm/shm_remove.h"
 
 #define MAX_SESSIONS 256
 
@@ -189,12 +190,12 @@ int reclaim_dead_sessions(int dry_run, unsigned min_age_s, char *const *only, in
 				if (!strncmp(e->d_name, want, strlen(want)) &&
 				    e->d_name[strlen(want)] == '-') {
 					snprintf(name, sizeof name, "/%.255s", e->d_name);
-					if (shm_unlink(name) && errno != ENOENT)
+					if (shm_remove_own(name) && errno != ENOENT)
 						prof_debug(PROF_DEBUG_SHM, "cannot remove "
 							   "/dev/shm%s: %m", name);
 				}
 			snprintf(name, sizeof name, "/%s", want);
-			if (shm_unlink(name) && errno != ENOENT)
+			if (shm_remove_own(name) && errno != ENOENT)
 				prof_debug(PROF_DEBUG_SHM, "cannot remove /dev/shm%s: %m", name);
 		}
 		if (fn)
@@ -216,7 +217,7 @@ void reclaim_session(const char *sid)
 	for (struct dirent *e; (e = readdir(dir));)
 		if (!strncmp(e->d_name, prefix, plen)) {
 			snprintf(name, sizeof name, "/%.255s", e->d_name);
-			shm_unlink(name);
+			shm_remove_own(name);
 		}
 	closedir(dir);
 }

@@ -106,3 +106,37 @@ def dlsym_data_symbols_traced_all(c):
     eq(r.out, "1\n1\n", "Py_OptimizeFlag under python3 -O, and a call through ctypes")
     check(trace40_count(t, "Py_IsInitialized") >= 1, "Py_IsInitialized, called through "
           "ctypes, not traced")
+
+
+@case
+def other_users_files_kept(c):
+    # names under this session's prefix in /dev/shm that another user made: the
+    # collector (run by root) removed them all as its own at the end. Only files this
+    # user owns (checked on the open file) are removed.
+    if os.geteuid() != 0:
+        c.note("skipped: making another user's file needs root")
+        return
+    p, out, err, t0, sid, coll = x10_start(c, [c.prog("block_writer"), "0.2"], {})
+    uid = os.getuid()
+    planted = ["/dev/shm/libprof-%d-%s-%d-%x" % (uid, sid, 4000000 + i, i) for i in range(20)]
+    try:
+        for path in planted:
+            with open(path, "w") as f:
+                f.write("not libprof's")
+            os.chown(path, 65534, 65534)
+        open(c.path("go"), "w").close()
+        r = c.finish(["block_writer"], p, out, err, t0, 60)
+        eq(r.rc, 0, "the program (%r)" % r)
+        c.outputs(wait=10)
+        kept = [x for x in planted if os.path.exists(x)]
+        eq(len(kept), len(planted), "another user's files under the session's prefix kept")
+        # prof clean of that session neither
+        r = c.prof("clean", "--min-age", "0", sid)
+        eq(r.rc, 0, "prof clean (%r)" % r)
+        eq(sum(os.path.exists(x) for x in planted), len(planted), "kept by prof clean")
+    finally:
+        for path in planted:
+            try:
+                os.unlink(path)
+            except OSError:
+                pass
