@@ -41,19 +41,26 @@ EXPORT void prof_range_pop(void)
 	prof_range_close();
 }
 
+/* How many open ranges this thread keeps: none without its block of them (only
+ * counted then, as those past PROF_MAX_RANGES are). */
+static inline uint32_t kept(const struct prof_thread *t)
+{
+	return (uintptr_t)t->ranges > 1 ? PROF_MAX_RANGES : 0;
+}
+
 /* A range's event: with its bytes where it is a collective that said them. */
 static void emit_range(struct prof_thread *t, uint32_t n, uint32_t depth, uint64_t now)
 {
-	uint32_t name = t->range_name[n] - 1;
-	if (t->range_bytes[n])
-		prof_emit(t, t->range_cat[n], PROF_EV_COMPLETE,
-			  PROF_EVF_COMM | (t->range_type[n] ? PROF_EVF_DETAIL : 0), name, depth,
-			  t->range_t0[n], now, t->range_type[n],
-			  t->range_bytes[n] == PROF_COMM_UNKNOWN ? PROF_COMM_UNKNOWN
-								 : t->range_bytes[n] - 1,
+	uint32_t name = t->ranges->name[n] - 1;
+	if (t->ranges->bytes[n])
+		prof_emit(t, t->ranges->cat[n], PROF_EV_COMPLETE,
+			  PROF_EVF_COMM | (t->ranges->type[n] ? PROF_EVF_DETAIL : 0), name, depth,
+			  t->ranges->t0[n], now, t->ranges->type[n],
+			  t->ranges->bytes[n] == PROF_COMM_UNKNOWN ? PROF_COMM_UNKNOWN
+								 : t->ranges->bytes[n] - 1,
 			  PROF_COMM_WHERE(0, -1));
 	else
-		prof_emit(t, t->range_cat[n], PROF_EV_COMPLETE, 0, name, depth, t->range_t0[n], now,
+		prof_emit(t, t->ranges->cat[n], PROF_EV_COMPLETE, 0, name, depth, t->ranges->t0[n], now,
 			  0, 0, 0);
 }
 
@@ -62,18 +69,19 @@ void prof_range_open(uint8_t cat, const char *name)
 	struct prof_thread *t = &prof_thr;
 	uint32_t n = t->nranges;
 	t->nranges = n + 1;
-	if (n >= PROF_MAX_RANGES)
-		return; /* too deep: counted so the matching pop stays balanced */
+	if (n >= PROF_MAX_RANGES ||
+	    !prof_thread_block((void **)&t->ranges, sizeof *t->ranges))
+		return; /* too deep (or no room): counted so the matching pop stays balanced */
 	struct prof_thread *on = enter();
-	t->range_name[n] = on ? prof_intern(name) + 1 : 0; /* 0: not recorded */
-	t->range_cat[n] = cat;
-	t->range_bytes[n] = 0;
-	t->range_type[n] = 0;
+	t->ranges->name[n] = on ? prof_intern(name) + 1 : 0; /* 0: not recorded */
+	t->ranges->cat[n] = cat;
+	t->ranges->bytes[n] = 0;
+	t->ranges->type[n] = 0;
 	if (on) {
 		/* only a recorded range is a level: what is recorded inside an unrecorded one
 		 * must not be left to the next sibling's self time */
 		t->depth++;
-		t->range_t0[n] = prof_now();
+		t->ranges->t0[n] = prof_now();
 		t->busy = 0;
 	}
 }
@@ -86,21 +94,21 @@ void prof_range_end_at(uint32_t level, int emit)
 			prof_range_close();
 		} else {
 			uint32_t n = --t->nranges;
-			if (n < PROF_MAX_RANGES && t->range_name[n] && t->depth)
+			if (n < kept(t) && t->ranges->name[n] && t->depth)
 				t->depth--;
 		}
 		return;
 	}
 	if (level >= t->nranges)
 		return;
-	if (level >= PROF_MAX_RANGES) {
+	if (level >= kept(t)) {
 		t->nranges--; /* never kept, only counted */
 		return;
 	}
-	uint32_t kept_top = t->nranges <= PROF_MAX_RANGES ? t->nranges - 1 : PROF_MAX_RANGES - 1;
-	uint32_t name = t->range_name[level], above = 0;
+	uint32_t kept_top = t->nranges <= kept(t) ? t->nranges - 1 : kept(t) - 1;
+	uint32_t name = t->ranges->name[level], above = 0;
 	for (uint32_t i = level + 1; i <= kept_top; i++)
-		above += t->range_name[i] != 0;
+		above += t->ranges->name[i] != 0;
 	if (name && t->depth) {
 		t->depth--;
 		/* its depth when it began: the recorded levels opened since are above it */
@@ -111,14 +119,14 @@ void prof_range_end_at(uint32_t level, int emit)
 		}
 	}
 	for (uint32_t i = level; i < kept_top; i++) {
-		t->range_name[i] = t->range_name[i + 1];
-		t->range_t0[i] = t->range_t0[i + 1];
-		t->range_cat[i] = t->range_cat[i + 1];
-		t->range_bytes[i] = t->range_bytes[i + 1];
-		t->range_type[i] = t->range_type[i + 1];
+		t->ranges->name[i] = t->ranges->name[i + 1];
+		t->ranges->t0[i] = t->ranges->t0[i + 1];
+		t->ranges->cat[i] = t->ranges->cat[i + 1];
+		t->ranges->bytes[i] = t->ranges->bytes[i + 1];
+		t->ranges->type[i] = t->ranges->type[i + 1];
 	}
-	if (t->nranges > PROF_MAX_RANGES)
-		t->range_name[kept_top] = 0; /* the level that slides in was never kept */
+	if (t->nranges > kept(t))
+		t->ranges->name[kept_top] = 0; /* the level that slides in was never kept */
 	t->nranges--;
 }
 
@@ -128,9 +136,9 @@ void prof_range_close(void)
 	if (t->nranges == 0)
 		return;
 	uint32_t n = --t->nranges;
-	if (n >= PROF_MAX_RANGES)
+	if (n >= kept(t))
 		return;
-	uint32_t name = t->range_name[n];
+	uint32_t name = t->ranges->name[n];
 	if (!name)
 		return;
 	if (t->depth)
@@ -144,11 +152,11 @@ void prof_range_close(void)
 void prof_range_set_comm(uint64_t bytes, uint32_t type_id)
 {
 	struct prof_thread *t = &prof_thr;
-	if (!t->nranges || t->nranges > PROF_MAX_RANGES)
+	if (!t->nranges || t->nranges > kept(t))
 		return;
 	/* the bytes field says "not known" itself; a message it is all the same */
-	t->range_bytes[t->nranges - 1] = bytes == PROF_COMM_UNKNOWN ? PROF_COMM_UNKNOWN : bytes + 1;
-	t->range_type[t->nranges - 1] = type_id;
+	t->ranges->bytes[t->nranges - 1] = bytes == PROF_COMM_UNKNOWN ? PROF_COMM_UNKNOWN : bytes + 1;
+	t->ranges->type[t->nranges - 1] = type_id;
 }
 
 EXPORT void prof_mark(const char *name)

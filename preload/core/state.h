@@ -27,13 +27,19 @@ struct prof_thread {
 	uint32_t exiting;       /* the thread's exit hook has run */
 	uint32_t given_name;    /* prof_thread_give_name's string id + 1, for each ring */
 	uint32_t nranges;
-	uint32_t range_name[PROF_MAX_RANGES];
-	uint64_t range_t0[PROF_MAX_RANGES];
-	uint8_t range_cat[PROF_MAX_RANGES];
+	/* the open ranges (1.6 KiB): mapped at the thread's first range, not kept in static
+	 * TLS (prof_thread_block); without it every range is counted only */
+	struct prof_ranges *ranges;
+};
+
+struct prof_ranges {
+	uint32_t name[PROF_MAX_RANGES];
+	uint64_t t0[PROF_MAX_RANGES];
+	uint8_t cat[PROF_MAX_RANGES];
 	/* a collective's bytes + 1 (prof_range_set_comm), 0: not a message; its datatype's
 	 * string id + 1, 0: not known */
-	uint64_t range_bytes[PROF_MAX_RANGES];
-	uint32_t range_type[PROF_MAX_RANGES];
+	uint64_t bytes[PROF_MAX_RANGES];
+	uint32_t type[PROF_MAX_RANGES];
 };
 
 extern __thread struct prof_thread prof_thr __attribute__((tls_model("initial-exec")));
@@ -95,6 +101,12 @@ int prof_thread_claim(struct prof_thread *t);
 /* The thread's exit hook runs at its exit even if it never gets a ring (it holds memory
  * of libprof's to give back: its remembered stacks). */
 void prof_thread_want_exit_hook(void);
+/* A per-thread block of size bytes for state too large for static TLS (glibc takes that
+ * from every thread's stack: 47 KiB of libprof's made pthread_create refuse 16 and 64 KiB
+ * stacks). *slot is a __thread pointer of the caller's: mapped (zeroed) at the first
+ * call, unmapped at the thread's exit; NULL when it cannot be (no memory, the thread is
+ * ending, or PROF_THREAD_BLOCKS are in use already). A system call the first time. */
+void *prof_thread_block(void **slot, size_t size);
 void prof_thread_give_name(const char *name);
 void prof_warn(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 /* This process ends (init.c): from_exit 1 in exit's destructors, 0 from _exit. */

@@ -5,12 +5,14 @@
 #include <stdarg.h>
 #include <stdio.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <sys/prctl.h>
 #include <sys/syscall.h>
 #include <unistd.h>
 
 #include "preload/core/state.h"
 #include "preload/stacks/stack.h"
+#include "preload/trace/trace.h"
 
 __thread struct prof_thread prof_thr __attribute__((tls_model("initial-exec")));
 
@@ -49,6 +51,48 @@ static void retire_slot(struct prof_thread *t)
 	atomic_store_explicit(&s->state, SLOT_RETIRED, memory_order_release);
 }
 
+/* The blocks prof_thread_block mapped for this thread: unmapped at its exit. */
+#define PROF_THREAD_BLOCKS 4
+#define BLOCK_GONE ((void *)1)
+static __thread struct {
+	void **slot;
+	size_t size;
+} blocks[PROF_THREAD_BLOCKS] __attribute__((tls_model("initial-exec")));
+
+void *prof_thread_block(void **slot, size_t size)
+{
+	void *b = *slot;
+	if (__builtin_expect(b != 0, 1))
+		return b == BLOCK_GONE ? 0 : b;
+	unsigned i = 0;
+	while (i < PROF_THREAD_BLOCKS && blocks[i].slot)
+		i++;
+	if (prof_thr.exiting || i == PROF_THREAD_BLOCKS) {
+		*slot = BLOCK_GONE;
+		return 0;
+	}
+	b = mmap(0, size, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	if (b == MAP_FAILED) {
+		*slot = BLOCK_GONE;
+		return 0;
+	}
+	blocks[i].size = size;
+	blocks[i].slot = slot;
+	*slot = b;
+	prof_thread_want_exit_hook();
+	return b;
+}
+
+static void unmap_blocks(void)
+{
+	for (unsigned i = 0; i < PROF_THREAD_BLOCKS && blocks[i].slot; i++) {
+		void *b = *blocks[i].slot;
+		*blocks[i].slot = BLOCK_GONE;
+		munmap(b, blocks[i].size);
+		blocks[i].slot = 0;
+	}
+}
+
 static void on_thread_exit(void *arg)
 {
 	(void)arg;
@@ -57,6 +101,8 @@ static void on_thread_exit(void *arg)
 	retire_slot(t);
 	t->exiting = 1;
 	prof_stack_thread_exit();
+	prof_trace_thread_exit();
+	unmap_blocks();
 	t->busy--;
 }
 

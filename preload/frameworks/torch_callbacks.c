@@ -88,24 +88,44 @@ static uint32_t operator_cat_once;
  * label) end where they end. A thread full of ranges that never end here forgets its
  * oldest. */
 #define OPEN_MAX 64
-static __thread struct {
+struct open_rf {
 	const void *fn;
 	uint32_t level;
 	uint32_t step; /* an optimizer.step(): its end is a step boundary */
-} open_rf[OPEN_MAX] __attribute__((tls_model("initial-exec")));
-static __thread uint32_t nopen __attribute__((tls_model("initial-exec")));
+};
+/* The text's string id by the shapes' hash, per thread: formatting and interning the
+ * same shapes again was a third of what recording them cost. */
+#define SHAPE_CACHE 256
+struct shape_entry {
+	uint64_t hash;
+	const void *proc; /* the process segment whose string table the id is of */
+	uint32_t id;
+};
+/* Both per thread, 7 KiB: mapped at the thread's first RecordFunction rather than kept
+ * in static TLS, which glibc takes from every thread's stack (prof_thread_block). */
+struct torch_thread {
+	struct open_rf open_rf[OPEN_MAX];
+	uint32_t nopen;
+	struct shape_entry shape_cache[SHAPE_CACHE];
+};
+static __thread struct torch_thread *torch_thr __attribute__((tls_model("initial-exec")));
+
+static struct torch_thread *torch_thread(void)
+{
+	return prof_thread_block((void **)&torch_thr, sizeof *torch_thr);
+}
 
 /* An optimizer.step() whose end is a step boundary: the outermost on the thread (a
  * wrapping optimizer's step calls its inner one's), and of the first optimizer seen (a
  * loop stepping two optimizers, or one per parameter, is still one step an iteration). */
-static int step_boundary(const char *name)
+static int step_boundary(const struct torch_thread *tt, const char *name)
 {
 	static char first[96];
 	static _Atomic int have; /* 0 none yet, 1 being set, 2 set */
 	if (strncmp(name, "Optimizer.step#", 15))
 		return 0;
-	for (uint32_t i = 0; i < nopen; i++)
-		if (open_rf[i].step)
+	for (uint32_t i = 0; i < tt->nopen; i++)
+		if (tt->open_rf[i].step)
 			return 0;
 	int expect = 0;
 	if (atomic_compare_exchange_strong(&have, &expect, 1)) {
@@ -118,36 +138,42 @@ static int step_boundary(const char *name)
 
 static void open_range(const void *fn, uint8_t cat, const char *name)
 {
-	if (nopen == OPEN_MAX) {
-		prof_range_end_at(open_rf[0].level, 0);
+	struct torch_thread *tt = torch_thread();
+	if (!tt)
+		return; /* no room to find its end: no range */
+	if (tt->nopen == OPEN_MAX) {
+		prof_range_end_at(tt->open_rf[0].level, 0);
 		for (uint32_t i = 1; i < OPEN_MAX; i++) {
-			open_rf[i - 1] = open_rf[i];
-			open_rf[i - 1].level = open_rf[i].level - (open_rf[i].level > 0);
+			tt->open_rf[i - 1] = tt->open_rf[i];
+			tt->open_rf[i - 1].level = tt->open_rf[i].level - (tt->open_rf[i].level > 0);
 		}
-		nopen--;
+		tt->nopen--;
 	}
-	open_rf[nopen].fn = fn;
-	open_rf[nopen].level = prof_thr.nranges;
+	tt->open_rf[tt->nopen].fn = fn;
+	tt->open_rf[tt->nopen].level = prof_thr.nranges;
 	/* torch.optim's Optimizer.step wraps each step in "Optimizer.step#SGD.step" */
-	open_rf[nopen].step = cat == PROF_CAT_USER && step_boundary(name);
-	nopen++;
+	tt->open_rf[tt->nopen].step = cat == PROF_CAT_USER && step_boundary(tt, name);
+	tt->nopen++;
 	prof_range_open(cat, name);
 }
 
 static void range_end(const void *fn, void *ctx)
 {
 	(void)ctx;
-	uint32_t k = nopen;
-	while (k && open_rf[k - 1].fn != fn)
+	struct torch_thread *tt = torch_thr;
+	if ((uintptr_t)tt <= 1)
+		return; /* none opened on this thread */
+	uint32_t k = tt->nopen;
+	while (k && tt->open_rf[k - 1].fn != fn)
 		k--;
 	if (!k)
 		return; /* not opened on this thread */
-	uint32_t level = open_rf[--k].level, step = open_rf[k].step;
-	for (uint32_t i = k + 1; i < nopen; i++) {
-		open_rf[i - 1] = open_rf[i];
-		open_rf[i - 1].level = open_rf[i].level - 1; /* one level went */
+	uint32_t level = tt->open_rf[--k].level, step = tt->open_rf[k].step;
+	for (uint32_t i = k + 1; i < tt->nopen; i++) {
+		tt->open_rf[i - 1] = tt->open_rf[i];
+		tt->open_rf[i - 1].level = tt->open_rf[i].level - 1; /* one level went */
 	}
-	nopen--;
+	tt->nopen--;
 	prof_range_end_at(level, 1);
 	if (step)
 		prof_framework_step(); /* PROFILER_SCHEDULE over unmodified training loops */
@@ -303,14 +329,6 @@ static void shapes_text(const struct cxx_vector *v, char *out, size_t len)
 		memcpy(out + len - 4, "...", 4); /* cut short, and says so */
 }
 
-/* The text's string id by the shapes' hash, per thread: formatting and interning the
- * same shapes again was a third of what recording them cost. */
-#define SHAPE_CACHE 256
-static __thread struct {
-	uint64_t hash;
-	const void *proc; /* the process segment whose string table the id is of */
-	uint32_t id;
-} shape_cache[SHAPE_CACHE] __attribute__((tls_model("initial-exec")));
 
 static uint64_t shapes_hash(const struct cxx_vector *v)
 {
@@ -353,9 +371,14 @@ static void record_shapes(const void *fn)
 	uint32_t *busy __attribute__((cleanup(busy_done))) = &prof_thr.busy;
 	(*busy)++;
 	input_sizes(&v, fn, false);
+	struct torch_thread *tt = torch_thread();
+	if (!tt) {
+		release_sizes(&v);
+		return;
+	}
 	uint64_t h = shapes_hash(&v);
 	unsigned slot = (unsigned)(h >> 56) % SHAPE_CACHE;
-	if (shape_cache[slot].hash != h || shape_cache[slot].proc != prof_proc) {
+	if (tt->shape_cache[slot].hash != h || tt->shape_cache[slot].proc != prof_proc) {
 		/* every distinct text is a string of the process: a run whose shapes never
 		 * repeat stops recording them when the names reach SHAPES_STRINGS_MAX, so that
 		 * /dev/shm is not filled with them */
@@ -371,12 +394,12 @@ static void record_shapes(const void *fn)
 		}
 		char text[512];
 		shapes_text(&v, text, sizeof text);
-		shape_cache[slot].id = prof_intern(text);
-		shape_cache[slot].hash = h;
-		shape_cache[slot].proc = prof_proc;
+		tt->shape_cache[slot].id = prof_intern(text);
+		tt->shape_cache[slot].hash = h;
+		tt->shape_cache[slot].proc = prof_proc;
 	}
 	release_sizes(&v);
-	prof_trace_set_detail(shape_cache[slot].id, op_category());
+	prof_trace_set_detail(tt->shape_cache[slot].id, op_category());
 }
 
 static void **function_start(void **ret, const void *fn)

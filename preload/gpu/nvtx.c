@@ -349,10 +349,17 @@ struct open_push {
 struct nvtx_thread {
 	uint32_t n;      /* open pushes, including those past MAX_OPEN (counted only) */
 	uint32_t hidden; /* pushes made inside libprof (a signal handler): not stacked */
-	struct open_push r[MAX_OPEN];
+	/* the open pushes (1.5 KiB): mapped at the thread's first push, not static TLS
+	 * (prof_thread_block); without it every push is counted only */
+	struct open_push *r;
 };
 
 static __thread struct nvtx_thread nvtx_thr __attribute__((tls_model("initial-exec")));
+
+static struct open_push *open_pushes(struct nvtx_thread *nt)
+{
+	return prof_thread_block((void **)&nt->r, MAX_OPEN * sizeof *nt->r);
+}
 
 static inline uint32_t domain_index(const struct nvtx_domain *d)
 {
@@ -372,7 +379,7 @@ static int push(const struct nvtx_domain *d, struct name_ref name)
 	t->busy = 1;
 	uint32_t n = nt->n++, dom = domain_index(d), level = n;
 	/* too deep to keep: counted, so the matching pop stays balanced */
-	if (likely(n < MAX_OPEN)) {
+	if (likely(n < MAX_OPEN) && open_pushes(nt)) {
 		struct open_push *o = &nt->r[n];
 		level = 0;
 		for (uint32_t i = n; i-- > 0;)
@@ -411,7 +418,7 @@ static int pop(const struct nvtx_domain *d)
 	if (!n)
 		return -1;
 	t->busy = 1;
-	if (unlikely(n > MAX_OPEN)) {
+	if (unlikely(n > MAX_OPEN || !open_pushes(nt))) {
 		nt->n = n - 1;
 		t->busy = 0;
 		return (int)(n - 1);

@@ -195,7 +195,30 @@ void prof_fp_after_fork(void)
 /* The verdicts this thread used lately, direct-mapped: the shared table is large and
  * a walk asks for one per frame. Only believed verdicts are kept here. */
 #define NEAR_SIZE 512
-static __thread uint64_t near_verdicts[NEAR_SIZE] __attribute__((tls_model("initial-exec")));
+/* mapped at the thread's first walk (4 KiB of static TLS before: glibc takes that from
+ * every thread's stack); NEAR_NONE when it cannot be, or after the thread's exit hook */
+static __thread uint64_t *near_verdicts __attribute__((tls_model("initial-exec")));
+#define NEAR_NONE ((uint64_t *)1)
+#define NEAR_BYTES (NEAR_SIZE * sizeof(uint64_t))
+
+static uint64_t *near_table(void)
+{
+	uint64_t *t = near_verdicts;
+	if (__builtin_expect(!t, 0)) {
+		void *m = mmap(0, NEAR_BYTES, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS,
+			       -1, 0);
+		near_verdicts = t = m == MAP_FAILED ? NEAR_NONE : m;
+	}
+	return t == NEAR_NONE ? 0 : t;
+}
+
+void prof_fp_thread_exit(void)
+{
+	uint64_t *t = near_verdicts;
+	near_verdicts = NEAR_NONE;
+	if (t && t != NEAR_NONE)
+		munmap(t, NEAR_BYTES);
+}
 
 /* The verdict on the function that returns to ra, from the shared tables: the newest,
  * then the older ones (an address found only there is copied into the newest), then
@@ -227,7 +250,10 @@ static int shared_verdict_of(uint64_t ra)
 /* The verdict on the function that returns to ra. */
 static int verdict_of(uint64_t ra)
 {
-	uint64_t *near = &near_verdicts[(ra ^ (ra >> 9)) & (NEAR_SIZE - 1)];
+	uint64_t *table = near_table();
+	if (!table)
+		return shared_verdict_of(ra);
+	uint64_t *near = &table[(ra ^ (ra >> 9)) & (NEAR_SIZE - 1)];
 	if (*near >> 2 == ra)
 		return (int)(*near & 3);
 	int verdict = shared_verdict_of(ra);
@@ -239,7 +265,9 @@ static int verdict_of(uint64_t ra)
 void prof_fp_distrust(uint64_t ra)
 {
 	remember(ra, VERDICT_NOT_FP);
-	near_verdicts[(ra ^ (ra >> 9)) & (NEAR_SIZE - 1)] = 0;
+	uint64_t *table = near_table();
+	if (table)
+		table[(ra ^ (ra >> 9)) & (NEAR_SIZE - 1)] = 0;
 }
 
 void prof_fp_checked(const uint64_t *f, unsigned n)

@@ -50,5 +50,7 @@ void prof_fp_checked(const uint64_t *f, unsigned n);
 /* In a forked child: a growth of the verdicts another thread was making is not waited
  * for. */
 void prof_fp_after_fork(void);
+/* The thread's exit: its table of recent verdicts unmapped. */
+void prof_fp_thread_exit(void);
 
 #endif

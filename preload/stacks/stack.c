@@ -285,10 +285,14 @@ struct cached_stack {
  * when there is none (no memory, or the thread is ending). */
 static __thread struct cached_stack *stack_cache __attribute__((tls_model("initial-exec")));
 #define CACHE_NONE ((struct cached_stack *)1)
-#define CACHE_BYTES ((size_t)CACHE_WAYS * sizeof(struct cached_stack))
-/* The thread's last native stack walked whole, for the next walk (fp_walk.h). */
-static __thread struct fp_last last_walk __attribute__((tls_model("initial-exec")));
-static __thread struct fp_last walk_scratch __attribute__((tls_model("initial-exec")));
+#define CACHE_BYTES ((size_t)CACHE_WAYS * sizeof(struct cached_stack) + CACHE_WALKS_BYTES)
+/* The thread's last native stack walked whole, for the next walk (fp_walk.h), and room
+ * for another: after the ways, in the same mapping (8 KiB of static TLS before). */
+#define CACHE_WALKS_BYTES (2 * sizeof(struct fp_last))
+static struct fp_last *cache_walks(struct cached_stack *cache)
+{
+	return (struct fp_last *)(void *)(cache + CACHE_WAYS);
+}
 
 /* PROFILER_DEBUG=stack: how the stacks were found, said at exit */
 enum { HOW_REMEMBERED, HOW_FP, HOW_FP_SPLICED, HOW_FP_REMEMBERED, HOW_LIBUNWIND, HOW_N };
@@ -397,6 +401,7 @@ static struct cached_stack *cache_set(uint64_t ip0, uint64_t sp0)
 void prof_stack_thread_exit(void)
 {
 	prof_py_thread_exit();
+	prof_fp_thread_exit();
 	struct cached_stack *cache = stack_cache;
 	stack_cache = CACHE_NONE;
 	if (cache && cache != CACHE_NONE)
@@ -619,8 +624,10 @@ uint32_t prof_stack_capture(uint64_t ip0, uint64_t sp0, uint64_t bp0)
 	/* The frames that keep frame pointers, walked; where the walk stops in other code,
 	 * the rest of the stack as remembered from there. */
 	struct fp_walk w = {.status = FP_WALK_BAD};
-	if (bp0 && __atomic_load_n(&fp_walk_on, __ATOMIC_RELAXED)) {
-		struct fp_last *last = &last_walk;
+	struct cached_stack *cache = stack_cache;
+	if (bp0 && __atomic_load_n(&fp_walk_on, __ATOMIC_RELAXED) && cache &&
+	    cache != CACHE_NONE) {
+		struct fp_last *last = &cache_walks(cache)[0];
 		if (last->gen != __atomic_load_n(&stack_gen, __ATOMIC_RELAXED)) {
 			last->n = 0; /* another depth, or a new stack table */
 			last->gen = __atomic_load_n(&stack_gen, __ATOMIC_RELAXED);
@@ -638,7 +645,7 @@ uint32_t prof_stack_capture(uint64_t ip0, uint64_t sp0, uint64_t bp0)
 			last->truncated = truncated;
 		} else if (w.status == FP_WALK_OTHER_CODE) {
 			/* the walk's frames go into last only with the rest of the stack */
-			struct fp_last *whole = &walk_scratch;
+			struct fp_last *whole = &cache_walks(cache)[1];
 			n = from_cache(fp, w.n - 1, w.sp, whole, &native);
 			truncated = n && n == native && whole->n && whole->truncated;
 			if (n && whole->n) {

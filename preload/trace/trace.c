@@ -71,7 +71,6 @@ struct shadow_stack {
 	struct shadow_entry e[SHADOW_MAX];
 };
 
-static __thread struct shadow_stack shadow __attribute__((tls_model("initial-exec")));
 
 /* What a hook gave for its call (prof_trace_set_comm), taken when the call is entered. */
 static __thread struct {
@@ -89,7 +88,63 @@ struct given_up {
 		void *orig_ret;
 	} e[GIVEN_UP_MAX];
 };
-static __thread struct given_up given_up __attribute__((tls_model("initial-exec")));
+void prof_trace_entry(void);
+void prof_trace_exit(void);
+
+/* A thread's shadow stack and given-up entries (24 KiB): mapped at its first traced call,
+ * not static TLS, which glibc takes from every thread's stack (libprof's 47 KiB of it
+ * made pthread_create refuse 16 and 64 KiB stacks). TRACE_GONE once the thread's exit
+ * hook unmapped it, or when it could not be mapped: its calls go untraced. */
+struct trace_thread {
+	struct shadow_stack sh;
+	struct given_up gu;
+};
+#define TRACE_GONE ((struct trace_thread *)1)
+static __thread struct trace_thread *trace_thr __attribute__((tls_model("initial-exec")));
+#define shadow (trace_thr->sh)
+#define given_up (trace_thr->gu)
+
+/* Whether this thread has its shadow stack (every function below but the entry reads it
+ * only then). */
+static inline int have_shadow(void)
+{
+	return (uintptr_t)trace_thr > (uintptr_t)TRACE_GONE;
+}
+
+/* Mapped at the thread's first traced call (a system call, once a thread); NULL when it
+ * cannot be. A signal handler's first call may map one first: this one is dropped. */
+static __attribute__((noinline)) struct trace_thread *make_trace_thread(void)
+{
+	if (prof_thr.exiting) { /* its exit hook has run: nothing would unmap it */
+		trace_thr = TRACE_GONE;
+		return 0;
+	}
+	void *m = mmap(0, sizeof(struct trace_thread), PROT_READ | PROT_WRITE,
+		       MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	if (m == MAP_FAILED)
+		return 0;
+	if (trace_thr) {
+		munmap(m, sizeof(struct trace_thread));
+		return have_shadow() ? trace_thr : 0;
+	}
+	trace_thr = m;
+	prof_thread_want_exit_hook(); /* unmapped there */
+	return m;
+}
+
+void prof_trace_thread_exit(void)
+{
+	struct trace_thread *tt = trace_thr;
+	if (!have_shadow())
+		return;
+	/* an entry whose slot still holds prof_trace_exit may yet return through it (a
+	 * frame below start_thread's key destructors: none that glibc unwinds): kept */
+	for (uint32_t i = 0; i < tt->sh.n; i++)
+		if (*tt->sh.e[i].ret_slot == (void *)prof_trace_exit)
+			return;
+	trace_thr = TRACE_GONE;
+	munmap(tt, sizeof *tt);
+}
 static _Atomic uint64_t came_back; /* given-up entries that returned after all */
 
 static struct trace_target targets[MAX_TARGETS];
@@ -99,8 +154,6 @@ static uint32_t stubs_left;
 static atomic_flag stub_lock = ATOMIC_FLAG_INIT;
 int prof_trace_on;
 
-void prof_trace_entry(void);
-void prof_trace_exit(void);
 
 static void end_entry(struct prof_thread *t, struct shadow_entry *e, uint64_t t1)
 {
@@ -174,7 +227,8 @@ static __attribute__((noinline)) void *entry_only_call(struct trace_target *tg,
 	struct prof_thread *t = &prof_thr;
 	uint64_t now = prof_now();
 	void **live = *ret_slot == (void *)prof_trace_exit ? ret_slot - 1 : ret_slot;
-	pop_dead(t, live, now); /* its depth is below the frames a longjmp left */
+	if (have_shadow())
+		pop_dead(t, live, now); /* its depth is below the frames a longjmp left */
 	if (t->busy || !prof_proc || !__atomic_load_n(&prof_trace_on, __ATOMIC_RELAXED))
 		return tg->real;
 	t->busy = 1;
@@ -205,6 +259,12 @@ __attribute__((used)) void *prof_trace_enter(uint32_t idx, void **ret_slot,
 	 * return slot, still holding prof_trace_exit: the caller's entry stays, the callee
 	 * nests inside it and returns into prof_trace_exit again, which ends the caller. */
 	void **live = *ret_slot == (void *)prof_trace_exit ? ret_slot - 1 : ret_slot;
+	if (unlikely(!have_shadow()) &&
+	    (trace_thr == TRACE_GONE || t->busy || !make_trace_thread())) {
+		if (resume_after)
+			prof_resume();
+		return tg->real;
+	}
 	if (unlikely(shadow.editing)) {
 		if (!((uintptr_t)live > shadow.editing && SAME_STACK(shadow.editing, live)))
 			return tg->real; /* a signal handler's, inside an edit */
@@ -254,6 +314,11 @@ __attribute__((used)) void *prof_trace_leave(void **sp)
 	uint64_t t1 = prof_now();
 	struct prof_thread *t = &prof_thr;
 	void **ret_slot = sp - 1;
+	if (unlikely(!have_shadow())) {
+		prof_warn("a traced function returned through %p on a thread without a shadow "
+			  "stack; aborting", (void *)ret_slot);
+		abort();
+	}
 	uintptr_t outer_edit = shadow.editing; /* 0 unless returning inside a handler's edit */
 	shadow.editing = (uintptr_t)__builtin_frame_address(0);
 	atomic_signal_fence(memory_order_seq_cst);
@@ -316,7 +381,7 @@ __attribute__((used)) void *prof_trace_leave(void **sp)
 
 void prof_trace_set_detail(uint32_t id, uint8_t cat)
 {
-	struct shadow_entry *e = shadow.n ? &shadow.e[shadow.n - 1] : 0;
+	struct shadow_entry *e = have_shadow() && shadow.n ? &shadow.e[shadow.n - 1] : 0;
 	if (e && !e->detail && targets[e->target].cat == cat)
 		e->detail = id + 1;
 }
@@ -331,6 +396,8 @@ void prof_trace_set_comm(uint64_t bytes, uint64_t where, uint32_t detail)
 
 void prof_trace_end_now(prof_trace_hook hook, uint64_t arg1)
 {
+	if (!have_shadow())
+		return;
 	for (uint32_t i = shadow.n; i-- > 0;)
 		if (targets[shadow.e[i].target].hook == hook && shadow.e[i].arg1 == arg1) {
 			if (!shadow.e[i].t_end)
@@ -346,6 +413,8 @@ void prof_trace_end_now(prof_trace_hook hook, uint64_t arg1)
 void prof_trace_unshadow(void)
 {
 	void **here = (void **)__builtin_frame_address(0);
+	if (!have_shadow())
+		return;
 	for (uint32_t i = shadow.n; i-- > 0;) {
 		struct shadow_entry *e = &shadow.e[i];
 		/* a slot below this frame on this stack is dead (left by a longjmp): its
@@ -359,6 +428,8 @@ void prof_trace_unshadow(void)
 
 void prof_trace_reshadow(void)
 {
+	if (!have_shadow())
+		return;
 	for (uint32_t i = 0; i < shadow.n; i++)
 		if (shadow.e[i].unshadowed) {
 			*shadow.e[i].ret_slot = (void *)prof_trace_exit;
@@ -386,6 +457,8 @@ uint32_t prof_trace_unwind_hook(const uint64_t *args)
  * or share its slot with a newer entry, and must not be written through. */
 static void restore_return_addresses(void)
 {
+	if (!have_shadow())
+		return;
 	pop_dead(&prof_thr, (void **)__builtin_frame_address(0) + 1, prof_now());
 	for (uint32_t i = shadow.n; i-- > 0;) {
 		struct shadow_entry *e = &shadow.e[i];
@@ -448,6 +521,8 @@ EXPORT void *__cxa_begin_catch(void *ex)
 		real = (void *(*)(void *))real_symbol("__cxa_begin_catch", "libstdc++.so.6");
 	void **my_slot = (void **)__builtin_frame_address(0) + 1;
 	struct prof_thread *t = &prof_thr;
+	if (!have_shadow())
+		return real(ex);
 	pop_dead(t, my_slot, prof_now());
 	for (uint32_t i = 0; i < shadow.n; i++)
 		if (shadow.e[i].restored) {

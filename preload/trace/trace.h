@@ -47,6 +47,8 @@ static inline const char *prof_trace_stub_why(int err)
 }
 int prof_trace_is_stub(const void *addr);
 void prof_trace_after_fork_child(void); /* the locks a fork may have caught held */
+/* The thread's exit hook: its shadow stack unmapped (trace.c: trace_thread). */
+void prof_trace_thread_exit(void);
 void prof_trace_patch_after_fork(void);
 
 /* got.c: parses PROFILER_TRACE ("glob[,glob...]", a glob may be "CATEGORY=glob"), adds

@@ -140,3 +140,32 @@ def other_users_files_kept(c):
                 os.unlink(path)
             except OSError:
                 pass
+
+
+@case
+def small_thread_stacks(c):
+    # threads with 16 and 64 KiB stacks: glibc takes every module's static TLS from each
+    # thread's stack, and libprof's (66 KiB, then 47) made pthread_create fail (EINVAL)
+    # where it works natively. libprof's per-thread state is mapped as a thread needs it.
+    if Setup.mode != "plain":
+        c.note("skipped in mode %s: the sanitizers' runtimes have static TLS of their own"
+               % Setup.mode)
+        return
+    r, t = trace40_same_as_native(c, [c.prog("small_stacks")], "small", pattern="getppid")
+    eq(r.out, "stack=16384 create=ok work=1\nstack=65536 create=ok work=1\n",
+       "both threads created and ran")
+    eq(len(t.select("X", "small stack", "user")), 2, "the threads' ranges")
+    eq(trace40_count(t, "getppid"), 200, "the threads' traced calls")
+    size = static_tls_size(Setup.lib)
+    check(size is not None and size <= 1024, "libprof.so's static TLS: %r bytes" % size)
+    c.note("static TLS of libprof.so: %d bytes" % size)
+
+
+def static_tls_size(lib):
+    """The memory size of lib's PT_TLS segment (readelf), or None."""
+    p = subprocess.run(["readelf", "-lW", lib], capture_output=True, text=True)
+    for line in p.stdout.splitlines():
+        f = line.split()
+        if f and f[0] == "TLS":
+            return int(f[5], 16)
+    return None
