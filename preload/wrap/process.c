@@ -5,6 +5,7 @@
 #include <dlfcn.h>
 #include <limits.h>
 #include <spawn.h>
+#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -236,6 +237,51 @@ EXPORT int execvpe(const char *file, char *const argv[], char *const envp[])
 EXPORT int execvp(const char *file, char *const argv[])
 {
 	return execvpe(file, argv, environ);
+}
+
+/* execl, execlp, execle: glibc's build an argv and call execve inside libc, past the
+ * wrappers above, so a program that cleared its environment (clearenv) and then
+ * execl'd lost libprof in the new image without a word. Their lists become an argv here
+ * (on the stack: no allocation), then the wrappers above run. */
+static size_t list_length(const char *arg, va_list ap)
+{
+	size_t n = 0;
+	va_list c;
+	va_copy(c, ap);
+	for (const char *a = arg; a; a = va_arg(c, const char *))
+		n++;
+	va_end(c);
+	return n;
+}
+
+#define LIST_TO_ARGV(arg, ap, argv)                                                      	size_t n_ = list_length(arg, ap);                                                  	char *argv[n_ + 1];                                                                	for (size_t i_ = 0; i_ < n_; i_++)                                                 		argv[i_] = i_ ? va_arg(ap, char *) : (char *)(arg);                        	argv[n_] = 0;                                                                      	if (n_)                                                                            		(void)va_arg(ap, char *) /* the list's NULL */
+
+EXPORT int execl(const char *path, const char *arg, ...)
+{
+	va_list ap;
+	va_start(ap, arg);
+	LIST_TO_ARGV(arg, ap, argv);
+	va_end(ap);
+	return execve(path, argv, environ);
+}
+
+EXPORT int execlp(const char *file, const char *arg, ...)
+{
+	va_list ap;
+	va_start(ap, arg);
+	LIST_TO_ARGV(arg, ap, argv);
+	va_end(ap);
+	return execvpe(file, argv, environ);
+}
+
+EXPORT int execle(const char *path, const char *arg, ...)
+{
+	va_list ap;
+	va_start(ap, arg);
+	LIST_TO_ARGV(arg, ap, argv);
+	char *const *envp = va_arg(ap, char *const *);
+	va_end(ap);
+	return execve(path, argv, envp);
 }
 
 /* The spawned image is counted unless it cannot join; its pid is noted once known. */

@@ -169,3 +169,18 @@ def static_tls_size(lib):
         if f and f[0] == "TLS":
             return int(f[5], 16)
     return None
+
+
+@case
+def clearenv_exec_followed(c):
+    # clearenv(), then fork and execl/execlp/execle: glibc's execl family calls execve
+    # inside libc, past libprof's execve, so the new image lost LD_PRELOAD and the
+    # session and was not profiled, without a word. It is followed now.
+    for how in ("execl", "execlp", "execle"):
+        r = c.run([c.prog("clearenv_exec"), how], env={"PROFILER_OUTPUT": how})
+        eq(r.rc, 0, "%s: the program (%r)" % (how, r))
+        child = r.kv("pid")
+        check(child and "status=0" in r.out, "%s: the child did not run: %r" % (how, r))
+        t, _ = c.outputs(how, wait=10)
+        eq(t.count("malloc", 61001, int(child[0])), 10, "%s: the exec'd child's allocations"
+           % how)

@@ -1,0 +1,42 @@
+/* A program that clears its environment, then forks and execs itself through execl,
+ * execlp or execle (issue 31.5): glibc's execl family calls execve inside libc, so the
+ * new image lost LD_PRELOAD and the session without a word. The child does 10
+ * allocations of 61001 bytes and prints "child pid=N".
+ * usage: clearenv_exec execl|execlp|execle   (clearenv_exec child: the exec'd image) */
+#include <sys/wait.h>
+#include "e2e.h"
+
+int main(int argc, char **argv)
+{
+	if (argc > 1 && !strcmp(argv[1], "child")) {
+		for (int i = 0; i < 10; i++)
+			keep(malloc(61001));
+		printf("child pid=%d\n", (int)getpid());
+		return 0;
+	}
+	const char *how = argc > 1 ? argv[1] : "execl";
+	char self[4096];
+	ssize_t n = readlink("/proc/self/exe", self, sizeof self - 1);
+	if (n <= 0)
+		return 2;
+	self[n] = 0;
+	clearenv();
+	fflush(stdout);
+	pid_t p = fork();
+	if (!p) {
+		if (!strcmp(how, "execlp")) {
+			setenv("PATH", "/nonexistent", 1);
+			execlp(self, "clearenv_exec", "child", (char *)0);
+		} else if (!strcmp(how, "execle")) {
+			char *env[] = {"ONLY=this", 0};
+			execle(self, "clearenv_exec", "child", (char *)0, env);
+		} else {
+			execl(self, "clearenv_exec", "child", (char *)0);
+		}
+		_exit(127);
+	}
+	int st = 0;
+	waitpid(p, &st, 0);
+	printf("status=%d\n", WIFEXITED(st) ? WEXITSTATUS(st) : -1);
+	return 0;
+}
