@@ -254,34 +254,40 @@ static size_t list_length(const char *arg, va_list ap)
 	return n;
 }
 
-#define LIST_TO_ARGV(arg, ap, argv)                                                      	size_t n_ = list_length(arg, ap);                                                  	char *argv[n_ + 1];                                                                	for (size_t i_ = 0; i_ < n_; i_++)                                                 		argv[i_] = i_ ? va_arg(ap, char *) : (char *)(arg);                        	argv[n_] = 0;                                                                      	if (n_)                                                                            		(void)va_arg(ap, char *) /* the list's NULL */
+/* The list from arg on (ap: the arguments after it), then execle's environment. */
+static int exec_list(const char *file, int search, int with_env, const char *arg, va_list ap)
+{
+	size_t n = list_length(arg, ap);
+	char *argv[n + 1];
+	for (size_t i = 0; i < n; i++)
+		argv[i] = i ? va_arg(ap, char *) : (char *)arg;
+	argv[n] = 0;
+	if (n)
+		(void)va_arg(ap, char *); /* the list's NULL */
+	char *const *envp = with_env ? va_arg(ap, char *const *) : environ;
+	return search ? execvpe(file, argv, envp) : execve(file, argv, envp);
+}
+
+#define EXEC_LIST(file, search, with_env, arg)                                            \
+	va_list ap;                                                                        \
+	va_start(ap, arg);                                                                 \
+	int rc = exec_list(file, search, with_env, arg, ap);                               \
+	va_end(ap);                                                                        \
+	return rc
 
 EXPORT int execl(const char *path, const char *arg, ...)
 {
-	va_list ap;
-	va_start(ap, arg);
-	LIST_TO_ARGV(arg, ap, argv);
-	va_end(ap);
-	return execve(path, argv, environ);
+	EXEC_LIST(path, 0, 0, arg);
 }
 
 EXPORT int execlp(const char *file, const char *arg, ...)
 {
-	va_list ap;
-	va_start(ap, arg);
-	LIST_TO_ARGV(arg, ap, argv);
-	va_end(ap);
-	return execvpe(file, argv, environ);
+	EXEC_LIST(file, 1, 0, arg);
 }
 
 EXPORT int execle(const char *path, const char *arg, ...)
 {
-	va_list ap;
-	va_start(ap, arg);
-	LIST_TO_ARGV(arg, ap, argv);
-	char *const *envp = va_arg(ap, char *const *);
-	va_end(ap);
-	return execve(path, argv, envp);
+	EXEC_LIST(path, 0, 1, arg);
 }
 
 /* The spawned image is counted unless it cannot join; its pid is noted once known. */
