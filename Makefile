@@ -175,6 +175,13 @@ PERF_BASE ?= HEAD~1
 perf-check: all
 	@scripts/perf-check --self $(PERF_BASE)
 
+#   make peer-test   CPython's regression tests (the longer set) natively, under the bare
+#                    command and under PROFILER_TRACE='*': each module's result the same
+#                    (docs/RELIABILITY.md holds the last run; make test runs a short set)
+.PHONY: peer-test
+peer-test: deps all
+	@scripts/peer-test --set long --lib $(LIB) --markdown $(BUILD)/peer-test.md
+
 # Where the Python module goes, never outside PREFIX: the directory under PREFIX the
 # chosen Python imports from (Debian's python3 and PREFIX=/usr/local:
 # /usr/local/lib/python3.X/dist-packages), else its site layout under PREFIX (PYTHONPATH

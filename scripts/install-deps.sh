@@ -6,7 +6,8 @@ need=""
 # openmpi-bin, libopenmpi-dev: mpirun and mpicc for the MPI e2e cases
 # clang, libclang-rt-14-dev: libFuzzer for the shared-memory fuzzer (make fuzz, and its smoke run in make test)
 # help2man, man-db, pkg-config: make install's man pages and pkg-config file, and their test
-for pkg in build-essential clang libclang-rt-14-dev libzstd-dev libcmocka-dev libunwind-dev python3 python3-dev python3-torch python3-venv openmpi-bin libopenmpi-dev help2man man-db pkg-config; do
+# libpython3.11-testsuite: CPython's own tests, run natively and under libprof (scripts/peer-test)
+for pkg in build-essential clang libclang-rt-14-dev libzstd-dev libcmocka-dev libunwind-dev python3 python3-dev python3-torch python3-venv openmpi-bin libopenmpi-dev help2man man-db pkg-config libpython3.11-testsuite; do
 	dpkg-query -W -f='${Status}' "$pkg" 2>/dev/null | grep -q "install ok installed" ||
 		need="$need $pkg"
 done

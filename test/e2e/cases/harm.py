@@ -184,3 +184,38 @@ def clearenv_exec_followed(c):
         t, _ = c.outputs(how, wait=10)
         eq(t.count("malloc", 61001, int(child[0])), 10, "%s: the exec'd child's allocations"
            % how)
+
+
+@case(serial=True)
+def cpython_tests_same_as_native(c):
+    # CPython's own regression tests as an oracle (issue 31): a short set (signals,
+    # threads, subprocesses, ctypes, os, mmap, faulthandler) natively, under the bare
+    # command and under PROFILER_TRACE='*': every module's result the same.
+    # scripts/peer-test runs it (make peer-test: the longer set, docs/RELIABILITY.md).
+    if Setup.mode != "plain":
+        c.note("skipped in mode %s: the sanitizers' runtimes change what CPython's tests "
+               "see (memory limits, signal handlers)" % Setup.mode)
+        return
+    py = "/usr/bin/python3"
+    p = subprocess.run([py, "-c", "import test.test_signal"], capture_output=True, text=True)
+    check(p.returncode == 0, "CPython's test suite is not installed for %s (Debian's "
+          "libpython3.11-testsuite; scripts/install-deps.sh installs it): %s"
+          % (py, p.stderr.strip().splitlines()[-1:]))
+    doc_path = c.path("peer.json")
+    env = dict(os.environ)
+    env.pop("LD_PRELOAD", None)
+    r = subprocess.run([sys.executable, os.path.join(SCRIPTS, "peer-test"), "--lib",
+                        Setup.lib, "--out", c.path("peer"), "--json", doc_path],
+                       capture_output=True, text=True, timeout=1500, env=env)
+    check(os.path.exists(doc_path), "peer-test gave nothing: %s %s" % (r.stdout, r.stderr))
+    with open(doc_path) as f:
+        doc = json.load(f)
+    native = doc["runs"]["native"]["results"]
+    eq(len(native), len(doc["modules"]), "modules with a native result (%r)" % native)
+    eq(doc["differ"], [], "modules whose result under libprof differs from native:\n%s"
+       % r.stdout)
+    eq(r.returncode, 0, "peer-test's status (%s)" % r.stderr[-1500:])
+    c.note("; ".join("%s %.0f s" % (n, doc["runs"][n]["seconds"])
+                     for n in ("native", "bare", "traced")) +
+           ": %d of %d modules pass natively, the same under libprof"
+           % (sum(v == "passed" for v in native.values()), len(native)))
