@@ -55,6 +55,10 @@ int prof_commit_memory(void *addr, size_t len)
 	len += (uintptr_t)addr - start;
 	if (madvise((void *)start, len, MADV_POPULATE_WRITE) == 0)
 		return 0;
+	/* EFAULT: a page would have raised SIGBUS, which for a segment (sized before it is
+	 * mapped) means /dev/shm is full: said as such, not as "Bad address" */
+	if (errno == EFAULT)
+		errno = ENOSPC;
 	if (errno != EINVAL)
 		return -1;
 	/* Kernels before 5.14: touch each page; a full /dev/shm can only show as SIGBUS. */

@@ -1,4 +1,5 @@
 /* Process liveness as the collector judges it, and the shared-memory segments. */
+#include <errno.h>
 #include <setjmp.h>
 #include <signal.h>
 #include <stdarg.h>
@@ -121,9 +122,33 @@ static void configure_names_no_root(void **state)
 	prof_session_unlink(sid);
 }
 
+/* A page that cannot be given (past the file's end here; a full /dev/shm in use) is said
+ * as no space, not as MADV_POPULATE_WRITE's "Bad address". */
+static void commit_without_room_is_enospc(void **state)
+{
+	(void)state;
+	FILE *f = tmpfile();
+	assert_non_null(f);
+	long page = sysconf(_SC_PAGESIZE);
+	assert_int_equal(ftruncate(fileno(f), page), 0);
+	char *m = mmap(0, (size_t)page * 2, PROT_READ | PROT_WRITE, MAP_SHARED, fileno(f), 0);
+	assert_true(m != MAP_FAILED);
+	assert_int_equal(prof_commit_memory(m, (size_t)page), 0);
+	/* a kernel before 5.14 has no MADV_POPULATE_WRITE: the page past the end would be
+	 * touched, and raise SIGBUS */
+	if (!madvise(m, (size_t)page, MADV_POPULATE_WRITE)) {
+		errno = 0;
+		assert_int_equal(prof_commit_memory(m, (size_t)page * 2), -1);
+		assert_int_equal(errno, ENOSPC);
+	}
+	munmap(m, (size_t)page * 2);
+	fclose(f);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(commit_without_room_is_enospc),
 		cmocka_unit_test(start_ticks_is_field_22),
 		cmocka_unit_test(zombies_and_reaped_children_are_gone),
 		cmocka_unit_test(segments_round_trip),
