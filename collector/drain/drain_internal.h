@@ -55,6 +55,7 @@ struct proc_entry {
 	volatile int shrunk; /* a read hit a page the file no longer has (shm_guard) */
 	int pool_failed;     /* a ring could not be prepared ahead (ring_pool.c): no more
 				tries, the claims commit their own rings */
+	uint64_t exited_since; /* marked EXITED while its pid still ran (liveness.c) */
 };
 
 struct collector {

@@ -19,6 +19,29 @@ int32_t child_status(struct collector *c, pid_t pid)
 	return WIFEXITED(st) ? WEXITSTATUS(st) : WIFSIGNALED(st) ? -WTERMSIG(st) : INT32_MIN;
 }
 
+/* A process marks its segment EXITED in its last destructor and then ends: the mark
+ * alone finished it, so a process that went on recording after its mark was written
+ * (the word overwritten: a stray write, or a program's own) lost what followed without a
+ * word (69% of one). A process other than the session's root (which waits at its exit
+ * for the outputs, and so cannot end first) is drained on until it is gone, for
+ * EXITED_GRACE_NS at most; still running then, it is finished and named. */
+#define EXITED_GRACE_NS 1000000000ull
+
+static int exited_for_good(struct collector *c, struct proc_entry *p)
+{
+	if ((pid_t)c->s->root_pid == p->pid)
+		return 1;
+	uint64_t now = prof_mono_ns();
+	if (!p->exited_since)
+		p->exited_since = now;
+	if (now - p->exited_since < EXITED_GRACE_NS)
+		return 0;
+	fprintf(stderr, "libprof: process %d still runs %.1f s after its segment said it had "
+			"ended; what it records from now on is not kept\n", (int)p->pid,
+		(double)(now - p->exited_since) / 1e9);
+	return 1;
+}
+
 void check_liveness(struct collector *c)
 {
 	int st;
@@ -45,9 +68,10 @@ void check_liveness(struct collector *c)
 		if (p->finished)
 			continue;
 		uint32_t state = atomic_load_explicit(&p->shm->state, memory_order_acquire);
-		if (state == PROC_EXITED)
-			finish_process(c, p, child_status(c, p->pid));
-		else if (!prof_proc_alive(p->pid, p->shm->proc_start_ticks))
+		int alive = prof_proc_alive(p->pid, p->shm->proc_start_ticks);
+		if (state == PROC_EXITED && alive && !exited_for_good(c, p))
+			continue; /* drained on until it is gone */
+		if (state == PROC_EXITED || !alive)
 			finish_process(c, p, child_status(c, p->pid));
 	}
 }
