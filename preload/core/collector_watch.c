@@ -135,13 +135,14 @@ void prof_report_undelivered(void)
 	 * drain, write and exit meanwhile); it marks the session done before it exits. */
 	if (atomic_load(&prof_session->state) == SESSION_DONE)
 		return;
-	uint64_t dropped = atomic_load(&p->lost_no_slot), undrained = 0;
+	uint64_t dropped = atomic_load(&p->lost_no_slot), undrained = 0, drained = 0;
 	for (unsigned i = 0; i < p->nslots; i++) {
 		struct prof_slot *s = prof_proc_slot(p, i);
 		if (atomic_load(&s->state) == SLOT_FREE)
 			continue;
 		dropped += atomic_load(&s->lost_pending);
 		undrained += atomic_load(&s->head) - atomic_load(&s->tail);
+		drained += atomic_load(&s->tail); /* a live ring's: a retired one's are reset */
 	}
 	/* the early buffer's flush gave up: its LOST record is one event in the ring */
 	uint64_t early = __atomic_load_n(&prof_early_given_up, __ATOMIC_RELAXED);
@@ -149,8 +150,12 @@ void prof_report_undelivered(void)
 	if (early)
 		snprintf(why, sizeof why, " (%llu of them at start-up, before libprof started)",
 			 (unsigned long long)early);
+	/* what it drained went into a capture it never finished: said, so that every event
+	 * of the live rings is counted somewhere (a third of a run was "nowhere") */
 	prof_warn("the collector (pid %u) is gone: process %d dropped %llu events%s and wrote "
-		  "%llu that were never drained; they are in no output",
+		  "%llu that were never drained; they are in no output. It had drained %llu "
+		  "(its threads' live rings) into %s.prof, which it never finished",
 		  atomic_load(&prof_session->collector_pid), (int)getpid(),
-		  (unsigned long long)(dropped + early), why, (unsigned long long)undrained);
+		  (unsigned long long)(dropped + early), why, (unsigned long long)undrained,
+		  (unsigned long long)drained, prof_session->output_prefix);
 }

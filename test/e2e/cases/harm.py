@@ -245,3 +245,36 @@ def exited_mark_overwritten_kept(c):
     t, _ = c.outputs("mark", wait=10)
     eq(t.count("malloc", 61002, int(child[0])), 5000, "the child's allocations after the mark")
     eq(parse_summary(r.err)[1], 0, "events lost")
+
+
+@case(serial=True)
+def block_collector_killed_mid_run(c):
+    # PROFILER_BLOCK=1 and the collector SIGKILLed a second into the writing: the events
+    # it had drained went into a capture it never finished, and were counted nowhere
+    # (4.5 M of 20 M). The program's line at exit now counts them too: dropped + never
+    # drained + drained = what its rings took.
+    secs = 2
+    p, out, err, t0, sid, coll = x10_start(c, [c.prog("block_writer"), secs],
+                                           {"PROFILER_BLOCK": "1"})
+    try:
+        with open(c.path("go"), "w"):
+            pass
+        time.sleep(1)
+        os.kill(coll, signal.SIGKILL)  # the collector this case started
+        r = c.finish([c.prog("block_writer")], p, out, err, t0, timeout=120)
+    finally:
+        x10_remove_session(sid)
+    eq(r.rc, 0, "exit status: %r" % r)
+    pairs = int(r.kv("pairs")[0])
+    m = re.search(r"dropped (\d+) events and wrote (\d+) that were never drained; they are "
+                  r"in no output\. It had drained (\d+) \(its threads' live rings\) into "
+                  r"(\S+)\.prof, which it never finished", r.err)
+    check(m, "no line counting what the collector drained: %r" % r.err)
+    dropped, undrained, drained = (int(m.group(i)) for i in (1, 2, 3))
+    total = dropped + undrained + drained
+    # the writer's pairs, and the few events of its start (the ready line's write...)
+    check(drained > 0 and 2 * pairs <= total <= 2 * pairs + 1000,
+          "counted %d dropped + %d never drained + %d drained = %d; the program wrote %d "
+          "events" % (dropped, undrained, drained, total, 2 * pairs))
+    c.note("%d pairs: %d dropped, %d never drained, %d drained" % (pairs, dropped,
+                                                                   undrained, drained))
