@@ -456,11 +456,43 @@ static void report_lost_threads(struct collector *c, struct proc_entry *p)
 	}
 }
 
+/* What a quarantined process wrote after its quarantine, never read: its slots' spans
+ * past the collector's own tails, and their pending losses, found through the geometry
+ * checked when it joined, each believed only where it could be (a span of at most a
+ * ring, losses of at most one a nanosecond since the clock's start). The writers go on
+ * writing, so these are lost events, counted rather than left out without a number. */
+static uint64_t left_out_after_quarantine(struct proc_entry *p)
+{
+	if (!p->slot_tail || !p->shm || p->shrunk)
+		return 0;
+	uint64_t n = 0, bound = prof_mono_ns();
+	for (unsigned i = 0; i < p->g.nslots; i++) {
+		struct prof_slot *s = shm_slot(p->shm, &p->g, i);
+		if (atomic_load_explicit(&s->state, memory_order_acquire) == SLOT_FREE)
+			continue;
+		uint64_t head = atomic_load(&s->head), tail = p->slot_tail[i];
+		uint64_t pending = atomic_load(&s->lost_pending);
+		if (head >= tail && head - tail <= p->g.ring_cap)
+			n += head - tail;
+		if (pending <= bound)
+			n += pending;
+	}
+	return p->shrunk ? 0 : n; /* a read past a cut gave zeros: nothing believed */
+}
+
 void finish_process(struct collector *c, struct proc_entry *p, int32_t status)
 {
 	if (p->finished)
 		return;
 	drain_process(c, p, 1);
+	if (p->corrupt) {
+		uint64_t left = left_out_after_quarantine(p);
+		if (left)
+			fprintf(stderr, "libprof: process %d: %llu events it wrote after its "
+					"segment was found corrupt were left out (counted as lost)\n",
+				(int)p->pid, (unsigned long long)left);
+		p->lost += left;
+	}
 	if (!p->corrupt)
 		report_lost_threads(c, p);
 	uint64_t no_slot = p->corrupt ? 0 : atomic_load(&p->shm->lost_no_slot);
