@@ -492,6 +492,7 @@ void finish_process(struct collector *c, struct proc_entry *p, int32_t status)
 					"segment was found corrupt were left out (counted as lost)\n",
 				(int)p->pid, (unsigned long long)left);
 		p->lost += left;
+		c->corrupt_lost += left;
 	}
 	if (!p->corrupt)
 		report_lost_threads(c, p);

@@ -71,6 +71,7 @@ struct collector {
 	uint64_t events, lost, processes;
 	/* events that kept no name or no stack: their process's area could not grow */
 	uint64_t names_lost, stacks_lost;
+	uint64_t corrupt_lost; /* written after their segment was found corrupt: never read */
 	/* PROFILER_DELAY / PROFILER_DURATION: events outside [window_lo, window_hi] (ns) are
 	 * left out, and counted */
 	uint64_t window_lo, window_hi, left_out;

@@ -49,14 +49,15 @@ static void name_frames(struct collector *c)
 
 static void write_session_end(struct collector *c)
 {
-	char text[400];
+	char text[440];
 	snprintf(text, sizeof text,
 		 "end_ns=%llu\nevents=%llu\nlost=%llu\nprocesses=%llu\nleft_out=%llu\n"
-		 "names_lost=%llu\nstacks_lost=%llu\ndrain_waited_max_ns=%llu\n",
+		 "names_lost=%llu\nstacks_lost=%llu\ndrain_waited_max_ns=%llu\ncorrupt_lost=%llu\n",
 		 (unsigned long long)prof_mono_ns(), (unsigned long long)c->events,
 		 (unsigned long long)c->lost, (unsigned long long)c->processes,
 		 (unsigned long long)c->left_out, (unsigned long long)c->names_lost,
-		 (unsigned long long)c->stacks_lost, (unsigned long long)c->waited_max_ns);
+		 (unsigned long long)c->stacks_lost, (unsigned long long)c->waited_max_ns,
+		 (unsigned long long)c->corrupt_lost);
 	put(c, CAP_SESSION_END, text, strlen(text), 0, 0);
 }
 

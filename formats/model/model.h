@@ -349,6 +349,8 @@ uint64_t model_lost(const struct model *m);
  * counted. */
 uint64_t model_names_lost(const struct model *m);
 uint64_t model_stacks_lost(const struct model *m);
+/* events a process wrote after its shared memory was found corrupt (never read; in lost) */
+uint64_t model_corrupt_lost(const struct model *m);
 /* The collector's longest wait between two drain passes (for a CPU, or for its
  * compressing): what the rings had to hold then; 0 in captures before it was kept. */
 uint64_t model_drain_waited_max(const struct model *m);

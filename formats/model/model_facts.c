@@ -185,6 +185,11 @@ uint64_t model_stacks_lost(const struct model *m)
 	return fact_u64(m, "stacks_lost");
 }
 
+uint64_t model_corrupt_lost(const struct model *m)
+{
+	return fact_u64(m, "corrupt_lost");
+}
+
 uint64_t model_drain_waited_max(const struct model *m)
 {
 	return fact_u64(m, "drain_waited_max_ns");

@@ -92,6 +92,8 @@ static void header(struct jw *w, const struct report *r)
 	jw_u64(w, model_names_lost(r->m));
 	jw_lit(w, ",\"unstacked_events\":");
 	jw_u64(w, model_stacks_lost(r->m));
+	jw_lit(w, ",\"corrupt_lost_events\":");
+	jw_u64(w, model_corrupt_lost(r->m));
 	jw_lit(w, ",\"window\":");
 	model_window_json(w, r->m);
 	jw_lit(w, ",\"schedule\":");

@@ -163,6 +163,11 @@ static void header(const struct report *r, FILE *out)
 		fprintf(out, "WARNING: %s allocator operations reached the live-heap analysis out of "
 			"time order (docs/FORMATS.md, Memory): peak and live bytes are approximate\n",
 			fmt_count(a, late));
+	uint64_t corrupt = model_corrupt_lost(r->m);
+	if (corrupt)
+		fprintf(out, "WARNING: %s of the lost events were written after a process's shared "
+			"memory was found corrupt (a stray write into it): they were not read\n",
+			fmt_count(a, corrupt));
 	uint64_t unnamed = model_names_lost(r->m), unstacked = model_stacks_lost(r->m);
 	if (unnamed)
 		fprintf(out, "WARNING: %s events have no name (<unnamed>): a process's names reached "

@@ -166,6 +166,16 @@ def corrupt_running(c, how, want, at_once, run, pid, child, d, counted=True):
     if counted:
         check(2 * after + s[1] >= 2 * SHM_N, "after the damage: %d mallocs kept and %d "
               "events lost of the %d the program made" % (after, s[1], 2 * SHM_N))
+    # the reason in the JSON report and the tables
+    corrupt_lost = c.report_json(c.path("run", "profile.prof"))["corrupt_lost_events"]
+    if counted and after < SHM_N:
+        check(corrupt_lost > 0, "corrupt_lost_events %d with %d mallocs kept after the "
+              "damage" % (corrupt_lost, after))
+    if corrupt_lost:
+        text = c.text(os.path.join("run", "profile"))
+        check(re.search(r"^WARNING: [\d,]+ of the lost events were written after a "
+                        r"process's shared memory was found corrupt", text, re.M),
+              "the tables do not say why events were lost: %r" % text[:1500])
     c.note(lines[0][len("libprof: "):] + "; after it: %d mallocs kept, %d events lost"
            % (after, s[1]))
 
