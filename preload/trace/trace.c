@@ -71,7 +71,6 @@ struct shadow_stack {
 	struct shadow_entry e[SHADOW_MAX];
 };
 
-
 /* What a hook gave for its call (prof_trace_set_comm), taken when the call is entered. */
 static __thread struct {
 	uint64_t bytes, where;
@@ -153,7 +152,6 @@ static char *stub_chunk;
 static uint32_t stubs_left;
 static atomic_flag stub_lock = ATOMIC_FLAG_INIT;
 int prof_trace_on;
-
 
 static void end_entry(struct prof_thread *t, struct shadow_entry *e, uint64_t t1)
 {
