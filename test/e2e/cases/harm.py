@@ -17,9 +17,10 @@ def under_limit(c, command, env):
 
 
 def sanitized_skip(c):
-    """ASan reserves terabytes of shadow address space: no process of it runs under an
-    address-space limit, with libprof or without."""
-    if Setup.mode != "plain":
+    """ASan reserves terabytes of shadow address space: no process of it (the program
+    here, or prof's collector) runs under an address-space limit, with libprof or
+    without."""
+    if Setup.mode != "plain" or "ASan" in sanitizers(Setup.prof):
         c.note("skipped in mode %s: ASan cannot run under ulimit -v" % Setup.mode)
         return True
     return False
