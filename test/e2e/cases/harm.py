@@ -21,7 +21,8 @@ def sanitized_skip(c):
     here, or prof's collector) runs under an address-space limit, with libprof or
     without."""
     if Setup.mode != "plain" or "ASan" in sanitizers(Setup.prof):
-        c.note("skipped in mode %s: ASan cannot run under ulimit -v" % Setup.mode)
+        c.note("skipped: an ASan-built process (mode %s) cannot run under ulimit -v"
+               % Setup.mode)
         return True
     return False
 
