@@ -81,27 +81,28 @@ dist.destroy_process_group()
 """
 
 
-def loaded_sessions(prof_pid, deadline):
-    """While prof record (prof_pid) runs: (its collector's session, the job's session),
-    once both exist, else None. The collector is the child of prof record that leads a
-    session of its own; torchrun the child that does not."""
-    while time.monotonic() < deadline:
-        collector = job = None
+def collector_session(prof_pid, job_ended):
+    """While prof record (prof_pid) runs: (its collector's session, prof record's own, the
+    job's, what was seen). The collector is the child still running prof's own image (the
+    job's child runs it only until its exec); the job is the child that has exec'd. Each
+    is None until seen; what was seen ((pid, session, image) of each child) says why."""
+    prof_exe = os.path.realpath(Setup.prof)
+    own = os.getsid(prof_pid)
+    collector = job = None
+    seen = set()
+    while not job_ended() and (collector is None or job is None):
         for pid in children_of(prof_pid):
             try:
-                sid = os.getsid(pid)
-                with open("/proc/%d/cmdline" % pid, "rb") as f:
-                    args = f.read().split(b"\0")
+                sid, exe = os.getsid(pid), os.path.realpath("/proc/%d/exe" % pid)
             except OSError:
                 continue
-            if sid == pid:
+            seen.add((pid, sid, os.path.basename(exe)))
+            if exe == prof_exe and sid != own:
                 collector = sid
-            elif any(a.endswith(b"torchrun") for a in args[:2]):
+            elif exe != prof_exe:
                 job = sid
-        if collector and job:
-            return collector, job
         time.sleep(0.05)
-    return None
+    return collector, own, job, sorted(seen)
 
 
 @case(serial=True)
@@ -132,12 +133,14 @@ def ranks_torchrun_recorded_under_load(c):
             p, o, e, t0 = c.start(argv, env=dict(Setup.prof_env(), OMP_NUM_THREADS="1",
                                                  **NO_LAUNCHER),
                                   preload=False, autostart=False)
-            sessions = loaded_sessions(p.pid, time.monotonic() + 60)
+            collector, own, job, seen = collector_session(p.pid, lambda: p.poll() is not None)
             r = c.finish(argv, p, o, e, t0, 600)
             eq(r.rc, 0, "prof record -- torchrun, %d ranks (%r)" % (ranks, r))
-            check(sessions and sessions[0] != sessions[1],
-                  "run %d: prof record's collector and the job share a session (%r)"
-                  % (run, sessions))
+            # the job stays in prof record's session; the collector leads one of its own
+            check(collector is not None and job == own and collector != job,
+                  "run %d: the collector's session %r, prof record's %r, the job's %r "
+                  "((pid, session, image) of prof record's children: %r)"
+                  % (run, collector, own, job, seen))
             check("not profiled" not in r.err and "ended without" not in r.err,
                   "a process was not profiled: %r" % r.err)
             rep = c.report_json(c.path(out + ".prof"))
