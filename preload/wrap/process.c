@@ -3,6 +3,8 @@
  * its own), posix_spawn likewise. */
 #define _GNU_SOURCE
 #include <dlfcn.h>
+#include <errno.h>
+#include <fcntl.h>
 #include <limits.h>
 #include <spawn.h>
 #include <stdarg.h>
@@ -237,6 +239,67 @@ EXPORT int execvpe(const char *file, char *const argv[], char *const envp[])
 EXPORT int execvp(const char *file, char *const argv[])
 {
 	return execvpe(file, argv, environ);
+}
+
+/* fexecve and execveat: glibc's make the execveat system call themselves, past execve,
+ * so (as with execl) an image exec'd with a cleared environment lost libprof without a
+ * word. The target is named for refusal() by a path that reaches it: /proc/self/fd/N,
+ * with the relative path after it. No heap, no stdio: may run in a vfork child. */
+static const char *fd_path(char *buf, size_t size, int fd, const char *rest)
+{
+	static const char head[] = "/proc/self/fd/";
+	char digits[16];
+	int nd = 0;
+	unsigned v = fd < 0 ? 0 : (unsigned)fd;
+	do
+		digits[nd++] = (char)('0' + v % 10);
+	while ((v /= 10) && nd < (int)sizeof digits);
+	size_t len = sizeof head - 1, rl = rest ? strlen(rest) : 0;
+	if (len + (size_t)nd + 1 + rl + 1 > size)
+		return "";
+	memcpy(buf, head, len);
+	while (nd)
+		buf[len++] = digits[--nd];
+	if (rl) {
+		buf[len++] = '/';
+		memcpy(buf + len, rest, rl);
+		len += rl;
+	}
+	buf[len] = 0;
+	return buf;
+}
+
+EXPORT int fexecve(int fd, char *const argv[], char *const envp[])
+{
+	REAL(fexecve);
+	char path[PATH_MAX];
+	const char *target = fd_path(path, sizeof path, fd, 0);
+#define CALL(e) real_fexecve(fd, argv, e)
+	WITH_SESSION_ENV(target, 0, envp, CALL);
+#undef CALL
+}
+
+EXPORT int execveat(int dirfd, const char *pathname, char *const argv[], char *const envp[],
+		    int flags)
+{
+	REAL(execveat);
+	char path[PATH_MAX];
+	/* declared nonnull, but the system call takes NULL (EFAULT): not read here then */
+	const char *target = pathname;
+	__asm__("" : "+r"(target));
+	if (target && !target[0] && (flags & AT_EMPTY_PATH))
+		target = fd_path(path, sizeof path, dirfd, 0);
+	else if (target && target[0] != '/' && dirfd != AT_FDCWD)
+		target = fd_path(path, sizeof path, dirfd, target);
+	if (!real_execveat) { /* a libc older than 2.34 has none to call */
+		errno = ENOSYS;
+		return -1;
+	}
+	if (!target) /* fails as it would have (EFAULT) */
+		return real_execveat(dirfd, pathname, argv, envp, flags);
+#define CALL(e) real_execveat(dirfd, pathname, argv, e, flags)
+	WITH_SESSION_ENV(target, 0, envp, CALL);
+#undef CALL
 }
 
 /* execl, execlp, execle: glibc's build an argv and call execve inside libc, past the

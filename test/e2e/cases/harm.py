@@ -177,8 +177,9 @@ def static_tls_size(lib):
 def clearenv_exec_followed(c):
     # clearenv(), then fork and execl/execlp/execle: glibc's execl family calls execve
     # inside libc, past libprof's execve, so the new image lost LD_PRELOAD and the
-    # session and was not profiled, without a word. It is followed now.
-    for how in ("execl", "execlp", "execle"):
+    # session and was not profiled, without a word; fexecve and execveat make the system
+    # call themselves. All are followed now.
+    for how in ("execl", "execlp", "execle", "fexecve", "execveat"):
         r = c.run([c.prog("clearenv_exec"), how], env={"PROFILER_OUTPUT": how})
         eq(r.rc, 0, "%s: the program (%r)" % (how, r))
         child = r.kv("pid")
