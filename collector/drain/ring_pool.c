@@ -1,10 +1,12 @@
 /* Rings ahead of need: a thread's first event claims the lowest free slot of its
- * process, and committing its ring's memory then (MADV_POPULATE_WRITE, ~1.5 ms for 4 MiB)
- * was paid inside whatever call the thread was making. The collector allocates the pages
- * of the next free slots' rings in the segment beforehand (fallocate on the segment, not
- * mapped here) and marks them prepared; a claim of a prepared slot commits nothing.
- * Prepared rings stay allocated (a recycled slot's do anyway): 4 per multi-threaded
- * process, and only while /dev/shm has room to spare. */
+ * process, and a ring's memory is committed as its writer reaches it (ring.h:
+ * ring_writer_commit_lazily), from a first chunk of RING_COMMIT_FIRST bytes. The
+ * collector allocates that first chunk of the next free slots beforehand (fallocate on
+ * the segment, not mapped here) and records it in the slot's `committed`, so a new
+ * thread's claim commits nothing. (It allocated the whole 4 MiB ring before the rings
+ * grew lazily: ~1 ms of the drain loop per slot, which slowed the recycling of slots a
+ * program starting hundreds of threads at once waited on.) Only for a process that has
+ * had a second thread, and only while /dev/shm has room to spare. */
 #define _GNU_SOURCE
 #include <errno.h>
 #include <fcntl.h>
@@ -15,14 +17,22 @@
 #include <unistd.h>
 
 #include "collector/drain/drain_internal.h"
+#include "preload/common/ring.h"
 #include "preload/common/debug.h"
 
-/* Free slots kept prepared per process (4 MiB each by default), and the most prepared
+/* Free slots kept with their first chunk allocated per process, and the most prepared
  * per pass, so a drain pass never spends long here. Only for a process that has had a
  * second thread: a one-thread program, or a launcher that only execs, is not given
  * memory it would not use. */
 #define RING_POOL_AHEAD 4
 #define RING_POOL_PER_PASS 2
+
+/* The bytes of a ring a claim commits first (as ring.c's commit_upto counts them). */
+static uint64_t first_chunk(const struct proc_entry *p)
+{
+	uint64_t events = RING_COMMIT_FIRST / sizeof(struct prof_event);
+	return (events < p->g.ring_cap ? events : p->g.ring_cap) * sizeof(struct prof_event);
+}
 
 static int prepare_slot(struct proc_entry *p, int *fd, unsigned i)
 {
@@ -31,7 +41,7 @@ static int prepare_slot(struct proc_entry *p, int *fd, unsigned i)
 		return -1;
 	off_t off = (off_t)(p->g.rings_off + (uint64_t)i * p->g.ring_cap *
 						   sizeof(struct prof_event));
-	off_t len = (off_t)(p->g.ring_cap * sizeof(struct prof_event));
+	off_t len = (off_t)first_chunk(p);
 	/* the segment whole (its areas may have grown it): past the end of one cut short
 	 * by the program,
 	 * fallocate would succeed (KEEP_SIZE) and a claim skipping its commit would meet
@@ -73,7 +83,9 @@ void ring_pool_refill(struct collector *c)
 			if (atomic_load_explicit(&s->state, memory_order_relaxed) != SLOT_FREE)
 				continue;
 			ahead++;
-			if (atomic_load_explicit(&s->prepared, memory_order_relaxed))
+			uint64_t first = first_chunk(p);
+			if (atomic_load_explicit(&s->prepared, memory_order_relaxed) ||
+			    atomic_load_explicit(&s->committed, memory_order_relaxed) >= first)
 				continue;
 			if (room < 0)
 				room = shm_has_room();
@@ -89,7 +101,11 @@ void ring_pool_refill(struct collector *c)
 				p->pool_failed = 1;
 				break;
 			}
-			atomic_store_explicit(&s->prepared, 1, memory_order_release);
+			/* a claim meanwhile may have committed more: kept */
+			uint64_t none = 0;
+			atomic_compare_exchange_strong(&s->committed, &none, first);
+			if (first == p->g.ring_cap * sizeof(struct prof_event))
+				atomic_store_explicit(&s->prepared, 1, memory_order_release);
 			done++;
 		}
 		if (fd >= 0)

@@ -22,14 +22,71 @@ void ring_writer_init(struct ring_writer *w, struct prof_slot *slot, struct prof
 	w->cached_tail = atomic_load_explicit(&slot->tail, memory_order_acquire);
 	w->block = block;
 	w->stalled = stalled;
+	w->commit_limit = UINT64_MAX;
+	w->commit = 0;
+	w->commit_failed = 0;
 }
 
-static int ring_has_room(struct ring_writer *w, uint64_t n)
+/* Commits the ring up to event upto (exclusive; positions of the first lap, which
+ * begins at 0: the collector resets a recycled slot's head). 0 when it is. */
+static int commit_upto(struct ring_writer *w, uint64_t upto)
 {
-	if (w->head - w->cached_tail + n <= w->mask + 1)
+	if (upto <= w->commit_limit)
+		return 0;
+	if (w->commit_failed)
+		return -1;
+	struct prof_slot *s = w->slot;
+	uint64_t cap = w->mask + 1, have = w->commit_limit;
+	if (atomic_load_explicit(&s->prepared, memory_order_acquire) || have >= cap) {
+		w->commit_limit = UINT64_MAX; /* the collector allocated it meanwhile */
+		return 0;
+	}
+	uint64_t want = have ? have * 2 : RING_COMMIT_FIRST / sizeof *w->ring;
+	while (want < upto && want < cap)
+		want *= 2;
+	if (want > cap)
+		want = cap;
+	if (w->commit(w->ring + have, (size_t)(want - have) * sizeof *w->ring)) {
+		w->commit_failed = 1;
+		return -1;
+	}
+	atomic_store_explicit(&s->committed, want * sizeof *w->ring, memory_order_relaxed);
+	if (want == cap) {
+		atomic_store_explicit(&s->prepared, 1, memory_order_release);
+		want = UINT64_MAX;
+	}
+	w->commit_limit = want;
+	return 0;
+}
+
+int ring_writer_commit_lazily(struct ring_writer *w, int (*commit)(void *addr, size_t len))
+{
+	uint64_t done = atomic_load_explicit(&w->slot->committed, memory_order_relaxed);
+	w->commit = commit;
+	w->commit_limit = done / sizeof *w->ring;
+	w->commit_failed = 0;
+	if (commit_upto(w, w->head + 1))
+		return -1;
+	w->cached_tail = w->head - (w->mask + 1); /* the fast path asks ring_has_room first */
+	return 0;
+}
+
+int ring_has_room(struct ring_writer *w, uint64_t n)
+{
+	uint64_t cap = w->mask + 1;
+	if (w->head - w->cached_tail + n <= cap)
 		return 1;
-	w->cached_tail = atomic_load_explicit(&w->slot->tail, memory_order_acquire);
-	return w->head - w->cached_tail + n <= w->mask + 1;
+	uint64_t tail = atomic_load_explicit(&w->slot->tail, memory_order_acquire);
+	uint64_t used = w->head - tail, room = used < cap ? cap - used : 0;
+	if (w->commit_limit != UINT64_MAX) {
+		commit_upto(w, w->head + n); /* on failure the limit stays: room ends there */
+		uint64_t lim = w->commit_limit, c = lim > w->head ? lim - w->head : 0;
+		if (c < room)
+			room = c;
+	}
+	/* the room as a tail: the fast path writes until head - cached_tail reaches cap */
+	w->cached_tail = w->head + room - cap;
+	return room >= n;
 }
 
 static void count_drop(struct ring_writer *w, uint64_t now)
@@ -91,6 +148,9 @@ int ring_wait_room(struct ring_writer *w, uint64_t n, uint64_t still_ns)
 	/* stalled() is asked before every wait: it is cheap (a heartbeat word and the
 	 * clock), and a dead collector must cost one call, not 1024 yields */
 	for (unsigned looks = 0; !ring_has_room(w, n); looks++) {
+		/* past what /dev/shm could allocate: no drain makes room there */
+		if (w->commit_failed && w->head + n > w->commit_limit)
+			return -1;
 		if (w->stalled && w->stalled())
 			return -1;
 		if (still_ns) {

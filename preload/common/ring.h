@@ -5,6 +5,7 @@
 #define PROF_PRELOAD_RING_H
 
 #include <stdatomic.h>
+#include <stddef.h>
 #include <stdint.h>
 
 #include "preload/common/shm_layout.h"
@@ -19,10 +20,28 @@ struct ring_writer {
 	/* Called while blocked; returns non-zero to give up and drop (collector gone or
 	 * stopped). */
 	int (*stalled)(void);
+	/* A ring committed as it is reached (ring_writer_commit_lazily): events from the
+	 * ring's start whose memory is allocated, in its first lap; UINT64_MAX when all of
+	 * it is. The room the writer sees (cached_tail) never reaches past it. */
+	uint64_t commit_limit;
+	int (*commit)(void *addr, size_t len);
+	int commit_failed; /* /dev/shm full: the rest of the first lap is dropped, counted */
 };
 
 void ring_writer_init(struct ring_writer *w, struct prof_slot *slot, struct prof_event *ring,
 		      uint64_t capacity, int block, int (*stalled)(void));
+
+/* For a ring whose memory is not allocated yet (slot->prepared 0): commit() allocates
+ * it as the writer reaches it, in chunks doubling from RING_COMMIT_FIRST bytes, so that
+ * a thread commits about twice what it writes, not the whole ring at its first event
+ * (800 threads each populating 4 MiB were half of a thread-heavy program's time).
+ * slot->committed keeps the progress for the slot's next owner; slot->prepared is set
+ * once the whole ring is. -1 when even the first chunk cannot be committed. */
+#define RING_COMMIT_FIRST (64u << 10)
+int ring_writer_commit_lazily(struct ring_writer *w, int (*commit)(void *addr, size_t len));
+
+/* Whether n events fit now (the tail reloaded, the next chunk committed if need be). */
+int ring_has_room(struct ring_writer *w, uint64_t n);
 
 /* Slow path of ring_reserve: the ring looked full, or a gap must be reported first. */
 struct prof_event *ring_reserve_slow(struct ring_writer *w, uint64_t now);

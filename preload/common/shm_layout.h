@@ -152,7 +152,9 @@ struct prof_slot {
 	_Atomic uint32_t prepared; /* the ring's memory is allocated in the segment (by the
 				      collector ahead of need, or by a claim): a claim need not
 				      commit it, and no store can meet a full /dev/shm */
-	char pad1[40];
+	_Atomic uint64_t committed; /* bytes from the ring's start a claim committed as its
+				       writer reached them (ring_writer_commit_lazily) */
+	char pad1[32];
 	/* writer's line */
 	_Atomic uint64_t head;       /* events written */
 	_Atomic uint64_t lost_pending;  /* dropped, not yet reported by a LOST event */

@@ -189,6 +189,18 @@ static void count_unringed(struct prof_thread *t, struct prof_proc_shm *p)
 			      memory_order_release);
 }
 
+/* A ring's next chunk (ring_writer_commit_lazily); a full /dev/shm said once: the
+ * events past what it could allocate are dropped and counted as lost */
+static int commit_ring(void *addr, size_t len)
+{
+	static int said;
+	int rc = prof_commit_memory(addr, len);
+	if (rc && !__atomic_exchange_n(&said, 1, __ATOMIC_RELAXED))
+		prof_warn("/dev/shm is full: a thread's ring cannot grow past what it has, and "
+			  "its events beyond that are dropped and counted as lost");
+	return rc;
+}
+
 int prof_thread_claim(struct prof_thread *t)
 {
 	struct prof_proc_shm *p = prof_proc;
@@ -200,25 +212,25 @@ int prof_thread_claim(struct prof_thread *t)
 		struct prof_slot *s = prof_proc_slot(p, (unsigned)i);
 		struct prof_event *ring = prof_proc_ring(p, (unsigned)i);
 		/* The ring's pages must exist before any store, or a full /dev/shm raises
-		 * SIGBUS at one: the collector allocates them ahead for the next free slots
-		 * (collector/drain/ring_pool.c), so a new thread pays nothing (its first
-		 * stores to each page only map it); else committed here, once per slot
-		 * (a recycled slot's stay), which costs ~1.5 ms for 4 MiB. */
-		if (!atomic_load_explicit(&s->prepared, memory_order_acquire)) {
-			if (prof_commit_memory(ring, p->ring_cap * sizeof *ring)) {
-				/* /dev/shm is full: hand the slot back untouched */
-				atomic_store_explicit(&s->state, SLOT_RETIRED,
-						      memory_order_release);
-				break;
-			}
-			atomic_store_explicit(&s->prepared, 1, memory_order_release);
+		 * SIGBUS at one: committed as the thread's writes reach them, from a first
+		 * 64 KiB, which the collector allocates ahead for the next free slots
+		 * (collector/drain/ring_pool.c), so a new thread's claim commits nothing.
+		 * (The whole 4 MiB at the first event cost ~1.5 ms a thread: half of a
+		 * program starting 800 threads.) */
+		struct ring_writer w;
+		ring_writer_init(&w, s, ring, p->ring_cap, prof_session ? prof_session->block : 0,
+				 prof_collector_stalled);
+		if (!atomic_load_explicit(&s->prepared, memory_order_acquire) &&
+		    ring_writer_commit_lazily(&w, commit_ring)) {
+			/* /dev/shm is full: hand the slot back untouched */
+			atomic_store_explicit(&s->state, SLOT_RETIRED, memory_order_release);
+			break;
 		}
 		s->tid = (uint32_t)syscall(SYS_gettid);
 		/* a thread's second ring (claimed in its teardown) keeps the name */
 		atomic_store_explicit(&s->name_id, t->given_name, memory_order_relaxed);
 		atomic_fetch_add_explicit(&s->gen, 1, memory_order_release);
-		ring_writer_init(&t->w, s, ring, p->ring_cap, prof_session ? prof_session->block : 0,
-				 prof_collector_stalled);
+		t->w = w;
 		/* Frees late in thread teardown come after the exit hook: their slot is left
 		 * for the collector to retire when the thread is gone. */
 		atomic_store_explicit(&s->orphan, t->exiting, memory_order_relaxed);

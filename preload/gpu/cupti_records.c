@@ -227,11 +227,10 @@ static void wait_for_room(struct prof_thread *t)
 {
 	struct ring_writer *w = &t->w;
 	/* two: a pending gap's LOST record goes first */
-	if (!w->slot || w->head - w->cached_tail + 2 <= w->mask + 1)
+	if (!w->slot || ring_has_room(w, 2))
 		return;
 	for (unsigned waited = 0; waited < ROOM_WAIT_US; waited += ROOM_POLL_US) {
-		w->cached_tail = atomic_load_explicit(&w->slot->tail, memory_order_acquire);
-		if (w->head - w->cached_tail + 2 <= w->mask + 1)
+		if (ring_has_room(w, 2) || (w->commit_failed && w->head + 2 > w->commit_limit))
 			return;
 		if (atomic_load(&prof_proc->state) == PROC_EXITED || !prof_collector_alive())
 			return;

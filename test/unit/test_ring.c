@@ -267,6 +267,145 @@ static void drained_piece_by_piece(void **state)
 	free(p);
 }
 
+/* Lazy commit: a ring committed as its writer reaches it, in chunks doubling from
+ * RING_COMMIT_FIRST, contiguous from the ring's start; a commit that fails (a full
+ * /dev/shm) drops what lies past it, counted, without a blocking writer hanging. */
+#define LAZY_CAP 8192
+struct lazy {
+	struct prof_slot slot;
+	struct prof_event ring[LAZY_CAP];
+	struct ring_writer w;
+};
+static struct {
+	size_t off[16], len[16];
+	int n, fail_from; /* calls from fail_from on fail (0: none fail) */
+} commits;
+
+static int fake_commit(void *addr, size_t len)
+{
+	extern struct lazy *lazy_now;
+	if (commits.fail_from && commits.n + 1 >= commits.fail_from)
+		return -1;
+	commits.off[commits.n] = (size_t)((char *)addr - (char *)lazy_now->ring);
+	commits.len[commits.n++] = len;
+	return 0;
+}
+struct lazy *lazy_now;
+
+static struct lazy *make_lazy(int block, int fail_from)
+{
+	struct lazy *l = calloc(1, sizeof *l);
+	assert_non_null(l);
+	memset(&commits, 0, sizeof commits);
+	commits.fail_from = fail_from;
+	lazy_now = l;
+	ring_writer_init(&l->w, &l->slot, l->ring, LAZY_CAP, block, 0);
+	return l;
+}
+
+static int lazy_put(struct lazy *l, uint64_t seq)
+{
+	struct prof_event *e = ring_reserve(&l->w, seq);
+	if (!e)
+		return 0;
+	memset(e, 0, sizeof *e);
+	e->type = PROF_EV_COMPLETE;
+	e->a = seq;
+	ring_commit(&l->w);
+	return 1;
+}
+
+static void commits_as_written(void **state)
+{
+	(void)state;
+	struct lazy *l = make_lazy(0, 0);
+	const size_t first = RING_COMMIT_FIRST / sizeof(struct prof_event) * sizeof(struct prof_event);
+	assert_int_equal(ring_writer_commit_lazily(&l->w, fake_commit), 0);
+	assert_int_equal(commits.n, 1);
+	assert_int_equal(commits.off[0], 0);
+	assert_int_equal(commits.len[0], first);
+	/* a thread that writes little commits its first chunk only */
+	struct seen s = {0};
+	for (uint64_t i = 0; i < 1000; i++)
+		assert_true(lazy_put(l, i));
+	assert_int_equal(commits.n, 1);
+	/* writing on (drained as it goes): chunks doubling, contiguous, up to the ring */
+	for (uint64_t i = 1000; i < 3 * LAZY_CAP; i++) {
+		assert_true(lazy_put(l, i));
+		if (i % 500 == 0)
+			ring_drain(&l->slot, l->ring, LAZY_CAP, collect, &s);
+	}
+	ring_drain(&l->slot, l->ring, LAZY_CAP, collect, &s);
+	assert_int_equal(s.n, 3 * LAZY_CAP);
+	assert_false(s.out_of_order);
+	size_t end = 0;
+	for (int i = 0; i < commits.n; i++) {
+		assert_int_equal(commits.off[i], end);
+		if (i && i + 1 < commits.n)
+			assert_int_equal(commits.len[i], commits.off[i]); /* doubles what was */
+		end += commits.len[i];
+	}
+	assert_int_equal(end, sizeof l->ring);
+	assert_int_equal(commits.n, 4); /* 1365, 2730, 5460, 8192 events */
+	assert_int_equal(atomic_load(&l->slot.prepared), 1);
+	assert_int_equal(atomic_load(&l->slot.committed), sizeof l->ring);
+	assert_int_equal(atomic_load(&l->slot.lost_total), 0);
+	free(l);
+}
+
+static void next_owner_continues(void **state)
+{
+	(void)state;
+	struct lazy *l = make_lazy(0, 0);
+	assert_int_equal(ring_writer_commit_lazily(&l->w, fake_commit), 0);
+	for (uint64_t i = 0; i < 2000; i++)
+		assert_true(lazy_put(l, i));
+	assert_int_equal(commits.n, 2);
+	/* the slot recycled (the collector resets head and tail): its next owner commits
+	 * nothing already committed */
+	atomic_store(&l->slot.head, 0);
+	atomic_store(&l->slot.tail, 0);
+	ring_writer_init(&l->w, &l->slot, l->ring, LAZY_CAP, 0, 0);
+	assert_int_equal(ring_writer_commit_lazily(&l->w, fake_commit), 0);
+	for (uint64_t i = 0; i < 4000; i++)
+		assert_true(lazy_put(l, i));
+	assert_int_equal(commits.n, 3);
+	assert_int_equal(commits.off[2], commits.off[1] + commits.len[1]);
+	/* a slot the collector prepared: nothing committed by the writer */
+	struct lazy *p = make_lazy(0, 0);
+	atomic_store(&p->slot.prepared, 1);
+	assert_int_equal(ring_writer_commit_lazily(&p->w, fake_commit), 0);
+	for (uint64_t i = 0; i < LAZY_CAP; i++)
+		assert_true(lazy_put(p, i));
+	assert_int_equal(commits.n, 0);
+	free(p);
+	free(l);
+}
+
+static void commit_failure_drops_counted(void **state)
+{
+	(void)state;
+	for (int block = 0; block < 2; block++) {
+		struct lazy *l = make_lazy(block, 2); /* the second chunk fails */
+		assert_int_equal(ring_writer_commit_lazily(&l->w, fake_commit), 0);
+		const uint64_t first = RING_COMMIT_FIRST / sizeof(struct prof_event);
+		int kept = 0;
+		/* a blocking writer does not wait for room no drain can make */
+		for (uint64_t i = 0; i < first + 100; i++)
+			kept += lazy_put(l, i);
+		assert_int_equal(kept, first);
+		assert_int_equal(atomic_load(&l->slot.lost_pending), 100);
+		assert_int_equal(atomic_load(&l->slot.committed),
+				 first * sizeof(struct prof_event));
+		assert_int_equal(atomic_load(&l->slot.prepared), 0);
+		free(l);
+	}
+	/* the first chunk refused: the claim gives the slot up */
+	struct lazy *l = make_lazy(0, 1);
+	assert_int_equal(ring_writer_commit_lazily(&l->w, fake_commit), -1);
+	free(l);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -277,6 +416,9 @@ int main(void)
 		cmocka_unit_test(drained_piece_by_piece),
 		cmocka_unit_test(wait_room_waits_for_a_reader),
 		cmocka_unit_test(wait_room_gives_up),
+		cmocka_unit_test(commits_as_written),
+		cmocka_unit_test(next_owner_continues),
+		cmocka_unit_test(commit_failure_drops_counted),
 	};
 	return cmocka_run_group_tests(tests, 0, 0);
 }
