@@ -50,16 +50,21 @@ static struct fixture *make(int block)
 	return f;
 }
 
-static int put(struct fixture *f, uint64_t seq)
+static int put_into(struct ring_writer *w, uint64_t seq)
 {
-	struct prof_event *e = ring_reserve(&f->w, seq);
+	struct prof_event *e = ring_reserve(w, seq);
 	if (!e)
 		return 0;
 	memset(e, 0, sizeof *e);
 	e->type = PROF_EV_COMPLETE;
 	e->a = seq;
-	ring_commit(&f->w);
+	ring_commit(w);
 	return 1;
+}
+
+static int put(struct fixture *f, uint64_t seq)
+{
+	return put_into(&f->w, seq);
 }
 
 static void wraps_around(void **state)
@@ -305,14 +310,7 @@ static struct lazy *make_lazy(int block, int fail_from)
 
 static int lazy_put(struct lazy *l, uint64_t seq)
 {
-	struct prof_event *e = ring_reserve(&l->w, seq);
-	if (!e)
-		return 0;
-	memset(e, 0, sizeof *e);
-	e->type = PROF_EV_COMPLETE;
-	e->a = seq;
-	ring_commit(&l->w);
-	return 1;
+	return put_into(&l->w, seq);
 }
 
 static void commits_as_written(void **state)
