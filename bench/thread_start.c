@@ -1,7 +1,8 @@
 /* Thread start cost: N threads, one after the other, each making one malloc/free pair
  * (its first event, so a profiler's per-thread set-up is paid) and exiting; prints
- * microseconds per thread, created to joined. With a second argument W, W threads at a
- * time (each wave joined before the next); with a third P, P pairs per thread. */
+ * microseconds per thread, created to joined. With a second argument W (up to 1024), W
+ * threads at a time (each wave joined before the next); with a third P, P pairs per
+ * thread. */
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -29,8 +30,8 @@ int main(int argc, char **argv)
 {
 	long n = argc > 1 ? atol(argv[1]) : 1000, wave = argc > 2 ? atol(argv[2]) : 1;
 	pairs = argc > 3 ? atol(argv[3]) : 1;
-	pthread_t t[256];
-	if (wave < 1 || wave > 256)
+	pthread_t t[1024];
+	if (wave < 1 || wave > 1024)
 		return 2;
 	one(0); /* the main thread's own first event */
 	double t0 = now_us();
