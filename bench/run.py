@@ -283,7 +283,7 @@ def throughput():
     med = statistics.median
     print()
     print(f"Collector and capture ({events:,} events under PROFILER_BLOCK=1, then a burst of "
-          f"{2 * BURST_PAIRS / 1e6:.0f} M events flat out with the default 4 MiB ring; "
+          f"{2 * BURST_PAIRS / 1e6:.0f} M events flat out with each build's default ring; "
           f"medians of {len(res['now']['block'])} interleaved rounds)")
     print(f"{'build':8} {'drain M ev/s':>13} {'CPU ns/ev':>10} {'burst lost':>11} "
           f"{'burst ns/call':>14} {'bytes/ev':>9} {'report M ev/s':>14} {'export M ev/s':>14}")

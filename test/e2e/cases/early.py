@@ -32,8 +32,8 @@ def early_library_constructor_allocations_all_kept(c):
     # A library the program links is initialized before libprof (preloaded: its
     # constructor runs after those of the program's libraries); its constructor makes
     # 200,000 allocations, 50,000 reallocations and 100,000 frees: 350,001 early events,
-    # more than the default 4 MiB ring holds (87,381), so the flush must wait for the
-    # collector. A 64 KiB ring (1,365 events) under the bare command too.
+    # more than a 4 MiB ring holds (65,536), so the flush must wait for the collector. A
+    # 64 KiB ring (1,024 events) under the bare command too.
     lib = early_build("libctor_lib.so", "ctor_lib.c", ["-shared", "-fPIC"])
     prog = early_build("ctor_main", "ctor_main.c",
                        after=["-L" + EARLY_BIN, "-lctor_lib", "-Wl,-rpath," + EARLY_BIN],
