@@ -5,7 +5,8 @@ interleaved, medians of several rounds); then the collector's drain rate, raw by
 event and the Chrome export rate; then the cost of a call stack per allocation against
 heaptrack at the same depth, and whether both tools find the same peak and sites; then
 what a long run costs after it ends (bench/long_run.py), what continuous dumps cost a
-busy run (bench/continuous_dump.py), what a new thread costs (bench/thread_cost.py) and
+busy run (bench/continuous_dump.py), what a new thread costs (bench/thread_cost.py), what
+is lost at 2 M events/s with every core busy (bench/loaded_rate.py) and
 what call stacks on allocations cost PyTorch training steps against torch.profiler
 (bench/torch_stacks.py)."""
 import json
@@ -20,6 +21,7 @@ import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import continuous_dump  # noqa: E402
+import loaded_rate  # noqa: E402
 import long_run  # noqa: E402
 import merge_ranks  # noqa: E402
 import thread_cost  # noqa: E402
@@ -477,7 +479,10 @@ if __name__ == "__main__":
              "continuous_dump": lambda: continuous_dump.continuous_dump(B, WORK, clean_env),
              "merge_ranks": lambda: merge_ranks.merge_ranks(B, WORK, clean_env),
              "thread_start": lambda: thread_cost.thread_start(B, clean_env, min(ROUNDS, 3),
-                                                              WORK)}
+                                                              WORK),
+             "loaded_rate": lambda: loaded_rate.loaded_rate(B, WORK, clean_env,
+                                                            min(ROUNDS, 5),
+                                                            torch_stacks.cpu_model())}
     only = [p for p in os.environ.get("BENCH_ONLY", "").split(",") if p]
     for p in only:
         if p not in parts:

@@ -1,5 +1,6 @@
 #define _GNU_SOURCE
 #include "preload/common/session.h"
+#include "preload/common/ring.h"
 #include "preload/common/span.h"
 
 #include <errno.h>
@@ -195,12 +196,16 @@ struct prof_proc_shm *prof_proc_create(const char *sid, uint64_t ring_bytes, uns
 	if (ftruncate(fd, (off_t)size) == 0)
 		p = map_fd(fd, size);
 	int saved = errno;
-	/* The first ring's memory allocated now, at the process's start, so that the first
-	 * event (inside whatever call the program makes first) does not pay ~1-2 ms for
-	 * committing 4 MiB; a full /dev/shm leaves it to that claim, as before. */
+	/* The first chunk of the first ring (ring.h: ring_writer_commit_lazily) allocated
+	 * now, at the process's start, so that the first event (inside whatever call the
+	 * program makes first) commits nothing; a full /dev/shm leaves it to that claim.
+	 * (The whole ring here made each short process hold 12 MiB of /dev/shm.) */
+	uint64_t first_events = RING_COMMIT_FIRST / sizeof(struct prof_event);
+	uint64_t first_bytes = (first_events < pow2 ? first_events : pow2) *
+			       sizeof(struct prof_event);
 	int first_ring = p && fallocate(fd, FALLOC_FL_KEEP_SIZE,
 					(off_t)(hdr + PROF_STRINGS_BYTES + slots),
-					(off_t)(pow2 * sizeof(struct prof_event))) == 0;
+					(off_t)first_bytes) == 0;
 	close(fd);
 	/* The header, strings and slot words are written at once; rings when claimed. */
 	if (!p || prof_commit_memory(p, hdr + PROF_STRINGS_BYTES + slots)) {
@@ -227,8 +232,13 @@ struct prof_proc_shm *prof_proc_create(const char *sid, uint64_t ring_bytes, uns
 	p->stacks_size = PROF_STACKS_BYTES;
 	p->segment_size = size;
 	read_cmdline(p);
-	if (first_ring)
-		atomic_store_explicit(&prof_proc_slot(p, 0)->prepared, 1, memory_order_relaxed);
+	if (first_ring) {
+		atomic_store_explicit(&prof_proc_slot(p, 0)->committed, first_bytes,
+				      memory_order_relaxed);
+		if (first_bytes == pow2 * sizeof(struct prof_event))
+			atomic_store_explicit(&prof_proc_slot(p, 0)->prepared, 1,
+					      memory_order_relaxed);
+	}
 	atomic_store_explicit(&p->state, PROC_LIVE, memory_order_relaxed);
 	/* magic last: the collector ignores a segment until it is complete */
 	atomic_thread_fence(memory_order_release);

@@ -445,3 +445,65 @@ def shm_corrupt_when_found(c):
                             (SHM_SIZE + 1, child, "child's"), (SHM_SIZE + 3, child, "child's later")):
         eq(t.count("malloc", size, who), SHM_N, "the %s mallocs" % what)
     check(not wait_gone("libprof-%d-%s" % (os.getuid(), sid)), "segments of the session left")
+
+
+# Four threads of a Python program, each writing a few hundred events, then waiting for
+# "go": their rings' memory is allocated as they write.
+THREADS_WAITING = r"""
+import os, threading, time
+def work():
+    for i in range(300):
+        bytearray(1000 + i)
+    while not os.path.exists("go"):
+        time.sleep(0.01)
+ts = [threading.Thread(target=work) for _ in range(3)]
+for t in ts:
+    t.start()
+for i in range(300):
+    bytearray(2000 + i)
+print("pid=%d ready" % os.getpid(), flush=True)
+for t in ts:
+    t.join()
+"""
+
+
+@case
+def rings_allocated_as_written(c):
+    # a ring's memory is committed as its thread writes (a first 64 KiB, doubling): four
+    # threads that wrote a few hundred events each hold ~2.5 MB of /dev/shm with the
+    # segment's header and strings. Each claimed ring was committed whole before (3 MiB
+    # at the old 4M default, 12 MiB at today's): 14 MB and more here.
+    d = c.path("seg")
+    os.makedirs(d, exist_ok=True)
+    argv = ["/usr/bin/python3", "-c", THREADS_WAITING]
+    p, out, err, t0 = c.start(argv, {"PROFILER_OUTPUT": os.path.join(d, "profile")}, cwd=d)
+    try:
+        deadline, text = time.monotonic() + 60, ""
+        while time.monotonic() < deadline and "ready" not in text and p.poll() is None:
+            out.seek(0)
+            text = out.read()
+            time.sleep(0.02)
+        m = re.search(r"pid=(\d+) ready", text)
+        check(m, "the program did not get ready: %r" % text)
+        name, _ = shm_segment_of(int(m.group(1)))
+        st = os.stat("/dev/shm/" + name)
+        seg = Segment(name)
+        try:
+            rings_off = seg.get(HDR["slots_off"][0]) + seg.get(HDR["nslots"][0], 4) * SLOT_SIZE
+            slots = seg.get(HDR["slots_off"][0])
+            claimed = sum(1 for i in range(seg.get(HDR["nslots"][0], 4))
+                          if seg.get(slots + i * SLOT_SIZE + SLOT_TID, 4))
+        finally:
+            seg.close()
+    finally:
+        go(d)
+    r = c.finish(argv, p, out, err, t0, 60)
+    eq(r.rc, 0, "the program (%r)" % r)
+    allocated = st.st_blocks * 512
+    # the header, strings and slots, and at most two first chunks a ring
+    bound = rings_off + claimed * 2 * (64 << 10) + (1 << 20)
+    c.note("%d rings claimed; %.2f MB of /dev/shm allocated (bound %.2f MB; the segment "
+           "%.0f MB in all)" % (claimed, allocated / 1e6, bound / 1e6, st.st_size / 1e6))
+    check(claimed >= 4, "%d rings claimed, want the four threads'" % claimed)
+    check(allocated <= bound, "%.2f MB of /dev/shm allocated for %d rings that hold a few "
+          "hundred events each (bound %.2f MB)" % (allocated / 1e6, claimed, bound / 1e6))
