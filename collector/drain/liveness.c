@@ -22,16 +22,30 @@ int32_t child_status(struct collector *c, pid_t pid)
 /* A process marks its segment EXITED in its last destructor and then ends: the mark
  * alone finished it, so a process that went on recording after its mark was written
  * (the word overwritten: a stray write, or a program's own) lost what followed without a
- * word (69% of one). A process other than the session's root (which waits at its exit
- * for the outputs, and so cannot end first) is drained on until it is gone, for
- * EXITED_GRACE_NS at most; still running then, it is finished and named. */
+ * word (69% of one). A process other than the session's root is drained on until it is
+ * gone, for EXITED_GRACE_NS at most; still running then, it is finished and named. The
+ * root waits at its exit for the outputs, so it cannot end first: its mark is believed
+ * when its end wrote its CPU time before it. */
 #define EXITED_GRACE_NS 1000000000ull
 
 static int exited_for_good(struct collector *c, struct proc_entry *p)
 {
-	if ((pid_t)c->s->root_pid == p->pid)
-		return 1;
 	uint64_t now = prof_mono_ns();
+	if ((pid_t)c->s->root_pid == p->pid) {
+		/* The root's end stores its CPU time, then the mark, and waits for the
+		 * outputs: a mark without that time was not written by its end (a stray
+		 * write), and what the root goes on recording would be lost unsaid. Drained
+		 * on until its end writes the time, or until it is gone. */
+		if (atomic_load_explicit(&p->shm->cpu_ns, memory_order_acquire))
+			return 1;
+		if (!p->exited_since) {
+			p->exited_since = now;
+			fprintf(stderr, "libprof: process %d's shared memory says it has ended "
+					"while it runs on (a stray write into it); drained on until "
+					"it ends\n", (int)p->pid);
+		}
+		return 0;
+	}
 	if (!p->exited_since)
 		p->exited_since = now;
 	if (now - p->exited_since < EXITED_GRACE_NS)

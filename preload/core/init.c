@@ -352,8 +352,12 @@ __attribute__((constructor(101))) static void prof_init(void)
 void prof_note_cpu_time(void)
 {
 	uint64_t now = prof_cpu_ns();
-	if (prof_proc && now > prof_proc->cpu_start_ns)
-		atomic_store_explicit(&prof_proc->cpu_ns, now - prof_proc->cpu_start_ns,
+	/* never 0 here: the collector takes a root's EXITED mark without it for a stray
+	 * write (liveness.c) */
+	if (prof_proc)
+		atomic_store_explicit(&prof_proc->cpu_ns,
+				      now > prof_proc->cpu_start_ns ? now - prof_proc->cpu_start_ns
+								    : 1,
 				      memory_order_relaxed);
 }
 

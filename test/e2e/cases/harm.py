@@ -250,6 +250,24 @@ def exited_mark_overwritten_kept(c):
     eq(parse_summary(r.err)[1], 0, "events lost")
 
 
+@case
+def exited_mark_overwritten_root_kept(c):
+    # the session's root overwrites its own state word with EXITED and works on: the
+    # root waits at its exit for the outputs, so the collector believed the mark at once
+    # (the outputs were written while it ran) and what followed was lost unsaid. A root's
+    # mark is believed once its end has written its CPU time; before that it is said and
+    # the root drained on.
+    off, exited = proc_state_layout(c)
+    r = c.run([c.prog("exited_mark"), off, exited, "root"], env={"PROFILER_OUTPUT": "root"})
+    eq(r.rc, 0, "the program (%r)" % r)
+    pid = r.kv("pid")
+    check(pid and "status=0" in r.out, "the program did not work: %r" % r)
+    check("says it has ended while it runs on" in r.err, "not said: %r" % r.err)
+    t, _ = c.outputs("root", wait=10)
+    eq(t.count("malloc", 61002, int(pid[0])), 5000, "the root's allocations after the mark")
+    eq(parse_summary(r.err)[1], 0, "events lost")
+
+
 @case(serial=True)
 def block_collector_killed_mid_run(c):
     # PROFILER_BLOCK=1 and the collector SIGKILLed a second into the writing: the events

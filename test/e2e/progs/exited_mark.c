@@ -1,7 +1,9 @@
 /* A forked child that overwrites its own segment's state with EXITED (as a stray write
  * could) and then goes on working (issue 31.6): 5000 allocations of 61002 bytes over
- * ~0.3 s, then exits. The parent waits for it.
- * usage: exited_mark STATE_OFFSET EXITED_VALUE   (offsetof(struct prof_proc_shm, state)) */
+ * ~0.3 s, then exits. The parent waits for it. With "root" after the arguments, the
+ * process itself (the session's root) does so, without a child.
+ * usage: exited_mark STATE_OFFSET EXITED_VALUE [root]
+ *        (offsetof(struct prof_proc_shm, state)) */
 #include <sys/wait.h>
 #include "e2e.h"
 
@@ -28,8 +30,9 @@ int main(int argc, char **argv)
 {
 	size_t off = (size_t)arg(argc, argv, 1, 0);
 	unsigned exited = (unsigned)arg(argc, argv, 2, 2);
+	int root = argc > 3 && !strcmp(argv[3], "root");
 	fflush(stdout);
-	pid_t p = fork();
+	pid_t p = root ? 0 : fork();
 	if (!p) {
 		char *seg = own_segment();
 		if (!seg)
@@ -43,6 +46,8 @@ int main(int argc, char **argv)
 				usleep(3000);
 		}
 		printf("child pid=%d\n", (int)getpid());
+		if (root)
+			printf("status=0\n");
 		exit(0);
 	}
 	int st = 0;
