@@ -25,6 +25,7 @@ void ring_writer_init(struct ring_writer *w, struct prof_slot *slot, struct prof
 	w->commit_limit = UINT64_MAX;
 	w->commit = 0;
 	w->commit_failed = 0;
+	w->commit_retry_in = 0;
 }
 
 /* Commits the ring up to event upto (exclusive; positions of the first lap, which
@@ -33,7 +34,10 @@ static int commit_upto(struct ring_writer *w, uint64_t upto)
 {
 	if (upto <= w->commit_limit)
 		return 0;
-	if (w->commit_failed)
+	/* a full /dev/shm: asked again every RING_COMMIT_RETRY refusals (the events of a
+	 * thread whose ring cannot grow are dropped and counted meanwhile), so that room
+	 * made later in /dev/shm is used */
+	if (w->commit_failed && --w->commit_retry_in)
 		return -1;
 	struct prof_slot *s = w->slot;
 	uint64_t cap = w->mask + 1, have = w->commit_limit;
@@ -48,8 +52,10 @@ static int commit_upto(struct ring_writer *w, uint64_t upto)
 		want = cap;
 	if (w->commit(w->ring + have, (size_t)(want - have) * sizeof *w->ring)) {
 		w->commit_failed = 1;
+		w->commit_retry_in = RING_COMMIT_RETRY;
 		return -1;
 	}
+	w->commit_failed = 0;
 	atomic_store_explicit(&s->committed, want * sizeof *w->ring, memory_order_relaxed);
 	if (want == cap) {
 		atomic_store_explicit(&s->prepared, 1, memory_order_release);
@@ -73,20 +79,23 @@ int ring_writer_commit_lazily(struct ring_writer *w, int (*commit)(void *addr, s
 
 int ring_has_room(struct ring_writer *w, uint64_t n)
 {
-	uint64_t cap = w->mask + 1;
-	if (w->head - w->cached_tail + n <= cap)
+	uint64_t cap = w->mask + 1, head = w->head;
+	if (head - w->cached_tail + n <= cap)
 		return 1;
 	uint64_t tail = atomic_load_explicit(&w->slot->tail, memory_order_acquire);
-	uint64_t used = w->head - tail, room = used < cap ? cap - used : 0;
+	/* The tail the fast path compares with (it writes until head - cached_tail reaches
+	 * cap): the reader's, or where the committed memory ends less a ring when that
+	 * comes first. Neither depends on head, which a nested writer could move. */
+	uint64_t seen = tail;
 	if (w->commit_limit != UINT64_MAX) {
-		commit_upto(w, w->head + n); /* on failure the limit stays: room ends there */
-		uint64_t lim = w->commit_limit, c = lim > w->head ? lim - w->head : 0;
-		if (c < room)
-			room = c;
+		commit_upto(w, head + n); /* on failure the limit stays: room ends there */
+		uint64_t lim = w->commit_limit, used = head - tail;
+		uint64_t room = used < cap ? cap - used : 0, committed = lim > head ? lim - head : 0;
+		if (lim != UINT64_MAX && committed < room)
+			seen = lim - cap;
 	}
-	/* the room as a tail: the fast path writes until head - cached_tail reaches cap */
-	w->cached_tail = w->head + room - cap;
-	return room >= n;
+	w->cached_tail = seen;
+	return w->head - seen + n <= cap;
 }
 
 static void count_drop(struct ring_writer *w, uint64_t now)

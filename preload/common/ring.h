@@ -25,7 +25,10 @@ struct ring_writer {
 	 * it is. The room the writer sees (cached_tail) never reaches past it. */
 	uint64_t commit_limit;
 	int (*commit)(void *addr, size_t len);
-	int commit_failed; /* /dev/shm full: the rest of the first lap is dropped, counted */
+	/* /dev/shm full: events past the limit are dropped, counted, and the commit asked
+	 * again after commit_retry_in more refusals */
+	int commit_failed;
+	unsigned commit_retry_in;
 };
 
 void ring_writer_init(struct ring_writer *w, struct prof_slot *slot, struct prof_event *ring,
@@ -36,8 +39,11 @@ void ring_writer_init(struct ring_writer *w, struct prof_slot *slot, struct prof
  * a thread commits about twice what it writes, not the whole ring at its first event
  * (800 threads each populating 4 MiB were half of a thread-heavy program's time).
  * slot->committed keeps the progress for the slot's next owner; slot->prepared is set
- * once the whole ring is. -1 when even the first chunk cannot be committed. */
+ * once the whole ring is. Where a commit fails (a full /dev/shm) the events past what is
+ * committed are dropped and counted, and the commit is asked again every
+ * RING_COMMIT_RETRY refusals. -1 when even the first chunk cannot be committed. */
 #define RING_COMMIT_FIRST (64u << 10)
+#define RING_COMMIT_RETRY 1024
 int ring_writer_commit_lazily(struct ring_writer *w, int (*commit)(void *addr, size_t len));
 
 /* Whether n events fit now (the tail reloaded, the next chunk committed if need be). */

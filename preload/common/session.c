@@ -12,6 +12,7 @@
 #include <sys/resource.h>
 #include <sys/random.h>
 #include <sys/stat.h>
+#include <sys/statvfs.h>
 #include <sys/syscall.h>
 #include <time.h>
 #include <unistd.h>
@@ -165,6 +166,25 @@ static uint64_t ring_events(uint64_t ring_bytes)
 	while (pow2 * 2 <= cap)
 		pow2 *= 2;
 	return pow2;
+}
+
+uint64_t prof_ring_bytes_fitting(uint64_t ring_bytes, uint64_t shm_total, uint64_t as_limit)
+{
+	const uint64_t old_default = 4ull << 20, least = 256ull << 10;
+	if (ring_bytes != PROF_DEFAULT_RING_BYTES)
+		return ring_bytes; /* set by hand: kept */
+	uint64_t fit = ring_bytes;
+	if (as_limit) {
+		uint64_t per = as_limit / 8 / PROF_DEFAULT_SLOTS;
+		if (per < fit)
+			fit = per > old_default ? per : old_default;
+	}
+	if (shm_total) {
+		uint64_t per = shm_total / 16;
+		if (per < fit)
+			fit = per > least ? per : least;
+	}
+	return fit;
 }
 
 unsigned prof_proc_slots(uint64_t ring_bytes)
@@ -421,7 +441,13 @@ int prof_session_configure(struct prof_session_shm *s, const struct prof_config 
 		s->clock_ns = prof_mono_ns(); /* the session's start either way */
 	s->uid = (uint32_t)getuid();
 	s->euid = (uint32_t)geteuid();
-	s->ring_bytes = c->ring_bytes;
+	struct statvfs shm;
+	struct rlimit as;
+	s->ring_bytes = prof_ring_bytes_fitting(
+		c->ring_bytes,
+		statvfs("/dev/shm", &shm) ? 0 : (uint64_t)shm.f_blocks * shm.f_frsize,
+		getrlimit(RLIMIT_AS, &as) || as.rlim_cur == RLIM_INFINITY ? 0
+									   : (uint64_t)as.rlim_cur);
 	s->block = (uint32_t)c->block;
 	s->quiet = (uint32_t)c->quiet;
 	s->max_json_events = c->max_json_events;

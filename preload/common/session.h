@@ -47,6 +47,12 @@ void prof_session_unlink(const char *sid);
  * at exit for good). An eighth of the limit, PROF_MIN_SLOTS at least; threads beyond
  * the slots are counted as lost (lost_no_slot). */
 unsigned prof_proc_slots(uint64_t ring_bytes);
+/* The session's ring size: PROFILER_RING_SIZE as set by hand, or the default made to fit
+ * where it would not (shm_total: /dev/shm's size, as_limit: RLIMIT_AS; 0: none). A
+ * container's 64 MiB /dev/shm holds 16 rings of 4 MiB, not 5 of the default's 12 MiB;
+ * under an address-space limit the rings shrink toward 4 MiB (the old default) before
+ * the slots go below 256. */
+uint64_t prof_ring_bytes_fitting(uint64_t ring_bytes, uint64_t shm_total, uint64_t as_limit);
 struct prof_proc_shm *prof_proc_create(const char *sid, uint64_t ring_bytes, unsigned nslots,
 				       char *name, size_t namelen);
 /* Maps a process segment by its /dev/shm name (for the collector). */

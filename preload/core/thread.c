@@ -123,9 +123,9 @@ void prof_thread_want_exit_hook(void)
 }
 
 
-/* A free slot, or -1: one whose ring is prepared (its memory committed: a recycled
- * slot, or one the collector made ready) before any other, whose claim would commit 4 MiB
- * (~1.5 ms). *retired counts the slots the collector has yet to recycle. */
+/* A free slot, or -1: one whose ring's first chunk is allocated (a recycled slot, or one
+ * the collector made ready) before any other, whose claim would commit it. *retired
+ * counts the slots the collector has yet to recycle. */
 static int take_free_slot(struct prof_proc_shm *p, unsigned *retired)
 {
 	for (int want_prepared = 1; want_prepared >= 0; want_prepared--) {
@@ -137,7 +137,8 @@ static int take_free_slot(struct prof_proc_shm *p, unsigned *retired)
 			*retired += state == SLOT_RETIRED;
 			if (state == SLOT_FREE &&
 			    (!want_prepared ||
-			     atomic_load_explicit(&s->prepared, memory_order_relaxed)) &&
+			     atomic_load_explicit(&s->prepared, memory_order_relaxed) ||
+			     atomic_load_explicit(&s->committed, memory_order_relaxed)) &&
 			    atomic_compare_exchange_strong(&s->state, &expect, SLOT_OWNED))
 				return (int)i;
 		}

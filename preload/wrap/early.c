@@ -190,8 +190,8 @@ void prof_early_flush(struct prof_thread *t, int keep)
 				lost++;
 				continue;
 			}
-			/* More than a ring holds (libmxnet's start-up: 72,530 events, a 4 MiB
-			 * ring 87,381): wait for the collector to drain, as PROFILER_BLOCK
+			/* More than a ring holds (libmxnet's start-up: 72,530 events, a 4M ring
+			 * 65,536): wait for the collector to drain, as PROFILER_BLOCK
 			 * writers do, while it lives and takes something; room is kept for
 			 * this event, its stack and the LOST record that may follow. */
 			if (!given_up && ring_wait_room(&t->w, 3, FLUSH_STILL_NS))

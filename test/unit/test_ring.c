@@ -283,13 +283,17 @@ struct lazy {
 };
 static struct {
 	size_t off[16], len[16];
-	int n, fail_from; /* calls from fail_from on fail (0: none fail) */
+	int n; /* commits made */
+	/* attempts from fail_from up to fail_until fail (0: none; fail_until 0: all on) */
+	int attempts, fail_from, fail_until;
 } commits;
 
 static int fake_commit(void *addr, size_t len)
 {
 	extern struct lazy *lazy_now;
-	if (commits.fail_from && commits.n + 1 >= commits.fail_from)
+	int k = ++commits.attempts;
+	if (commits.fail_from && k >= commits.fail_from &&
+	    (!commits.fail_until || k <= commits.fail_until))
 		return -1;
 	commits.off[commits.n] = (size_t)((char *)addr - (char *)lazy_now->ring);
 	commits.len[commits.n++] = len;
@@ -401,6 +405,21 @@ static void commit_failure_drops_counted(void **state)
 	/* the first chunk refused: the claim gives the slot up */
 	struct lazy *l = make_lazy(0, 1);
 	assert_int_equal(ring_writer_commit_lazily(&l->w, fake_commit), -1);
+	free(l);
+	/* room made in /dev/shm later is used: the commit is asked again every
+	 * RING_COMMIT_RETRY refusals, and the ring grows on */
+	l = make_lazy(0, 2);
+	commits.fail_until = 2;
+	assert_int_equal(ring_writer_commit_lazily(&l->w, fake_commit), 0);
+	const uint64_t first = RING_COMMIT_FIRST / sizeof(struct prof_event);
+	int kept = 0;
+	for (uint64_t i = 0; i < first + RING_COMMIT_RETRY + 100; i++)
+		kept += lazy_put(l, i);
+	/* the refused event and the 1,023 after it dropped, the rest kept */
+	assert_int_equal(commits.attempts, 3);
+	assert_int_equal(kept, first + 100);
+	assert_int_equal(atomic_load(&l->slot.lost_total), RING_COMMIT_RETRY);
+	assert_true(atomic_load(&l->slot.committed) > first * sizeof(struct prof_event));
 	free(l);
 }
 

@@ -124,6 +124,24 @@ static void configure_names_no_root(void **state)
 
 /* A page that cannot be given (past the file's end here; a full /dev/shm in use) is said
  * as no space, not as MADV_POPULATE_WRITE's "Bad address". */
+/* The default ring made to fit a small /dev/shm or an address-space limit; a size set by
+ * hand kept. */
+static void ring_fits_shm_and_limit(void **state)
+{
+	(void)state;
+	const uint64_t M = 1ull << 20, G = 1ull << 30, def = PROF_DEFAULT_RING_BYTES;
+	assert_int_equal(prof_ring_bytes_fitting(def, 0, 0), def);
+	assert_int_equal(prof_ring_bytes_fitting(def, 12 * G, 0), def);
+	assert_int_equal(prof_ring_bytes_fitting(def, 64 * M, 0), 4 * M);  /* Docker's default */
+	assert_int_equal(prof_ring_bytes_fitting(def, 8 * M, 0), 512 << 10);
+	assert_int_equal(prof_ring_bytes_fitting(def, 2 * M, 0), 256 << 10);
+	assert_int_equal(prof_ring_bytes_fitting(def, 0, 32 * G), def);
+	assert_int_equal(prof_ring_bytes_fitting(def, 0, 16 * G), 8 * M);
+	assert_int_equal(prof_ring_bytes_fitting(def, 0, 8 * G), 4 * M);
+	assert_int_equal(prof_ring_bytes_fitting(def, 0, 1 * G), 4 * M);    /* then fewer slots */
+	assert_int_equal(prof_ring_bytes_fitting(64 * M, 64 * M, 1 * G), 64 * M); /* by hand */
+}
+
 static void commit_without_room_is_enospc(void **state)
 {
 	(void)state;
@@ -149,6 +167,7 @@ int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(commit_without_room_is_enospc),
+		cmocka_unit_test(ring_fits_shm_and_limit),
 		cmocka_unit_test(start_ticks_is_field_22),
 		cmocka_unit_test(zombies_and_reaped_children_are_gone),
 		cmocka_unit_test(segments_round_trip),
