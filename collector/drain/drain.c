@@ -296,6 +296,10 @@ static int thread_has_older_events(struct proc_entry *p, unsigned orphan_slot, u
 	return 0;
 }
 
+/* Events read from one ring in one pass (the 4M rings' size, before 16M): the loop's
+ * pace and the parts' rotation were tuned to it. */
+#define DRAIN_PASS_EVENTS 65536ull
+
 /* Each thread's events must reach the capture in the order it wrote them. A thread has
  * two slots only at its very end (an orphan slot, claimed after the exit hook retired the
  * first): orphan slots are drained in a second pass, and only once the thread's first
@@ -354,14 +358,36 @@ static uint64_t drain_slot(struct collector *c, struct proc_entry *p, unsigned i
 	read_strings(c, p);
 	if (p->corrupt)
 		return 0;
-	uint64_t n = ring_drain_upto(s, shm_ring(shm, &p->g, i), p->g.ring_cap, head,
+	/* At most DRAIN_PASS_EVENTS a pass, but for a writer that is gone: the other rings
+	 * and the parts' rotation by size are seen to between (16M rings drained whole made
+	 * parts twice their size) */
+	uint64_t upto = head;
+	int partial = !final && head - tail > DRAIN_PASS_EVENTS;
+	if (partial)
+		upto = tail + DRAIN_PASS_EVENTS;
+	uint64_t n = 0, at = tail;
+	for (;;) {
+		uint64_t to = upto - at > DRAIN_PASS_EVENTS ? at + DRAIN_PASS_EVENTS : upto;
+		n += ring_drain_upto(s, shm_ring(shm, &p->g, i), p->g.ring_cap, to,
 				     on_ring_events, c);
-	p->slot_tail[i] = head;
+		p->slot_tail[i] = at = to;
+		if (at == upto || c->bad_event[0])
+			break;
+		/* a gone writer's ring drained whole: parts by size closed on the way */
+		if (c->rotate_bytes) {
+			flush_events(c);
+			parts_rotate_if_due(c, prof_mono_ns());
+		}
+	}
 	if (c->bad_event[0]) {
 		flush_events(c); /* the events before the bad one are the thread's */
 		quarantine(p, c->bad_event);
 		c->bad_event[0] = 0;
 		return 0;
+	}
+	if (partial) { /* its gap and its retirement once drained whole */
+		flush_events(c);
+		return n;
 	}
 	if (state == SLOT_RETIRED || final) {
 		uint64_t pending = atomic_load_explicit(&s->lost_pending, memory_order_acquire);
@@ -415,7 +441,10 @@ static uint64_t drain_process(struct collector *c, struct proc_entry *p, int fin
 	p->lost += c->buf_lost - before;
 	if (p->shrunk) /* what was read after the cut was zeros: the checks stopped there */
 		quarantine(p, "its file was cut below the size mapped");
-	return most * 16 / p->g.ring_cap; /* sixteenths of its ring the fullest held */
+	/* sixteenths of a ring's pass the fullest held (of the ring, if smaller): the loop's
+	 * pace does not change with the ring's size */
+	uint64_t pass = p->g.ring_cap < DRAIN_PASS_EVENTS ? p->g.ring_cap : DRAIN_PASS_EVENTS;
+	return most * 16 / pass;
 }
 
 /* Threads that got no ring (every slot taken): each one's drops, on that thread, under
