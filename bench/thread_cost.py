@@ -20,7 +20,9 @@ def thread_start(build, clean_env, rounds, work):
             "PROFILER_QUIET": "1"}, []))
     if shutil.which("heaptrack"):
         variants.append(("heaptrack", {}, ["heaptrack", "-o", os.path.join(work, "ht")]))
-    print("\nThread start: us per thread, created to joined, one malloc/free each; then "
+    import torch_stacks  # the CPU model, as the other tables give it
+    print("\n%s" % torch_stacks.cpu_model())
+    print("Thread start: us per thread, created to joined, one malloc/free each; then "
           "800 threads\nin waves of 8, 500 malloc/free pairs each (the issue's 400 k calls "
           "over 800 threads), ms in all;\nthen the same 800 threads started at once (issue "
           "32: more threads than libprof's 256 rings), ms in all")
