@@ -30,8 +30,7 @@
 /* The bytes of a ring a claim commits first (as ring.c's commit_upto counts them). */
 static uint64_t first_chunk(const struct proc_entry *p)
 {
-	uint64_t events = RING_COMMIT_FIRST / sizeof(struct prof_event);
-	return (events < p->g.ring_cap ? events : p->g.ring_cap) * sizeof(struct prof_event);
+	return ring_first_chunk(p->g.ring_cap) * sizeof(struct prof_event);
 }
 
 static int prepare_slot(struct proc_entry *p, int *fd, unsigned i)

@@ -43,9 +43,10 @@ static int commit_upto(struct ring_writer *w, uint64_t upto)
 	uint64_t cap = w->mask + 1, have = w->commit_limit;
 	if (atomic_load_explicit(&s->prepared, memory_order_acquire) || have >= cap) {
 		w->commit_limit = UINT64_MAX; /* the collector allocated it meanwhile */
+		w->commit_failed = 0;
 		return 0;
 	}
-	uint64_t want = have ? have * 2 : RING_COMMIT_FIRST / sizeof *w->ring;
+	uint64_t want = have ? have * 2 : ring_first_chunk(cap);
 	while (want < upto && want < cap)
 		want *= 2;
 	if (want > cap)

@@ -44,6 +44,14 @@ void ring_writer_init(struct ring_writer *w, struct prof_slot *slot, struct prof
  * RING_COMMIT_RETRY refusals. -1 when even the first chunk cannot be committed. */
 #define RING_COMMIT_FIRST (64u << 10)
 #define RING_COMMIT_RETRY 1024
+
+/* Events of a ring of capacity events committed first: what a claim commits, and what
+ * the segment's maker and the collector's pool allocate ahead. */
+static inline uint64_t ring_first_chunk(uint64_t capacity)
+{
+	uint64_t events = RING_COMMIT_FIRST / sizeof(struct prof_event);
+	return events < capacity ? events : capacity;
+}
 int ring_writer_commit_lazily(struct ring_writer *w, int (*commit)(void *addr, size_t len));
 
 /* Whether n events fit now (the tail reloaded, the next chunk committed if need be). */

@@ -220,9 +220,7 @@ struct prof_proc_shm *prof_proc_create(const char *sid, uint64_t ring_bytes, uns
 	 * now, at the process's start, so that the first event (inside whatever call the
 	 * program makes first) commits nothing; a full /dev/shm leaves it to that claim.
 	 * (The whole ring here made each short process hold 12 MiB of /dev/shm.) */
-	uint64_t first_events = RING_COMMIT_FIRST / sizeof(struct prof_event);
-	uint64_t first_bytes = (first_events < pow2 ? first_events : pow2) *
-			       sizeof(struct prof_event);
+	uint64_t first_bytes = ring_first_chunk(pow2) * sizeof(struct prof_event);
 	int first_ring = p && fallocate(fd, FALLOC_FL_KEEP_SIZE,
 					(off_t)(hdr + PROF_STRINGS_BYTES + slots),
 					(off_t)first_bytes) == 0;
