@@ -489,21 +489,25 @@ static int visit(void *ctx, uint32_t type, const void *payload, uint32_t len)
 	return model_record(ctx, type, payload, len) ? VISIT_OOM : 0;
 }
 
-/* One source of device memory per process, never both (they see the same blocks): the
- * wrapped CUDA calls, which know the calling thread and nest in its events, unless they
- * saw nothing (PROFILER_CUDA=0, or allocations reached the driver some way libprof does
- * not wrap), then CUPTI's memory records. */
+/* One source of device memory per process, never both (where both see a block they see
+ * the same one): the wrapped CUDA calls, which know the calling thread and nest in its
+ * events, unless CUPTI's memory records saw more allocations. They do where allocations
+ * reach the driver some way libprof does not wrap: on a real GPU, cuBLAS's own
+ * cuMemAlloc_v2 through a driver table fetched while PROFILER_CUDA=0 left the getters
+ * unwrapped (7 wrapped cudaMalloc against 17 records; docs/GPU.md). A partial count
+ * would be a wrong peak, so the complete source wins and the outputs say so. */
 static void pick_gpu_source(struct model *m)
 {
 	for (size_t i = 0; i < m->nimg; i++) {
 		struct image *im = &m->img[i];
-		int wrapped = 0, recorded = 0;
+		uint64_t wrapped = 0, recorded = 0;
 		/* MXNet's storage domains are neither: they stay whichever is kept */
 		for (size_t d = 0; d < MODEL_MXNET_CPU; d++) {
-			wrapped |= im->gpu[d].allocs || im->gpu[d].frees;
-			recorded |= im->gpu_cupti[d].allocs || im->gpu_cupti[d].frees;
+			wrapped += im->gpu[d].allocs + im->gpu[d].frees;
+			recorded += im->gpu_cupti[d].allocs + im->gpu_cupti[d].frees;
 		}
-		if (!wrapped && recorded) {
+		int use_cupti = recorded > wrapped;
+		if (use_cupti) {
 			for (size_t d = MODEL_MXNET_CPU; im->gpu != model_no_gpu && d < MODEL_DEVICES;
 			     d++) {
 				struct mem_image swap = im->gpu_cupti[d];
@@ -516,7 +520,8 @@ static void pick_gpu_source(struct model *m)
 			model_free_gpu(im->gpu_cupti);
 		}
 		im->gpu_cupti = (struct mem_image *)model_no_gpu;
-		im->gpu_from_cupti = !wrapped && recorded;
+		im->gpu_from_cupti = use_cupti;
+		im->gpu_wrapped_calls = use_cupti ? wrapped : 0;
 	}
 }
 

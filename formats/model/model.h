@@ -95,14 +95,16 @@ struct image {
 	uint32_t cat[256];  /* category gid per index; STR_NONE until resolved */
 	struct mem_image mem;
 	/* device memory (category gpu_memory) per device ordinal: from the CUDA calls
-	 * libprof wraps, or, when they made none in this process, from CUPTI's memory
-	 * records (gpu_from_cupti); see model_read. MODEL_DEVICES of each, allocated at
+	 * libprof wraps, or, when CUPTI's memory records saw more in this process, from
+	 * those (gpu_from_cupti; gpu_wrapped_calls: what the wrappers saw then, allocations
+	 * and releases); see model_read. MODEL_DEVICES of each, allocated at
 	 * the image's first device memory event; until then model_no_gpu (all zero, read
 	 * only): 20 KiB per image would let a capture of bare CAP_PROCESS records (32
 	 * bytes each) take gigabytes. */
 	struct mem_image *gpu;
 	struct mem_image *gpu_cupti; /* CUPTI's, until model_read picks */
 	int gpu_from_cupti;
+	uint64_t gpu_wrapped_calls;
 	int gpu_cat;        /* the image's category index of gpu_memory, or -1 */
 	int mxnet_cat;      /* of mxnet_memory, or -1 */
 };

@@ -238,6 +238,11 @@ static void process(struct jw *w, const struct report *r, struct stack_names *sn
 		mem_fields(w, g);
 		jw_lit(w, ",\"source\":");
 		jw_cstr(w, d >= MODEL_MXNET_CPU ? "mxnet" : im->gpu_from_cupti ? "cupti" : "cuda_api");
+		if (d < MODEL_MXNET_CPU && im->gpu_from_cupti) {
+			/* the wrapped calls' allocations and releases, fewer than CUPTI's */
+			jw_lit(w, ",\"wrapped_calls\":");
+			jw_u64(w, im->gpu_wrapped_calls);
+		}
 		if (sn && g->nsites)
 			sites(w, sn, g);
 		jw_lit(w, "}");

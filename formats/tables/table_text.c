@@ -299,7 +299,7 @@ static void memory_device(const struct report *r, FILE *out, int gpu)
 	char t[5][TEXTFMT_LEN];
 	size_t i;
 	int any = 0, from_cupti = 0, cw = 18; /* the command's columns */
-	uint64_t unmatched = 0;
+	uint64_t unmatched = 0, wrapped = 0, recorded = 0;
 
 	for (i = 0; i < r->m->nimg; i++)
 		if (r->m->img[i].rank >= 0)
@@ -311,7 +311,12 @@ static void memory_device(const struct report *r, FILE *out, int gpu)
 
 		if (gpu < 0 ? !image_has_memory(r, i) : !(mi->allocs || mi->frees))
 			continue;
-		from_cupti |= MODEL_IS_GPU(gpu) && im->gpu_from_cupti;
+		if (MODEL_IS_GPU(gpu) && im->gpu_from_cupti) {
+			from_cupti = 1;
+			wrapped += im->gpu_wrapped_calls;
+			for (int d = 0; d < MODEL_MXNET_CPU; d++)
+				recorded += im->gpu[d].allocs + im->gpu[d].frees;
+		}
 		unmatched += mi->frees_unmatched;
 		if (!any++) {
 			char name[32];
@@ -334,8 +339,12 @@ static void memory_device(const struct report *r, FILE *out, int gpu)
 			fmt_count(t[1], mi->frees), fmt_bytes(t[2], mi->bytes),
 			fmt_bytes(t[3], mi->peak), at, fmt_bytes(t[4], mi->live_end));
 	}
-	if (from_cupti)
+	if (from_cupti && !wrapped)
 		fprintf(out, "(from CUPTI's memory records: no wrapped CUDA call allocated)\n");
+	else if (from_cupti)
+		fprintf(out, "(from CUPTI's memory records, which saw more than the wrapped CUDA "
+			     "calls: %s allocations and releases against %s)\n",
+			fmt_count(t[0], recorded), fmt_count(t[1], wrapped));
 	if (unmatched)
 		fprintf(out, "(%s more releases of blocks never seen allocated: not in Frees)\n",
 			fmt_count(t[0], unmatched));

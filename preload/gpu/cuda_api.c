@@ -432,7 +432,9 @@ __attribute__((noinline)) static int cuda_call(CUDA_REGS, const uint64_t *stack,
 		record(t, f, depth, t0, t1, corr, r, ip, cfa);
 	}
 	gpu_memory_nesting -= memory != 0;
-	if (unlikely(outermost) && r == 0 && !t->busy &&
+	/* PROFILER_CUDA=0 leaves the driver getters unwrapped, so these calls would see only
+	 * some allocations (on a GPU, none of cuBLAS's): CUPTI's records, or nothing, then */
+	if (unlikely(outermost) && r == 0 && !t->busy && !prof_cfg.no_cuda &&
 	    __atomic_load_n(&prof_memory_on, __ATOMIC_RELAXED))
 		gpu_memory(t, f, memory, a0, a1, a2, a3, stack, ip, cfa);
 	if (unlikely(prof_cuda_funcs[f].kind != CUDA_PLAIN) && r == 0 && prof_cuda_enabled()) {

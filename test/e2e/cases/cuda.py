@@ -323,6 +323,11 @@ def cuda_off_and_programs_without_cuda(c):
     eq(r.kv("bad"), ["0"], "PROFILER_CUDA=0: unexpected results")
     eq(cuda_fake_counts(r)["cudaMalloc"], 2, "PROFILER_CUDA=0: cudaMalloc calls made")
     eq(t.select(cat="cuda_api"), [], "PROFILER_CUDA=0: cuda_api events")
+    # nor device memory from them: with the driver getters unwrapped they would see only
+    # some allocations (a wrong peak); CUPTI's records stand in where CUPTI runs
+    eq(t.select(cat="gpu_memory"), [], "PROFILER_CUDA=0: gpu_memory events")
+    eq(c.report_json(c.path("libprof.prof"))["processes"][0]["gpu_memory"], [],
+       "PROFILER_CUDA=0: device memory tables")
     r = c.run([c.prog("basic"), "3", "1000", "exit:0"], env={"PROFILER_OUTPUT": "plain"})
     check(r.rc == 0, "basic: %r" % r)
     c.outputs("plain")

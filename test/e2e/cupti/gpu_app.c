@@ -3,7 +3,8 @@
  * InitializeInjection. Then two threads "launch" kernels and copies (the fake records
  * them as CUPTI would, on streams 7 and 13) and the program synchronizes.
  *
- *   gpu_app MODE KERNELS     MODE: plain | late | destroy | memory | memory_both;
+ *   gpu_app MODE KERNELS     MODE: plain | late | destroy | memory | memory_both |
+ *                            memory_wrapped_more;
  *                            KERNELS per thread
  *   late     afterwards calls CUPTI's claiming functions through the PLT, as torch's
  *            Kineto does when torch.profiler starts, then launches two more kernels
@@ -11,7 +12,10 @@
  *   memory   afterwards allocates device memory only CUPTI sees: 1 MiB and 2 MiB on
  *            device 0, 512 KiB on device 1, 64 KiB pinned host memory; frees the 1 MiB
  *   memory_both  the same, then one cudaMalloc/cudaFree of 4096 bytes that libprof's
- *            wrappers see (the fake libcudart.so.13 of test/e2e/cuda, dlopened)
+ *            wrappers see (the fake libcudart.so.13 of test/e2e/cuda, dlopened) and
+ *            CUPTI does not: CUPTI saw more
+ *   memory_wrapped_more  CUPTI sees the 1 MiB only, the wrappers two cudaMalloc/cudaFree
+ *            of 4096 bytes
  *   steps    only this: 10 steps (prof_step), each KERNELS kernels of argv[3] ns on
  *            stream 7, then a cudaDeviceSynchronize when argv[4] is 1 (else one sync
  *            after the last step): prof html's host-bound and sync advice
@@ -167,22 +171,29 @@ static int steps(uint64_t kernel_ns, int sync_each)
 	return 0;
 }
 
-static void memory(int wrapped_too)
+/* wrapped: how many cudaMalloc/cudaFree pairs of 4096 bytes go through the fake
+ * libcudart.so.13 that libprof's wrappers see; CUPTI records what fake_cupti_malloc
+ * allocates (all of it, or only the first 1 MiB when cupti_less). */
+static void memory(int wrapped, int cupti_less)
 {
 	uint64_t first = gpu.malloc(1 << 20, 0, 0);
-	gpu.malloc(2 << 20, 0, 0);
-	gpu.malloc(512 << 10, 1, 0);
-	gpu.malloc(64 << 10, 0, 1);
-	gpu.free(first, 1 << 20, 0);
-	if (!wrapped_too)
+	if (!cupti_less) {
+		gpu.malloc(2 << 20, 0, 0);
+		gpu.malloc(512 << 10, 1, 0);
+		gpu.malloc(64 << 10, 0, 1);
+		gpu.free(first, 1 << 20, 0);
+	}
+	if (!wrapped)
 		return;
 	void *rt = dlopen("libcudart.so.13", RTLD_NOW);
 	int (*rt_malloc)(void **, size_t) = rt ? (int (*)(void **, size_t))dlsym(rt, "cudaMalloc")
 					       : NULL;
 	int (*rt_free)(void *) = rt ? (int (*)(void *))dlsym(rt, "cudaFree") : NULL;
-	void *p = NULL;
-	printf("wrapped_malloc=%d\n", rt_malloc ? rt_malloc(&p, 4096) : -1);
-	printf("wrapped_free=%d\n", rt_free ? rt_free(p) : -1);
+	for (int i = 0; i < wrapped; i++) {
+		void *p = NULL;
+		printf("wrapped_malloc=%d\n", rt_malloc ? rt_malloc(&p, 4096) : -1);
+		printf("wrapped_free=%d\n", rt_free ? rt_free(p) : -1);
+	}
 }
 
 #ifdef LINKED
@@ -254,7 +265,8 @@ int main(int argc, char **argv)
 	if (!strcmp(mode, "pause"))
 		pause_resume();
 	if (!strncmp(mode, "memory", 6)) {
-		memory(!strcmp(mode, "memory_both"));
+		int wrapped_more = !strcmp(mode, "memory_wrapped_more");
+		memory(!strcmp(mode, "memory_both") ? 1 : wrapped_more ? 2 : 0, wrapped_more);
 		gpu.synchronize();
 	}
 	if (!strcmp(mode, "destroy")) {
