@@ -908,7 +908,8 @@ void live_outputs_take(struct live_outputs *lo, uint64_t max_json_events, struct
 	}
 	if (atomic_load(&p->result) != DONE) {
 		prof_debug(PROF_DEBUG_DRAIN, "the live outputs were not used (%s); made from the "
-					     "capture", p->why[0] ? p->why : "?");
+					     "capture; the program held for them %u times, %.3f s in all",
+			   p->why[0] ? p->why : "?", lo->holds, (double)lo->held_ns / 1e9);
 	} else {
 		if (p->made.json[0] && p->max_json_events != max_json_events) {
 			unlink(p->made.json);
