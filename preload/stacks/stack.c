@@ -250,13 +250,18 @@ static uint32_t intern_stack(const uint64_t *f, unsigned n)
  * from the live stack, hashed and compared (a way of 544 bytes, 4.4 MiB a thread, made
  * the cache's own misses most of a remembered capture's cost and evicted the program's
  * data: a CNN step's own code ran twice as slow). */
-/* Sets of two ways: a PyTorch training step takes ~4,000 distinct stacks, which thrashed
- * 4,096 ways mapped directly (37% missed); 2^12 sets of two still evicted ~200 stacks a
- * CNN step (walked again by libunwind), 2^14 ~30. 4.7 MiB of address space a thread,
- * its pages touched only as ways are used. */
-#define CACHE_SET_BITS 14
-#define CACHE_WAYS (2u << CACHE_SET_BITS)
-#define CACHE_FRAMES 40 /* native frames remembered: up to the eval loop, ~20-30 in torch */
+/* Sets of four ways: a PyTorch training step takes ~3,000-4,000 distinct stacks, which
+ * thrashed 4,096 ways mapped directly (37% missed); 2^14 sets of two still had ~20 sets
+ * a CNN step that three of its stacks fell into (by chance: 3,100 stacks in 16,384
+ * sets), whose three missed every time, walked by libunwind again: ~60 a step. 2^13
+ * sets of four: ~7 a step (PROFILER_DEBUG=stack, 100 against 300 steps). The native
+ * frames a way holds cover the default depth: a backward pass's stacks have over 40
+ * (15 a step were never remembered at 40). 6.3 MiB of address space a thread (200-byte
+ * ways), its pages touched only as ways are used. */
+#define CACHE_SET_BITS 13
+#define CACHE_SET_WAYS 4
+#define CACHE_WAYS (CACHE_SET_WAYS << CACHE_SET_BITS)
+#define CACHE_FRAMES 64 /* native frames remembered: up to the eval loop or the depth */
 #define FRAME_LIMIT (64u << 10) /* a caller's return address this far above, at most */
 #define SCAN_LIMIT (1u << 20)
 /* frames of the set key: enough to part the dispatcher's call paths; each is a dependent
@@ -285,13 +290,23 @@ struct cached_stack {
  * when there is none (no memory, or the thread is ending). */
 static __thread struct cached_stack *stack_cache __attribute__((tls_model("initial-exec")));
 #define CACHE_NONE ((struct cached_stack *)1)
-#define CACHE_BYTES ((size_t)CACHE_WAYS * sizeof(struct cached_stack) + CACHE_WALKS_BYTES)
+#define CACHE_BYTES \
+	((size_t)CACHE_WAYS * sizeof(struct cached_stack) + CACHE_WALKS_BYTES + CACHE_TAGS_BYTES)
 /* The thread's last native stack walked whole, for the next walk (fp_walk.h), and room
  * for another: after the ways, in the same mapping (8 KiB of static TLS before). */
 #define CACHE_WALKS_BYTES (2 * sizeof(struct fp_last))
 static struct fp_last *cache_walks(struct cached_stack *cache)
 {
 	return (struct fp_last *)(void *)(cache + CACHE_WAYS);
+}
+/* 16 bits of each way's start (start_tag), after the walks: 64 KiB that stay in the CPU's
+ * caches, so that a lookup reads the one way it wants instead of the first line of all
+ * four (each a miss on the 6.3 MiB of ways: two thirds of a remembered capture's lookup
+ * was the way's first line). */
+#define CACHE_TAGS_BYTES ((size_t)CACHE_WAYS * sizeof(uint16_t))
+static uint16_t *cache_tags(struct cached_stack *cache)
+{
+	return (uint16_t *)(void *)(cache_walks(cache) + 2);
 }
 
 /* PROFILER_DEBUG=stack: how the stacks were found, said at exit */
@@ -326,12 +341,16 @@ void prof_stack_say_counts(void)
  * every PyTorch operator) evicted each other when only the first frame and the stack
  * pointer keyed them. A wrong or stale distance only misses the cache: a stack is still
  * checked slot by slot against the one remembered. Each word is a 19-bit tag from the
- * address's hash above the index bits, then the distance in words (13 bits: FRAME_LIMIT
- * / 8); 0 is empty. 2^16 of them: at 2^13 the ~3,000 return addresses of a CNN step
- * overwrote each other's distances, so their stacks' keys changed from one step to the
- * next and missed: the same ~150 stacks walked by libunwind every step. */
+ * address's hash above the bucket bits, then the distance in words (13 bits: FRAME_LIMIT
+ * / 8); 0 is empty. 2^16 buckets of four: a key must not change while its stack is
+ * remembered, and with one word per hash two of a step's ~4,000 return addresses that
+ * shared a word took it from each other whenever a stack through the other was
+ * remembered, changing the keys through the first: its stacks missed, were walked and
+ * remembered, and took it back (with 2^16 words, ~10 of a CNN step's stacks every step;
+ * before, at 2^13, ~150). */
 #define DELTA_BITS 16
-static _Atomic uint32_t frame_delta[1u << DELTA_BITS];
+#define DELTA_WAYS 4
+static _Atomic uint32_t frame_delta[DELTA_WAYS << DELTA_BITS] __attribute__((aligned(16)));
 /* A range of this thread's stack known to be mapped: the union of overlapping ranges
  * from a remembered stack's pointer to its highest slot. Chain reads stay inside it (a
  * stack pointer outside it, on a signal stack or a coroutine's, reads nothing). */
@@ -347,27 +366,63 @@ static uint32_t delta_tag(uint64_t h)
 	return (uint32_t)(h >> (64 - DELTA_BITS - 19)) & 0x7ffff;
 }
 
+static _Atomic uint32_t *delta_bucket(uint64_t h)
+{
+	return &frame_delta[(h >> (64 - DELTA_BITS)) * DELTA_WAYS];
+}
+
 static uint32_t delta(uint64_t ip)
 {
 	uint64_t h = delta_hash(ip);
-	uint32_t v = atomic_load_explicit(&frame_delta[h >> (64 - DELTA_BITS)],
-					  memory_order_relaxed);
-	return v >> 13 == delta_tag(h) ? (v & 0x1fff) * 8 : 0;
+	_Atomic uint32_t *b = delta_bucket(h);
+	uint32_t tag = delta_tag(h);
+	for (unsigned i = 0; i < DELTA_WAYS; i++) {
+		uint32_t v = atomic_load_explicit(&b[i], memory_order_relaxed);
+		if (v >> 13 == tag)
+			return (v & 0x1fff) * 8;
+	}
+	return 0;
 }
 
+/* An address seen with two distances (a function that realigns its stack: AVX code
+ * does, by the incoming stack pointer) is marked unsettled, its tag with distance 0, and
+ * stays so: chain keys stop in front of it. Learning the latest instead, remembering a
+ * stack through it at one alignment changed the keys of those at the other. A full
+ * bucket gives up a word in turn (remembering is the slow path: its writes cost
+ * nothing at a capture). */
 static void learn_delta(uint64_t ip, uint64_t d)
 {
+	static _Atomic uint32_t turn;
+	if (!d || d >= FRAME_LIMIT)
+		return;
 	uint64_t h = delta_hash(ip);
-	if (d && d < FRAME_LIMIT)
-		atomic_store_explicit(&frame_delta[h >> (64 - DELTA_BITS)],
-				      delta_tag(h) << 13 | (uint32_t)(d / 8), memory_order_relaxed);
+	_Atomic uint32_t *b = delta_bucket(h);
+	uint32_t tag = delta_tag(h), want = tag << 13 | (uint32_t)(d / 8);
+	int empty = -1;
+	for (unsigned i = 0; i < DELTA_WAYS; i++) {
+		uint32_t v = atomic_load_explicit(&b[i], memory_order_relaxed);
+		if (v >> 13 == tag) {
+			if (v != want && v != tag << 13) /* another distance: unsettled */
+				atomic_store_explicit(&b[i], tag << 13, memory_order_relaxed);
+			return;
+		}
+		if (!v && empty < 0)
+			empty = (int)i;
+	}
+	unsigned at = empty >= 0 ? (unsigned)empty
+				 : atomic_fetch_add_explicit(&turn, 1, memory_order_relaxed) %
+					   DELTA_WAYS;
+	atomic_store_explicit(&b[at], want, memory_order_relaxed);
 }
 
 /* The key of a stack beginning at ip0 with stack pointer sp0: its first return addresses
  * (CHAIN_KEY_FRAMES at most), as far as the learned distances lead. */
 static uint64_t chain_key(uint64_t ip0, uint64_t sp0)
 {
-	uint64_t h = (ip0 ^ (sp0 >> 4)) * 0x9e3779b97f4a7c15ull, at = sp0 - 8, ip = ip0;
+	/* ip0 spread before sp0 joins: XORed raw, nearby call sites at nearby depths (a
+	 * site's offset against a frame's size) gave one key to many stacks, one set */
+	uint64_t h = (ip0 * 0x9e3779b97f4a7c15ull ^ sp0) * 0xbf58476d1ce4e5b9ull;
+	uint64_t at = sp0 - 8, ip = ip0;
 	uint64_t hi = sp0 >= span_lo && sp0 < span_hi ? span_hi : 0;
 	for (unsigned j = 0; j < CHAIN_KEY_FRAMES; j++) {
 		uint32_t d = delta(ip);
@@ -395,7 +450,7 @@ static struct cached_stack *cache_set(uint64_t ip0, uint64_t sp0)
 	if (cache == CACHE_NONE)
 		return 0;
 	uint64_t h = chain_key(ip0, sp0) * 0x9e3779b97f4a7c15ull;
-	return &cache[(h >> (64 - CACHE_SET_BITS)) * 2];
+	return &cache[(h >> (64 - CACHE_SET_BITS)) * CACHE_SET_WAYS];
 }
 
 void prof_stack_thread_exit(void)
@@ -429,17 +484,26 @@ static int way_hit(const struct cached_stack *c, uint64_t ip0, uint64_t sp0, uin
 	return hash_frames64(f + 1, n - 1) == c->chain;
 }
 
+/* 16 bits of a stack's start, never 0 (an empty way's). */
+static uint16_t start_tag(uint64_t ip0, uint64_t sp0)
+{
+	return (uint16_t)(((ip0 * 0xd6e8feb86659fd93ull ^ sp0) * 0x9e3779b97f4a7c15ull) >> 48) | 1;
+}
+
 /* The remembered stack that is the one beginning at ip0 with stack pointer sp0, its
- * native frames in f, or NULL; the other way of its set is the next filled. */
+ * native frames in f, or NULL; the way just used is not the next filled. */
 static struct cached_stack *cache_find(uint64_t ip0, uint64_t sp0, uint64_t *f)
 {
 	struct cached_stack *set = cache_set(ip0, sp0);
 	if (!set)
 		return 0;
-	__builtin_prefetch(&set[1].n);
-	for (unsigned w = 0; w < 2; w++)
-		if (way_hit(&set[w], ip0, sp0, f)) {
-			set[0].next_victim = !w;
+	uint16_t tag = start_tag(ip0, sp0);
+	const uint16_t *tags = cache_tags(stack_cache) + (set - stack_cache);
+	for (unsigned w = 0; w < CACHE_SET_WAYS; w++)
+		if (tags[w] == tag && way_hit(&set[w], ip0, sp0, f)) {
+			/* the way just used is not the next one replaced */
+			if (set[0].next_victim % CACHE_SET_WAYS == w)
+				set[0].next_victim = (w + 1) % CACHE_SET_WAYS;
 			return &set[w];
 		}
 	return 0;
@@ -554,8 +618,10 @@ static void remember(uint64_t *f, unsigned native, unsigned n, uint64_t sp, uint
 		span_hi = prev + 8;
 	}
 	struct cached_stack *set = cache_set(f[0], sp);
-	c = &set[set[0].next_victim & 1];
-	set[0].next_victim = !(set[0].next_victim & 1);
+	unsigned w = set[0].next_victim % CACHE_SET_WAYS;
+	c = &set[w];
+	set[0].next_victim = (w + 1) % CACHE_SET_WAYS;
+	cache_tags(stack_cache)[(set - stack_cache) + w] = start_tag(f[0], sp);
 	/* a signal handler on this thread finds the way empty until it is whole */
 	c->n = 0;
 	atomic_signal_fence(memory_order_seq_cst);
