@@ -254,10 +254,10 @@ static uint32_t intern_stack(const uint64_t *f, unsigned n)
  * thrashed 4,096 ways mapped directly (37% missed); 2^14 sets of two still had ~20 sets
  * a CNN step that three of its stacks fell into (by chance: 3,100 stacks in 16,384
  * sets), whose three missed every time, walked by libunwind again: ~60 a step. 2^13
- * sets of four: ~7 a step (PROFILER_DEBUG=stack, 100 against 300 steps). The native
- * frames a way holds cover the default depth: a backward pass's stacks have over 40
- * (15 a step were never remembered at 40). 6.3 MiB of address space a thread (200-byte
- * ways), its pages touched only as ways are used. */
+ * sets of four, with the key's fixes below: ~0 a step (PROFILER_DEBUG=stack, 100
+ * against 300 steps). The native frames a way holds cover the default depth: a backward
+ * pass's stacks have over 40 (15 a step were never remembered at 40). 6.3 MiB of address
+ * space a thread (200-byte ways) and 64 KiB of tags, pages touched only as used. */
 #define CACHE_SET_BITS 13
 #define CACHE_SET_WAYS 4
 #define CACHE_WAYS (CACHE_SET_WAYS << CACHE_SET_BITS)
@@ -280,7 +280,6 @@ struct cached_stack {
 	 * skip interning the whole stack; py_id 0: none */
 	uint32_t py_id, py_n;
 	uint64_t py_hash;
-	uint32_t next_victim; /* in a set's first way: the way remember() fills next */
 	uint64_t chain;       /* hash_frames64 of the return addresses after ip0 */
 	uint16_t gap[CACHE_FRAMES]; /* ip[j] lies gap[j] words above ip[j - 1] (j >= 1) */
 };
@@ -290,8 +289,9 @@ struct cached_stack {
  * when there is none (no memory, or the thread is ending). */
 static __thread struct cached_stack *stack_cache __attribute__((tls_model("initial-exec")));
 #define CACHE_NONE ((struct cached_stack *)1)
-#define CACHE_BYTES \
-	((size_t)CACHE_WAYS * sizeof(struct cached_stack) + CACHE_WALKS_BYTES + CACHE_TAGS_BYTES)
+#define CACHE_BYTES                                                                  \
+	((size_t)CACHE_WAYS * sizeof(struct cached_stack) + CACHE_WALKS_BYTES +          \
+	 CACHE_TAGS_BYTES + CACHE_NEXT_BYTES)
 /* The thread's last native stack walked whole, for the next walk (fp_walk.h), and room
  * for another: after the ways, in the same mapping (8 KiB of static TLS before). */
 #define CACHE_WALKS_BYTES (2 * sizeof(struct fp_last))
@@ -307,6 +307,14 @@ static struct fp_last *cache_walks(struct cached_stack *cache)
 static uint16_t *cache_tags(struct cached_stack *cache)
 {
 	return (uint16_t *)(void *)(cache_walks(cache) + 2);
+}
+/* Per set, the way remember() fills next (8 KiB, after the tags): a hit moves it off
+ * the way just used, so a stack in use is not the next replaced (with ways replaced in
+ * turn regardless, 3,072 stacks in rounds lost ~5 a round, a CNN step ~7). */
+#define CACHE_NEXT_BYTES ((size_t)CACHE_WAYS / CACHE_SET_WAYS)
+static uint8_t *cache_next(struct cached_stack *cache)
+{
+	return (uint8_t *)(cache_tags(cache) + CACHE_WAYS);
 }
 
 /* PROFILER_DEBUG=stack: how the stacks were found, said at exit */
@@ -384,12 +392,12 @@ static uint32_t delta(uint64_t ip)
 	return 0;
 }
 
-/* An address seen with two distances (a function that realigns its stack: AVX code
- * does, by the incoming stack pointer) is marked unsettled, its tag with distance 0, and
- * stays so: chain keys stop in front of it. Learning the latest instead, remembering a
- * stack through it at one alignment changed the keys of those at the other. A full
- * bucket gives up a word in turn (remembering is the slow path: its writes cost
- * nothing at a capture). */
+/* An address seen with two distances (a function that realigns its stack by the
+ * incoming stack pointer, or a copy of a return address found before its slot) is marked
+ * unsettled, its tag with distance 0, and stays so: chain keys stop in front of it.
+ * Learning the latest instead, remembering a stack through it at one distance changed
+ * the keys of those at the other. A full bucket gives up a word in turn (remembering is
+ * the slow path: its writes cost nothing at a capture). */
 static void learn_delta(uint64_t ip, uint64_t d)
 {
 	static _Atomic uint32_t turn;
@@ -491,19 +499,20 @@ static uint16_t start_tag(uint64_t ip0, uint64_t sp0)
 }
 
 /* The remembered stack that is the one beginning at ip0 with stack pointer sp0, its
- * native frames in f, or NULL; the way just used is not the next filled. */
+ * native frames in f, or NULL. */
 static struct cached_stack *cache_find(uint64_t ip0, uint64_t sp0, uint64_t *f)
 {
 	struct cached_stack *set = cache_set(ip0, sp0);
 	if (!set)
 		return 0;
 	uint16_t tag = start_tag(ip0, sp0);
-	const uint16_t *tags = cache_tags(stack_cache) + (set - stack_cache);
+	size_t first = (size_t)(set - stack_cache);
+	const uint16_t *tags = cache_tags(stack_cache) + first;
 	for (unsigned w = 0; w < CACHE_SET_WAYS; w++)
 		if (tags[w] == tag && way_hit(&set[w], ip0, sp0, f)) {
-			/* the way just used is not the next one replaced */
-			if (set[0].next_victim % CACHE_SET_WAYS == w)
-				set[0].next_victim = (w + 1) % CACHE_SET_WAYS;
+			uint8_t *next = &cache_next(stack_cache)[first / CACHE_SET_WAYS];
+			if (*next == w)
+				*next = (uint8_t)((w + 1) % CACHE_SET_WAYS);
 			return &set[w];
 		}
 	return 0;
@@ -618,10 +627,12 @@ static void remember(uint64_t *f, unsigned native, unsigned n, uint64_t sp, uint
 		span_hi = prev + 8;
 	}
 	struct cached_stack *set = cache_set(f[0], sp);
-	unsigned w = set[0].next_victim % CACHE_SET_WAYS;
+	size_t first = (size_t)(set - stack_cache);
+	uint8_t *next = &cache_next(stack_cache)[first / CACHE_SET_WAYS];
+	unsigned w = *next % CACHE_SET_WAYS;
 	c = &set[w];
-	set[0].next_victim = (w + 1) % CACHE_SET_WAYS;
-	cache_tags(stack_cache)[(set - stack_cache) + w] = start_tag(f[0], sp);
+	*next = (uint8_t)((w + 1) % CACHE_SET_WAYS);
+	cache_tags(stack_cache)[first + w] = start_tag(f[0], sp);
 	/* a signal handler on this thread finds the way empty until it is whole */
 	c->n = 0;
 	atomic_signal_fence(memory_order_seq_cst);
