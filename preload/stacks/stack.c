@@ -8,6 +8,7 @@
 #define _GNU_SOURCE
 #include <dlfcn.h>
 #include <link.h>
+#include <stddef.h>
 #include <stdint.h>
 #include <string.h>
 #include <sys/mman.h>
@@ -257,7 +258,8 @@ static uint32_t intern_stack(const uint64_t *f, unsigned n)
  * sets of four, with the key's fixes below: ~0 a step (PROFILER_DEBUG=stack, 100
  * against 300 steps). The native frames a way holds cover the default depth: a backward
  * pass's stacks have over 40 (15 a step were never remembered at 40). 6.3 MiB of address
- * space a thread (200-byte ways) and 64 KiB of tags, pages touched only as used. */
+ * space a thread (192-byte ways), 64 KiB of tags and 32 KiB of near distances, pages
+ * touched only as used. */
 #define CACHE_SET_BITS 13
 #define CACHE_SET_WAYS 4
 #define CACHE_WAYS (CACHE_SET_WAYS << CACHE_SET_BITS)
@@ -283,6 +285,11 @@ struct cached_stack {
 	uint64_t chain;       /* hash_frames64 of the return addresses after ip0 */
 	uint16_t gap[CACHE_FRAMES]; /* ip[j] lies gap[j] words above ip[j - 1] (j >= 1) */
 };
+/* three cache lines a way, the mapping page-aligned: the fields a lookup checks first in
+ * one line, the first 32 distances in the next */
+_Static_assert(sizeof(struct cached_stack) == 192 &&
+		       offsetof(struct cached_stack, gap) == 64,
+	       "a remembered stack's lines");
 
 /* Mapped at the thread's first stack (not static TLS: glibc takes that from every
  * thread's stack, and most threads never take a stack), unmapped at its exit; CACHE_NONE
@@ -291,7 +298,21 @@ static __thread struct cached_stack *stack_cache __attribute__((tls_model("initi
 #define CACHE_NONE ((struct cached_stack *)1)
 #define CACHE_BYTES                                                                  \
 	((size_t)CACHE_WAYS * sizeof(struct cached_stack) + CACHE_WALKS_BYTES +          \
-	 CACHE_TAGS_BYTES + CACHE_NEXT_BYTES)
+	 CACHE_TAGS_BYTES + CACHE_NEXT_BYTES + NEAR_BYTES)
+#define CACHE_MAP_BYTES ((CACHE_BYTES + 4095) & ~(size_t)4095)
+/* A thread that has remembered this many stacks takes stacks all the time (a training
+ * loop's): its ways are then put on huge pages. A lookup reads a way at random in 6 MiB,
+ * and with 4 KiB pages the translation missed as well (a CNN step: the ways' first
+ * lines waited on page walks; with huge pages the set's lookup costs a quarter less).
+ * Not from the start: 2 MiB for a way touched would be up to 6 MiB for every thread that
+ * takes a few stacks. */
+#define HUGE_BYTES (2u << 20)
+#define HUGE_AFTER 1024
+#ifndef MADV_COLLAPSE
+#define MADV_COLLAPSE 25 /* Linux 6.1: the pages made huge now, not by khugepaged later */
+#endif
+static __thread uint32_t remembered_here __attribute__((tls_model("initial-exec")));
+
 /* The thread's last native stack walked whole, for the next walk (fp_walk.h), and room
  * for another: after the ways, in the same mapping (8 KiB of static TLS before). */
 #define CACHE_WALKS_BYTES (2 * sizeof(struct fp_last))
@@ -315,6 +336,20 @@ static uint16_t *cache_tags(struct cached_stack *cache)
 static uint8_t *cache_next(struct cached_stack *cache)
 {
 	return (uint8_t *)(cache_tags(cache) + CACHE_WAYS);
+}
+
+/* The distances the thread's chain keys read, packed 8 to a line after the next-to-fill
+ * bytes (32 KiB, see near_delta). */
+struct near_word {
+	uint32_t tag;   /* the address's hash, never 0 (an empty word's) */
+	uint16_t words; /* its distance in words; 0: the chain stops here */
+	uint16_t stamp; /* a stop for want of a distance: delta_learned's low bits then */
+};
+#define NEAR_BITS 12
+#define NEAR_BYTES (sizeof(struct near_word) << NEAR_BITS)
+static struct near_word *cache_near(struct cached_stack *cache)
+{
+	return (struct near_word *)(void *)(cache_next(cache) + CACHE_NEXT_BYTES);
 }
 
 /* PROFILER_DEBUG=stack: how the stacks were found, said at exit */
@@ -359,6 +394,11 @@ void prof_stack_say_counts(void)
 #define DELTA_BITS 16
 #define DELTA_WAYS 4
 static _Atomic uint32_t frame_delta[DELTA_WAYS << DELTA_BITS] __attribute__((aligned(16)));
+/* Bumped when a word of frame_delta is taken from its address (marked unsettled, or given
+ * to another): every thread's near words are then dropped. delta_learned: bumped at every
+ * new distance, so that a near stop for want of one is believed only while none came. */
+static _Atomic uint32_t delta_epoch, delta_learned;
+static __thread uint32_t near_epoch __attribute__((tls_model("initial-exec")));
 /* A range of this thread's stack known to be mapped: the union of overlapping ranges
  * from a remembered stack's pointer to its highest slot. Chain reads stay inside it (a
  * stack pointer outside it, on a signal stack or a coroutine's, reads nothing). */
@@ -392,6 +432,32 @@ static uint32_t delta(uint64_t ip)
 	return 0;
 }
 
+/* delta(ip) through the thread's near words: the 1 MiB table spreads a step's ~4,000
+ * return addresses over as many cache lines, evicted by the program's own work between
+ * two captures, and a chain key's eight lookups depend on each other: at ~8 L2 misses
+ * in a row they were two thirds of the set's lookup in a CNN step. The near words pack
+ * them 8 to a line. A wrong word (a 32-bit tag shared) only misses the cache: every
+ * remembered stack is checked slot by slot. */
+static uint32_t near_delta(struct near_word *near, uint64_t ip)
+{
+	uint64_t h = ip * 0xd6e8feb86659fd93ull;
+	struct near_word *w = &near[h >> (64 - NEAR_BITS)];
+	uint32_t tag = (uint32_t)h | 1;
+	if (w->tag == tag &&
+	    (w->words ||
+	     w->stamp == (uint16_t)atomic_load_explicit(&delta_learned, memory_order_relaxed)))
+		return (uint32_t)w->words * 8;
+	uint32_t d = delta(ip);
+	/* a stop for want of a distance is stamped: one learned later is then looked up */
+	w->tag = 0;
+	atomic_signal_fence(memory_order_seq_cst);
+	w->words = (uint16_t)(d / 8);
+	w->stamp = (uint16_t)atomic_load_explicit(&delta_learned, memory_order_relaxed);
+	atomic_signal_fence(memory_order_seq_cst);
+	w->tag = tag;
+	return d;
+}
+
 /* An address seen with two distances (a function that realigns its stack by the
  * incoming stack pointer, or a copy of a return address found before its slot) is marked
  * unsettled, its tag with distance 0, and stays so: chain keys stop in front of it.
@@ -410,8 +476,10 @@ static void learn_delta(uint64_t ip, uint64_t d)
 	for (unsigned i = 0; i < DELTA_WAYS; i++) {
 		uint32_t v = atomic_load_explicit(&b[i], memory_order_relaxed);
 		if (v >> 13 == tag) {
-			if (v != want && v != tag << 13) /* another distance: unsettled */
+			if (v != want && v != tag << 13) { /* another distance: unsettled */
 				atomic_store_explicit(&b[i], tag << 13, memory_order_relaxed);
+				atomic_fetch_add_explicit(&delta_epoch, 1, memory_order_relaxed);
+			}
 			return;
 		}
 		if (!v && empty < 0)
@@ -420,6 +488,9 @@ static void learn_delta(uint64_t ip, uint64_t d)
 	unsigned at = empty >= 0 ? (unsigned)empty
 				 : atomic_fetch_add_explicit(&turn, 1, memory_order_relaxed) %
 					   DELTA_WAYS;
+	if (empty < 0) /* a word taken from another address: its distance gone */
+		atomic_fetch_add_explicit(&delta_epoch, 1, memory_order_relaxed);
+	atomic_fetch_add_explicit(&delta_learned, 1, memory_order_relaxed);
 	atomic_store_explicit(&b[at], want, memory_order_relaxed);
 }
 
@@ -432,8 +503,14 @@ static uint64_t chain_key(uint64_t ip0, uint64_t sp0)
 	uint64_t h = (ip0 * 0x9e3779b97f4a7c15ull ^ sp0) * 0xbf58476d1ce4e5b9ull;
 	uint64_t at = sp0 - 8, ip = ip0;
 	uint64_t hi = sp0 >= span_lo && sp0 < span_hi ? span_hi : 0;
+	struct near_word *near = cache_near(stack_cache);
+	uint32_t epoch = atomic_load_explicit(&delta_epoch, memory_order_relaxed);
+	if (near_epoch != epoch) { /* distances were taken back: the near words are stale */
+		memset(near, 0, NEAR_BYTES);
+		near_epoch = epoch;
+	}
 	for (unsigned j = 0; j < CHAIN_KEY_FRAMES; j++) {
-		uint32_t d = delta(ip);
+		uint32_t d = near_delta(near, ip);
 		if (!d || at + d + 8 > hi)
 			break;
 		at += d;
@@ -443,17 +520,27 @@ static uint64_t chain_key(uint64_t ip0, uint64_t sp0)
 	return h ^ h >> 29;
 }
 
-/* The set of two ways a stack beginning at ip0 with stack pointer sp0 is remembered in. */
+/* The set of four ways a stack beginning at ip0 with stack pointer sp0 is remembered in. */
 static struct cached_stack *cache_set(uint64_t ip0, uint64_t sp0)
 {
 	struct cached_stack *cache = stack_cache;
 	if (__builtin_expect(!cache, 0)) {
-		/* once per thread: its pages are touched only as ways are used */
-		void *m = mmap(0, CACHE_BYTES, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS,
-			       -1, 0);
-		stack_cache = cache = m == MAP_FAILED ? CACHE_NONE : m;
-		if (cache != CACHE_NONE)
+		/* once per thread: its pages are touched only as ways are used; the ways
+		 * begin on a huge page's boundary (see HUGE_AFTER) */
+		void *m = mmap(0, CACHE_MAP_BYTES + HUGE_BYTES, PROT_READ | PROT_WRITE,
+			       MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+		if (m == MAP_FAILED) {
+			stack_cache = cache = CACHE_NONE;
+		} else {
+			uintptr_t at = ((uintptr_t)m + HUGE_BYTES - 1) & ~(uintptr_t)(HUGE_BYTES - 1);
+			if (at != (uintptr_t)m)
+				munmap(m, at - (uintptr_t)m);
+			if ((uintptr_t)m + HUGE_BYTES != at)
+				munmap((void *)(at + CACHE_MAP_BYTES),
+				       (uintptr_t)m + HUGE_BYTES - at);
+			stack_cache = cache = (struct cached_stack *)at;
 			prof_thread_want_exit_hook(); /* unmapped there, ring or not */
+		}
 	}
 	if (cache == CACHE_NONE)
 		return 0;
@@ -468,7 +555,7 @@ void prof_stack_thread_exit(void)
 	struct cached_stack *cache = stack_cache;
 	stack_cache = CACHE_NONE;
 	if (cache && cache != CACHE_NONE)
-		munmap(cache, CACHE_BYTES);
+		munmap(cache, CACHE_MAP_BYTES);
 }
 
 /* Whether c is the stack beginning at ip0 with stack pointer sp0: its return addresses
@@ -505,6 +592,14 @@ static struct cached_stack *cache_find(uint64_t ip0, uint64_t sp0, uint64_t *f)
 	struct cached_stack *set = cache_set(ip0, sp0);
 	if (!set)
 		return 0;
+	/* the ways' first two lines asked for while the tags are read: a training step's
+	 * thousands of stacks are out of the caches between two of their captures, and
+	 * waiting for the tags, then the way, then its distances was three misses in a
+	 * row (two thirds of this lookup in a CNN step) */
+	for (unsigned w = 0; w < CACHE_SET_WAYS; w++) {
+		__builtin_prefetch(&set[w]);
+		__builtin_prefetch(&set[w].gap[0]);
+	}
 	uint16_t tag = start_tag(ip0, sp0);
 	size_t first = (size_t)(set - stack_cache);
 	const uint16_t *tags = cache_tags(stack_cache) + first;
@@ -647,6 +742,11 @@ static void remember(uint64_t *f, unsigned native, unsigned n, uint64_t sp, uint
 	c->gen = __atomic_load_n(&stack_gen, __ATOMIC_RELAXED);
 	atomic_signal_fence(memory_order_seq_cst);
 	c->n = native;
+	if (++remembered_here == HUGE_AFTER) {
+		size_t ways = (size_t)CACHE_WAYS * sizeof(struct cached_stack);
+		madvise(stack_cache, ways, MADV_HUGEPAGE);
+		madvise(stack_cache, ways, MADV_COLLAPSE); /* EINVAL before 6.1: khugepaged's */
+	}
 }
 
 static uint64_t hash64(const uint64_t *f, unsigned n)

