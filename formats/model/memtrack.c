@@ -30,6 +30,7 @@ struct mem_stream {
 	struct u64map blocks;   /* live: pointer -> size << SITE_BITS | site */
 	uint64_t live, unmatched;
 	struct u64map site_of;  /* stack -> site index */
+	struct u64map_slot *site_front; /* site_of's front (u64map.h), or NULL */
 	size_t sites_cap;
 	int64_t nostack_site;   /* the site of stack 0, -1 until made */
 	uint32_t epoch;         /* +1 at each new peak: sites save their bytes lazily */
@@ -111,12 +112,18 @@ static int queue_push(struct op_queue *q, const struct mem_op *op)
 /* The site of an allocation's stack, made when new. */
 static int64_t site_for(struct mem_image *mi, struct mem_stream *s, uint32_t stack)
 {
+	struct u64map_slot *f = s->site_front ? u64map_front_at(s->site_front, stack) : NULL;
+	if (f && f->key == stack)
+		return (int64_t)f->val;
 	int created;
 	uint64_t *slot = u64map_upsert(&s->site_of, stack, &created);
 	if (!slot)
 		return -1;
-	if (!created)
+	if (!created) {
+		if (f) /* a site, once made, stays */
+			*f = (struct u64map_slot){stack, *slot};
 		return (int64_t)*slot;
+	}
 	if (mi->nsites >= SITE_MASK || VEC_RESERVE(mi->sites, s->sites_cap, mi->nsites + 1)) {
 		u64map_remove(&s->site_of, stack, NULL);
 		return -1;
@@ -228,6 +235,7 @@ int memtrack_push(struct mem_image *mi, uint32_t thread, const struct mem_op *op
 		u64map_init(&s->queue_of);
 		u64map_init(&s->blocks);
 		u64map_init(&s->site_of);
+		s->site_front = u64map_front_new(); /* NULL: look-ups go to the map */
 		s->nostack_site = -1;
 		if (curve && !mi->curve && !(mi->curve = memcurve_new()))
 			return -1;
@@ -283,6 +291,7 @@ void memtrack_free(struct mem_image *mi)
 	u64map_free(&s->queue_of);
 	u64map_free(&s->blocks);
 	u64map_free(&s->site_of);
+	free(s->site_front);
 	free(s);
 	mi->stream = NULL;
 }

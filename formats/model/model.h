@@ -289,6 +289,7 @@ struct model {
 	uint64_t *frames;
 	size_t nframes, frames_cap;
 	struct u64map stack_ix; /* image << 32 | stack id -> stack index + 1 */
+	struct u64map_slot *stack_front; /* stack_ix's front (u64map.h), or NULL */
 	struct model_module *mods;
 	size_t nmods, mods_cap;
 	/* mods by (image, start, index), made when the capture is read (model_read): a

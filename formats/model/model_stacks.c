@@ -28,6 +28,8 @@ int model_stack_record(struct model *m, const void *payload, uint32_t len)
 	uint64_t *slot = u64map_upsert(&m->stack_ix, (uint64_t)im << 32 | cs.id, &created);
 	if (!slot)
 		return -1;
+	if (!m->stack_front)
+		m->stack_front = u64map_front_new(); /* NULL: look-ups go to the map */
 	if (cs.nframes) /* an empty stack of a damaged capture: frames may still be NULL */
 		memcpy(m->frames + m->nframes, (const char *)payload + sizeof cs,
 		       (size_t)cs.nframes * 8);
@@ -95,7 +97,13 @@ uint32_t model_frame_name(const struct model *m, uint32_t image, uint64_t pc)
 
 uint32_t model_stack_index(const struct model *m, uint32_t image, uint32_t id)
 {
-	uint64_t *v = u64map_find(&m->stack_ix, (uint64_t)image << 32 | id);
+	uint64_t key = (uint64_t)image << 32 | id;
+	struct u64map_slot *f = m->stack_front ? u64map_front_at(m->stack_front, key) : NULL;
+	if (f && f->key == key)
+		return (uint32_t)f->val;
+	uint64_t *v = u64map_find(&m->stack_ix, key);
+	if (v && f) /* an index, once given, stays */
+		*f = (struct u64map_slot){key, *v};
 	return v ? (uint32_t)*v : 0;
 }
 
@@ -191,5 +199,7 @@ void model_stacks_free(struct model *m)
 	free(m->ev_stacks_buf);
 	free(m->ev_buf);
 	u64map_free(&m->stack_ix);
+	free(m->stack_front);
+	m->stack_front = NULL;
 	u64map_free(&m->frame_names);
 }

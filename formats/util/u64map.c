@@ -139,3 +139,12 @@ void u64map_each(struct u64map *m, void (*fn)(void *ctx, uint64_t key, uint64_t 
 	if (m->has_spare)
 		fn(ctx, UINT64_MAX, &m->spare_val);
 }
+
+struct u64map_slot *u64map_front_new(void)
+{
+	struct u64map_slot *f = malloc(sizeof(*f) << U64MAP_FRONT_BITS);
+	if (f)
+		for (size_t i = 0; i < (size_t)1 << U64MAP_FRONT_BITS; i++)
+			f[i].key = EMPTY;
+	return f;
+}

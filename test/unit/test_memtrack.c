@@ -155,6 +155,29 @@ static void test_bounded_and_late(void **state)
 	assert_int_equal(mi.nsites, 0); /* no stacks: no sites */
 }
 
+/* 20,000 stacks (five times the sites' 4,096-slot front, so stacks share its slots)
+ * allocated in rounds: one site per stack, each with its own bytes. */
+static void test_sites_past_the_front(void **state)
+{
+	(void)state;
+	enum { STACKS = 20000, ROUNDS = 5 };
+	struct mem_image mi;
+	memset(&mi, 0, sizeof mi);
+	uint64_t t = 1;
+	for (unsigned r = 0; r < ROUNDS; r++)
+		for (uint32_t k = 1; k <= STACKS; k++) {
+			/* stack k's block of k bytes, left live until the last round's frees */
+			struct mem_op op = {.t = t++, .ptr = 0x100000 + ((uint64_t)r * STACKS + k) * 64,
+					    .size = k, .stack = k};
+			assert_int_equal(memtrack_push(&mi, 0, &op, 0), 0);
+		}
+	assert_int_equal(memtrack_finish(&mi), 0);
+	assert_int_equal(mi.nsites, STACKS);
+	for (size_t i = 0; i < mi.nsites; i++)
+		assert_int_equal(mi.sites[i].peak_bytes, (uint64_t)ROUNDS * mi.sites[i].stack);
+	memtrack_free(&mi);
+}
+
 /* Late points (applied out of order) keep the curve in time order and bounded, when
  * they come while every change is kept and when it turns to buckets (the turn used to
  * take the first point's time as the earliest). */
@@ -238,6 +261,7 @@ int main(void)
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_streaming_equals_sorted_replay),
 		cmocka_unit_test(test_bounded_and_late),
+		cmocka_unit_test(test_sites_past_the_front),
 		cmocka_unit_test(test_curve_late_points),
 		cmocka_unit_test(test_curve_buckets_exact),
 	};
