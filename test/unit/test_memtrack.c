@@ -176,6 +176,7 @@ static void test_sites_past_the_front(void **state)
 	for (size_t i = 0; i < mi.nsites; i++)
 		assert_int_equal(mi.sites[i].peak_bytes, (uint64_t)ROUNDS * mi.sites[i].stack);
 	memtrack_free(&mi);
+	free(mi.sites); /* the image's, not the stream's */
 }
 
 /* Late points (applied out of order) keep the curve in time order and bounded, when
