@@ -257,7 +257,7 @@ static uint32_t intern_stack(const uint64_t *f, unsigned n)
  * sets), whose three missed every time, walked by libunwind again: ~60 a step. 2^13
  * sets of four, with the key's fixes below: ~0 a step (PROFILER_DEBUG=stack, 100
  * against 300 steps). The native frames a way holds cover the default depth: a backward
- * pass's stacks have over 40 (15 a step were never remembered at 40). 6.3 MiB of address
+ * pass's stacks have over 40 (15 a step were never remembered at 40). 6.1 MiB of address
  * space a thread (192-byte ways), 64 KiB of tags and 32 KiB of near distances, pages
  * touched only as used. */
 #define CACHE_SET_BITS 13
