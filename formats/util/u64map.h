@@ -41,8 +41,9 @@ void u64map_each(struct u64map *m, void (*fn)(void *ctx, uint64_t key, uint64_t 
  * stacks among the hundreds of thousands `import torch` made): 4,096 slots mapped
  * directly, 64 KiB that stay in the CPU's caches, where the map's slots for those keys
  * lie one to a line over megabytes (its first load was 92% of the look-up in a CNN's
- * tables). Only for maps whose values never change once set, and keys other than
- * UINT64_MAX (an empty slot's). */
+ * tables). Only for maps whose values never change once set, keys other than
+ * UINT64_MAX (an empty slot's), and one thread at a time (a look-up fills its slot: two
+ * threads filling one at once could pair a key with the other's value). */
 #define U64MAP_FRONT_BITS 12
 struct u64map_slot *u64map_front_new(void); /* NULL when out of memory: no front */
 
