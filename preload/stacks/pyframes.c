@@ -100,8 +100,26 @@ struct pf_entry {
 	uint32_t line1;  /* its line + 1 */
 };
 
+/* The thread's last walk, its frames as found (innermost first): a walk takes the frames
+ * it shares with the last one at the bottom from here, without the cache (one or two
+ * misses a frame: the step's allocations run through thousands of lines, and the frames
+ * of a capture are mostly its neighbour's). A frame is the same when it lies at the same
+ * place from the bottom, at the same address, running the same code object (with the
+ * same name objects: the cache's own check) at the same instruction. */
+#define WALK_MAX (2 * PROF_MAX_STACK_DEPTH + 64)
+#define NOT_NAMED 1 /* a frame of the walk left unnamed: more than max before it */
+struct py_walk {
+	int n; /* frames in it; 0: none to take (a walk that did not reach the bottom) */
+	uintptr_t frame[WALK_MAX], instr[WALK_MAX], code[WALK_MAX];
+	uint32_t names[WALK_MAX];
+	uint64_t id[WALK_MAX]; /* as a stack holds it; 0: skipped; NOT_NAMED */
+};
+
 struct pf_cache {
 	const void *segment; /* prof_proc when filled */
+	unsigned last;       /* walk[last] is the thread's last walk */
+	int busy;            /* a walk is being written (a signal handler then walks plainly) */
+	struct py_walk walk[2];
 	struct pf_entry e[CACHE_SIZE];
 };
 
@@ -313,6 +331,130 @@ static __attribute__((noinline)) uint64_t miss(struct pf_entry *e, uintptr_t cod
 	return frame_of(e);
 }
 
+/* A frame's code object and the mix of its names the cache checks; 0: not a code object
+ * (3.13's shims hold None). */
+static inline uintptr_t code_of(const struct py_runtime *r, uintptr_t f, uint32_t *names)
+{
+	const struct py_layout *L = r->L;
+	uintptr_t code = AT(f, L->fr_code, uintptr_t);
+	if (!plausible(code, 8) || AT(code, OB_TYPE, uintptr_t) != r->code_type)
+		return 0;
+	uint64_t mixed = AT(code, L->co_filename, uintptr_t) ^
+			 AT(code, L->co_qualname, uintptr_t) << 1 ^
+			 (uintptr_t)(uint32_t)AT(code, L->co_firstlineno, int) << 48;
+	*names = (uint32_t)(mixed ^ mixed >> 32);
+	return code;
+}
+
+/* Frame f (running code, names mixed in names) as a stack holds it, through the cache:
+ * 0: skipped (a shim, an incomplete frame); UINT64_MAX: not profiling. */
+static uint64_t name_frame(const struct py_runtime *r, struct pf_cache *c, uintptr_t f,
+			   uintptr_t code, uint32_t names)
+{
+	const struct py_layout *L = r->L;
+	int owner = AT(f, L->fr_owner, char);
+	if (owner == L->owner_cstack || !code)
+		return 0;
+	intptr_t offset = (intptr_t)(AT(f, L->fr_instr, uintptr_t) -
+				     (code + (uintptr_t)L->co_code));
+	/* whether the frame is a generator's decides whether it is complete */
+	int32_t key = (int32_t)((uint32_t)offset << 1 | (owner == OWNER_GENERATOR));
+	/* two ways: frames whose keys meet in one slot (a caller and its callee, the same
+	 * every call) must not evict each other on every walk */
+	uintptr_t slot = (code >> 4 ^ code >> 12 ^ (uintptr_t)offset >> 1) & (CACHE_SIZE - 2);
+	struct pf_entry *e = &c->e[slot];
+	if (e->code != code || e->key != key || e->names != names || !e->line1) {
+		struct pf_entry *other = &c->e[slot + 1];
+		/* a hit in the second way, or the emptier / older one to refill */
+		if ((other->code == code && other->key == key && other->names == names &&
+		     other->line1) ||
+		    e->line1)
+			e = other;
+	}
+	if (likely(e->code == code && e->key == key && e->names == names && e->line1))
+		return frame_of(e);
+	return miss(e, code, offset, key, names, owner);
+}
+
+/* The frames from frame on, each named through the cache: a signal handler's walk while
+ * the thread's own is being written. */
+static int walk_plainly(const struct py_runtime *r, struct pf_cache *c, uintptr_t frame,
+			uint64_t *out, int max)
+{
+	int n = 0;
+	/* bounded even on a garbage chain; shims and incomplete frames are skipped, a few per
+	 * entry into the eval loop */
+	for (int steps = 2 * max + 64; frame && n < max && steps > 0; steps--) {
+		if (!plausible(frame, 8))
+			break;
+		uintptr_t f = frame;
+		frame = AT(f, r->L->fr_previous, uintptr_t);
+		uint32_t names = 0;
+		uintptr_t code = code_of(r, f, &names);
+		uint64_t id = name_frame(r, c, f, code, names);
+		if (id == UINT64_MAX)
+			return 0;
+		if (id)
+			out[n++] = id;
+	}
+	return n;
+}
+
+/* The frames from frame on, those shared at the bottom with the thread's last walk taken
+ * from it, the others named through the cache; this walk becomes the last one. */
+static int walk_sharing(const struct py_runtime *r, struct pf_cache *c, uintptr_t frame,
+			uint64_t *out, int max)
+{
+	const struct py_layout *L = r->L;
+	struct py_walk *now = &c->walk[c->last ^ 1];
+	const struct py_walk *before = &c->walk[c->last];
+	int k = 0, whole = 0;
+	/* the chain first (the frames lie together on the thread's frame stack), as many
+	 * steps as a plain walk may take */
+	for (int steps = 2 * max + 64; steps > 0 && k < WALK_MAX; steps--) {
+		if (!frame) {
+			whole = 1;
+			break;
+		}
+		if (!plausible(frame, 8))
+			break;
+		now->frame[k] = frame;
+		now->instr[k] = AT(frame, L->fr_instr, uintptr_t);
+		now->code[k] = code_of(r, frame, &now->names[k]);
+		frame = AT(frame, L->fr_previous, uintptr_t);
+		k++;
+	}
+	/* the frames shared at the bottom: [from, k) here, [from + shift, before->n) there */
+	int from = k, shift = 0;
+	if (whole && before->n) {
+		int j = before->n;
+		while (from > 0 && j > 0 && now->frame[from - 1] == before->frame[j - 1] &&
+		       now->instr[from - 1] == before->instr[j - 1] &&
+		       now->code[from - 1] == before->code[j - 1] &&
+		       now->names[from - 1] == before->names[j - 1])
+			from--, j--;
+		shift = j - from;
+	}
+	int n = 0, i = 0;
+	for (; i < k && n < max; i++) {
+		uint64_t id = i >= from ? before->id[i + shift] : NOT_NAMED;
+		if (id == NOT_NAMED)
+			id = name_frame(r, c, now->frame[i], now->code[i], now->names[i]);
+		if (id == UINT64_MAX) {
+			now->n = 0;
+			return 0;
+		}
+		now->id[i] = id;
+		if (id)
+			out[n++] = id;
+	}
+	for (; i < k; i++)
+		now->id[i] = i >= from ? before->id[i + shift] : NOT_NAMED;
+	now->n = whole ? k : 0;
+	c->last ^= 1;
+	return n;
+}
+
 int prof_py_stack(uint64_t *out, int max)
 {
 	const struct py_runtime *r = atomic_load_explicit(&active, memory_order_acquire);
@@ -346,53 +488,15 @@ int prof_py_stack(uint64_t *out, int max)
 		return 0;
 	if (unlikely(c->segment != prof_proc)) {
 		memset(c->e, 0, sizeof c->e);
+		c->walk[0].n = c->walk[1].n = 0;
 		c->segment = prof_proc;
 	}
-	int n = 0;
-	/* bounded even on a garbage chain; shims and incomplete frames are skipped, a few per
-	 * entry into the eval loop */
-	for (int steps = 2 * max + 64; frame && n < max && steps > 0; steps--) {
-		if (!plausible(frame, 8))
-			break;
-		uintptr_t f = frame;
-		frame = AT(f, L->fr_previous, uintptr_t);
-		int owner = AT(f, L->fr_owner, char);
-		if (owner == L->owner_cstack)
-			continue;
-		uintptr_t code = AT(f, L->fr_code, uintptr_t);
-		if (!plausible(code, 8) || AT(code, OB_TYPE, uintptr_t) != r->code_type)
-			continue; /* 3.13's shims hold None */
-		intptr_t offset = (intptr_t)(AT(f, L->fr_instr, uintptr_t) -
-					     (code + (uintptr_t)L->co_code));
-		/* whether the frame is a generator's decides whether it is complete */
-		int32_t key = (int32_t)((uint32_t)offset << 1 | (owner == OWNER_GENERATOR));
-		uint64_t mixed = AT(code, L->co_filename, uintptr_t) ^
-				 AT(code, L->co_qualname, uintptr_t) << 1 ^
-				 (uintptr_t)(uint32_t)AT(code, L->co_firstlineno, int) << 48;
-		uint32_t names = (uint32_t)(mixed ^ mixed >> 32);
-		/* two ways: frames whose keys meet in one slot (a caller and its callee, the
-		 * same every call) must not evict each other on every walk */
-		uintptr_t slot = (code >> 4 ^ code >> 12 ^ (uintptr_t)offset >> 1) & (CACHE_SIZE - 2);
-		struct pf_entry *e = &c->e[slot];
-		if (e->code != code || e->key != key || e->names != names || !e->line1) {
-			struct pf_entry *other = &c->e[slot + 1];
-			/* a hit in the second way, or the emptier / older one to refill */
-			if ((other->code == code && other->key == key && other->names == names &&
-			     other->line1) ||
-			    e->line1)
-				e = other;
-		}
-		uint64_t id;
-		if (likely(e->code == code && e->key == key && e->names == names && e->line1)) {
-			id = frame_of(e);
-		} else {
-			id = miss(e, code, offset, key, names, owner);
-			if (!id)
-				continue;
-			if (id == UINT64_MAX)
-				return 0;
-		}
-		out[n++] = id;
-	}
+	if (unlikely(c->busy))
+		return walk_plainly(r, c, frame, out, max);
+	c->busy = 1;
+	atomic_signal_fence(memory_order_seq_cst);
+	int n = walk_sharing(r, c, frame, out, max);
+	atomic_signal_fence(memory_order_seq_cst);
+	c->busy = 0;
 	return n;
 }

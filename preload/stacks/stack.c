@@ -281,6 +281,7 @@ struct cached_stack {
 	 * (py_n in all) and a hash of its Python part, so that the same Python frames again
 	 * skip interning the whole stack; py_id 0: none */
 	uint32_t py_id, py_n;
+	uint32_t after;   /* 1 + the way found at the thread's next capture last time; 0: none */
 	uint64_t py_hash;
 	uint64_t chain;       /* hash_frames64 of the return addresses after ip0 */
 	uint16_t gap[CACHE_FRAMES]; /* ip[j] lies gap[j] words above ip[j - 1] (j >= 1) */
@@ -353,7 +354,8 @@ static struct near_word *cache_near(struct cached_stack *cache)
 }
 
 /* PROFILER_DEBUG=stack: how the stacks were found, said at exit */
-enum { HOW_REMEMBERED, HOW_FP, HOW_FP_SPLICED, HOW_FP_REMEMBERED, HOW_LIBUNWIND, HOW_N };
+enum { HOW_REMEMBERED, HOW_FP, HOW_FP_SPLICED, HOW_FP_REMEMBERED, HOW_LIBUNWIND, HOW_PREDICTED,
+       HOW_N };
 static _Atomic uint64_t how_found[HOW_N];
 
 static void found(int how)
@@ -369,11 +371,12 @@ void prof_stack_say_counts(void)
 		n[i] = atomic_load_explicit(&how_found[i], memory_order_relaxed);
 	prof_debug(PROF_DEBUG_STACK,
 		   "stacks: %llu remembered, %llu walked by frame pointers (%llu ending in "
-		   "the last walk, %llu in a remembered stack), %llu by libunwind",
+		   "the last walk, %llu in a remembered stack), %llu by libunwind; %llu of the "
+		   "remembered ones where the last capture's successor was",
 		   (unsigned long long)n[HOW_REMEMBERED],
 		   (unsigned long long)(n[HOW_FP] + n[HOW_FP_SPLICED] + n[HOW_FP_REMEMBERED]),
 		   (unsigned long long)n[HOW_FP_SPLICED], (unsigned long long)n[HOW_FP_REMEMBERED],
-		   (unsigned long long)n[HOW_LIBUNWIND]);
+		   (unsigned long long)n[HOW_LIBUNWIND], (unsigned long long)n[HOW_PREDICTED]);
 }
 
 /* How far above the slot of a return address its caller's return address lies: fixed
@@ -613,6 +616,49 @@ static struct cached_stack *cache_find(uint64_t ip0, uint64_t sp0, uint64_t *f)
 	return 0;
 }
 
+/* The way the thread's last capture was found in or remembered in, 1 + its index (0:
+ * none). A training step takes its stacks in the same order every step, so the way that
+ * followed it last time is tried first, its lines asked for as the last capture ended:
+ * no set key (a chain of dependent loads), no wait for the way's first line. Only a
+ * hint: the way is checked slot by slot like any other. */
+static __thread uint32_t last_way __attribute__((tls_model("initial-exec")));
+
+/* The way that followed the last capture's, when it is the stack beginning at ip0 with
+ * stack pointer sp0 (its native frames in f). */
+static struct cached_stack *predicted(uint64_t ip0, uint64_t sp0, uint64_t *f)
+{
+	struct cached_stack *cache = stack_cache;
+	uint32_t last = last_way;
+	if (!last || !cache || cache == CACHE_NONE)
+		return 0;
+	uint32_t after = cache[last - 1].after;
+	if (!after || !way_hit(&cache[after - 1], ip0, sp0, f))
+		return 0;
+	/* kept off the set's next to fill, as a hit by the key is */
+	uint8_t *next = &cache_next(cache)[(after - 1) / CACHE_SET_WAYS];
+	if (*next == (after - 1) % CACHE_SET_WAYS)
+		*next = (uint8_t)(after % CACHE_SET_WAYS);
+	return &cache[after - 1];
+}
+
+/* c (a way of this thread's, or NULL) is where this capture's stack is: the last
+ * capture's way learns that c came after it, and c's own successor is asked for. */
+static void followed_by(struct cached_stack *c)
+{
+	struct cached_stack *cache = stack_cache;
+	uint32_t ix = c ? (uint32_t)(c - cache) + 1 : 0, last = last_way;
+	last_way = ix;
+	if (!ix)
+		return;
+	if (last && cache[last - 1].after != ix)
+		cache[last - 1].after = ix;
+	uint32_t after = c->after;
+	if (after) {
+		__builtin_prefetch(&cache[after - 1]);
+		__builtin_prefetch(&cache[after - 1].gap[0]);
+	}
+}
+
 /* Where each return address of f (f[0] at sp0 - 8) lies, searching upwards: the first
  * slot holding it above the previous one. Every address the unwinder gave is in a live
  * frame above sp0, before the stack's end; the bounds only stop the search early when
@@ -696,17 +742,16 @@ static unsigned from_cache(uint64_t *f, unsigned k, uint64_t sp, struct fp_last 
 
 /* Remembers f[0..native) (the native part of a stack whose total frames are n) as
  * beginning at sp: 0 when its slots cannot all be found. */
-static void remember(uint64_t *f, unsigned native, unsigned n, uint64_t sp, uint32_t id,
-		     int truncated)
+static struct cached_stack *remember(uint64_t *f, unsigned native, unsigned n, uint64_t sp,
+				     uint32_t id, int truncated)
 {
 	if (!native || native > CACHE_FRAMES || !stack_cache || stack_cache == CACHE_NONE)
-		return;
+		return 0;
 	/* the slots found first, the distances between them learned, then the way chosen
 	 * by the key they give */
 	struct cached_stack *c, found_at;
-	if (!find_slots(&found_at, f, native, sp)) {
-		return;
-	}
+	if (!find_slots(&found_at, f, native, sp))
+		return 0;
 	uint64_t prev = sp - 8;
 	for (unsigned j = 1; j < native; j++) {
 		learn_delta(f[j - 1], (uint64_t)found_at.gap[j] * 8);
@@ -739,6 +784,7 @@ static void remember(uint64_t *f, unsigned native, unsigned n, uint64_t sp, uint
 	c->truncated = !c->python && truncated;
 	c->id = c->python ? 0 : id;
 	c->py_id = 0;
+	c->after = 0;
 	c->gen = __atomic_load_n(&stack_gen, __ATOMIC_RELAXED);
 	atomic_signal_fence(memory_order_seq_cst);
 	c->n = native;
@@ -747,6 +793,7 @@ static void remember(uint64_t *f, unsigned native, unsigned n, uint64_t sp, uint
 		madvise(stack_cache, ways, MADV_HUGEPAGE);
 		madvise(stack_cache, ways, MADV_COLLAPSE); /* EINVAL before 6.1: khugepaged's */
 	}
+	return c;
 }
 
 static uint64_t hash64(const uint64_t *f, unsigned n)
@@ -788,7 +835,11 @@ uint32_t prof_stack_capture(uint64_t ip0, uint64_t sp0, uint64_t bp0)
 		return 0;
 	prof_trace_unshadow(); /* real return addresses back for the unwinder */
 	uint64_t cached[CACHE_FRAMES];
-	struct cached_stack *c = cache_find(ip0, sp0, cached);
+	struct cached_stack *c = predicted(ip0, sp0, cached);
+	if (c)
+		found(HOW_PREDICTED);
+	else
+		c = cache_find(ip0, sp0, cached);
 	if (c) {
 		unsigned n = 0;
 		f[0] = ip0;
@@ -796,7 +847,9 @@ uint32_t prof_stack_capture(uint64_t ip0, uint64_t sp0, uint64_t bp0)
 			n = extend_from(c, cached, f, 0, sp0, 0, 0);
 		prof_trace_reshadow();
 		found(HOW_REMEMBERED);
-		return c->id ? c->id : python_part_id(c, f, n);
+		uint32_t id = c->id ? c->id : python_part_id(c, f, n);
+		followed_by(c);
+		return id;
 	}
 	/* The frames that keep frame pointers, walked; where the walk stops in other code,
 	 * the rest of the stack as remembered from there. */
@@ -849,8 +902,8 @@ uint32_t prof_stack_capture(uint64_t ip0, uint64_t sp0, uint64_t bp0)
 			 * instead of walking and interning it again (a third of a CNN step's
 			 * stacks began in code with frame pointers) */
 			uint32_t id = intern_stack(fp, n);
-			if (id)
-				remember(fp, native, n, sp0, native == n ? id : 0, truncated);
+			followed_by(id ? remember(fp, native, n, sp0, native == n ? id : 0, truncated)
+				       : 0);
 			prof_trace_reshadow();
 			return id;
 		}
@@ -895,8 +948,10 @@ uint32_t prof_stack_capture(uint64_t ip0, uint64_t sp0, uint64_t bp0)
 	 * chain's exit) and every slot was found, while the real addresses are in place */
 	int cacheable = f[0] == ip0 && native > k;
 	uint32_t id = intern_stack(f, total);
+	struct cached_stack *way = 0;
 	if (cacheable && id)
-		remember(f + k, native - k, total - k, k ? w.sp : sp0, k ? 0 : id, cut);
+		way = remember(f + k, native - k, total - k, k ? w.sp : sp0, k ? 0 : id, cut);
+	followed_by(k ? 0 : way); /* a way keyed at frame k is not where a capture begins */
 	prof_trace_reshadow();
 	return id;
 }

@@ -334,13 +334,14 @@ def stack_settings_rejected(c):
 
 
 STACK_SAY = re.compile(r"stacks: (\d+) remembered, (\d+) walked by frame pointers .*, (\d+) "
-                       r"by libunwind")
+                       r"by libunwind; (\d+) of the remembered ones where the last capture's "
+                       r"successor was")
 
 
 def stacks_by_walk(c, out, argv, mode, depth=64):
     """The folded stacks (process frame left out) of argv run with PROFILER_STACK=alloc
     and PROFILER_STACK_UNWIND=mode, and PROFILER_DEBUG=stack's counts: (remembered,
-    walked by frame pointers, by libunwind)."""
+    walked by frame pointers, by libunwind, found where the last one's successor was)."""
     r = c.run(argv, env={"PROFILER_STACK": "alloc", "PROFILER_STACK_UNWIND": mode,
                          "PROFILER_STACK_DEPTH": str(depth), "PROFILER_DEBUG": "stack",
                          "PROFILER_OUTPUT": out, "PROFILER_RING_SIZE": "64M"})
@@ -373,7 +374,7 @@ def stack_walk_matches_libunwind(c):
         check(len(stacks["auto"]) >= 128, "%s: %d stacks" % (build, len(stacks["auto"])))
         check(max(len(f) for f, _ in stacks["auto"]) >= 40, "%s: the deepest stack" % build)
         eq(stacks["auto"], stacks["libunwind"], "%s: the stacks walked and libunwind's" % build)
-        remembered, walked, unwound = counts["auto"]
+        remembered, walked, unwound, _ = counts["auto"]
         if build == "fp":
             # each stack walked by frame pointers, or remembered from a walk (the cache
             # holds 64 frames a way: these stacks are 12-43 deep)
@@ -436,15 +437,22 @@ def stack_rounds_remembered(c):
     """The same ~3,000 distinct stacks, round after round (as training steps repeat
     theirs): after the first round libunwind walks almost none again. With two ways a
     set, the ~14 sets that three of them fall into by chance missed every round (~40
-    walks a round; a CNN step's ~60)."""
+    walks a round; a CNN step's ~60). Taken in the same order each round, a remembered
+    one is found where the last capture's successor was (no set key, no wait)."""
     prog = c.cc("stack_rounds", [os.path.join(HERE, "cases", "stacks_walk", "stack_rounds.c")],
                 ["-O0"])
-    walks = {}
+    walks, remembered, predicted = {}, {}, {}
     for rounds in (2, 12):
         _, counts = stacks_by_walk(c, "rounds_%d" % rounds, [prog, rounds], "libunwind")
-        walks[rounds] = counts[2]
+        walks[rounds], remembered[rounds], predicted[rounds] = counts[2], counts[0], counts[3]
     check(walks[2] >= 3072, "the first rounds' walks: %r" % walks)
     per_round = (walks[12] - walks[2]) / 10
     check(per_round <= 15, "stacks walked by libunwind again each round: %.1f (%r)"
           % (per_round, walks))
-    c.note("%d walks in 2 rounds, %.1f a round after" % (walks[2], per_round))
+    later = remembered[12] - remembered[2]
+    share = (predicted[12] - predicted[2]) / later if later > 0 else 0
+    check(later >= 10 * 3000 and share >= 0.95,
+          "rounds 3-12: %d remembered, %.1f%% where the last one's successor was"
+          % (later, 100 * share))
+    c.note("%d walks in 2 rounds, %.1f a round after; %.1f%% of later captures where "
+           "the last one's successor was" % (walks[2], per_round, 100 * share))

@@ -160,6 +160,37 @@ recurse(100, lambda: same_stack("deep, whole stack"))
 recurse(100, lambda: same_stack("deep, max 5", 5))
 recurse(3, lambda: same_stack("max 1", 1))
 
+# --- frames shared with the last walk (taken from it, not named again) -----------------
+# g's frame lies at the same address, runs the same code at the same instruction, under
+# two different callers: only its bottom frames are shared with the last walk's.
+
+def g():
+    return same_stack("shared bottom, another caller")
+
+
+def caller_a():
+    return g()
+
+
+def caller_b():
+    return g()
+
+
+for _ in range(3):
+    caller_a()
+    caller_b()
+for line_kind in range(4):  # one caller, a different line each call, then the same again
+    if line_kind % 2:
+        same_stack("same caller, line 1")
+    else:
+        same_stack("same caller, line 2")
+recurse(3, lambda: same_stack("a short walk (max 2)", 2))
+recurse(3, lambda: same_stack("then the whole stack where the short one stopped"))
+recurse(3, lambda: same_stack("again the short one", 2))
+recurse(400, lambda: same_stack("deeper than a walk keeps"))
+recurse(400, lambda: same_stack("deeper than a walk keeps, again"))
+recurse(2, lambda: same_stack("shallow after deep"))
+
 # --- where the walk must give nothing -------------------------------------------------
 
 check(lib.probe_foreign_thread() == 0, "a thread Python never saw has no frames")
