@@ -26,6 +26,7 @@ import long_run  # noqa: E402
 import merge_ranks  # noqa: E402
 import thread_cost  # noqa: E402
 import torch_stacks  # noqa: E402
+import torch_step_blocks  # noqa: E402
 
 B = os.environ.get("BUILD", os.path.join(os.path.dirname(__file__), "..", "build"))
 N = int(os.environ.get("BENCH_N", "2000000"))
@@ -458,9 +459,9 @@ def same_peak_and_sites():
 
 
 if __name__ == "__main__":
-    # BENCH_ONLY=torch_stacks needs only make's libprof.so (not make bench's programs)
-    needed = (LIB,) if os.environ.get("BENCH_ONLY") == "torch_stacks" else (LOOP, LIB, PROF,
-                                                                             STACKS)
+    # BENCH_ONLY=torch_stacks (or torch_step_blocks) needs only make's libprof.so
+    needed = (LIB,) if os.environ.get("BENCH_ONLY") in ("torch_stacks", "torch_step_blocks") \
+        else (LOOP, LIB, PROF, STACKS)
     for p in needed:
         if not os.path.exists(p):
             sys.exit(f"bench: {p} is missing; run make bench")
@@ -472,6 +473,8 @@ if __name__ == "__main__":
              # profile_memory+with_stack (BENCH_TORCH_PYTHON picks the Python)
              "torch_stacks": lambda: torch_stacks.torch_stacks(B, WORK, clean_env,
                                                                rounds=max(3, ROUNDS // 2)),
+             # the same steps in blocks in one process (the VM's drift on all alike)
+             "torch_step_blocks": lambda: torch_step_blocks.step_blocks(B),
              "throughput": throughput, "stacks": stacks_overhead,
              "peak_sites": same_peak_and_sites,
              "long_run": lambda: long_run.long_run(B, WORK, clean_env),

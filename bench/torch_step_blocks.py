@@ -14,8 +14,9 @@ bench/torch_stacks.py's short runs see). Each block's median step, then the
 median over BENCH_ROUNDS rounds (min-max). A separate native process (libprof not
 preloaded) gives the paused state's own cost beside it.
 
-    BUILD=$PWD/build python3 bench/torch_step_blocks.py              # PyPI's torch 2.x
+    BUILD=$PWD/build python3 bench/torch_step_blocks.py  # the venv's torch 2.x (else Debian's)
     BENCH_TORCH_PYTHON=/usr/bin/python3 BUILD=$PWD/build python3 bench/torch_step_blocks.py
+    BENCH_ONLY=torch_step_blocks BUILD=$PWD/build python3 bench/run.py  # the same
     BENCH_STACKS_MODELS=cnn,gpt2 (default cnn)
 """
 import json
@@ -135,22 +136,28 @@ def run(py, model, block_n, rounds, env):
     return json.loads((line + out).strip().splitlines()[-1]), err, settled
 
 
-def main():
+def step_blocks(build, rounds=None):
+    """The table for each Python of BENCH_TORCH_PYTHON with torch (default: the suite's
+    torch 2.x venv, else Debian's) and each model of BENCH_STACKS_MODELS (default cnn)."""
     import statistics
     sys.path.insert(0, HERE)
     import torch_stacks  # noqa: E402 (the CPU model, as the other tables give it)
-    build = os.path.abspath(os.environ.get("BUILD", "build"))
-    pys = (os.environ.get("BENCH_TORCH_PYTHON") or
-           os.path.expanduser("~/.cache/libprof/torch2env/bin/python")).split(",")
+    build = os.path.abspath(build)
+    pys = [py for py in (os.environ.get("BENCH_TORCH_PYTHON", "").split(",")
+                         if os.environ.get("BENCH_TORCH_PYTHON")
+                         else torch_stacks.default_pythons())
+           if torch_stacks.has(py, "torch")]
     models = os.environ.get("BENCH_STACKS_MODELS", "cnn").split(",")
-    rounds = int(os.environ.get("BENCH_ROUNDS", "15"))
+    rounds = rounds or int(os.environ.get("BENCH_ROUNDS", "15"))
     work = tempfile.mkdtemp(prefix="libprof-step-blocks-")
     clean = {k: v for k, v in os.environ.items()
              if not k.startswith("PROFILER_") and k != "LD_PRELOAD"}
     clean["OMP_NUM_THREADS"] = "1"
     bare = dict(clean, LD_PRELOAD=os.path.join(build, "libprof.so"), PROFILER_AUTOSTART="1",
                 PROFILER_STACK="alloc", PROFILER_OUTPUT=os.path.join(work, "blocks"))
-    print(f"Training steps in blocks, one process (issue 29); {torch_stacks.cpu_model()}")
+    print(f"\nTraining steps in blocks, one process (issue 29); {torch_stacks.cpu_model()}")
+    if not pys:
+        print("  skipped: no Python with torch (BENCH_TORCH_PYTHON)")
     for py in pys:
         for model in models:
             block_n = int(os.environ.get("BENCH_BLOCK", {"cnn": "40", "gpt2": "6"}[model]))
@@ -180,4 +187,4 @@ def main():
 
 
 if __name__ == "__main__":
-    main()
+    step_blocks(os.environ.get("BUILD", "build"))
