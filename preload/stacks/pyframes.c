@@ -493,10 +493,15 @@ int prof_py_stack(uint64_t *out, int max)
 	}
 	if (unlikely(c->busy))
 		return walk_plainly(r, c, frame, out, max);
+	const void *segment = c->segment;
 	c->busy = 1;
 	atomic_signal_fence(memory_order_seq_cst);
 	int n = walk_sharing(r, c, frame, out, max);
 	atomic_signal_fence(memory_order_seq_cst);
+	/* a signal handler's walk that met another segment meanwhile dropped the walks: this
+	 * one's names are the old segment's, not to be shared */
+	if (unlikely(c->segment != segment))
+		c->walk[0].n = c->walk[1].n = 0;
 	c->busy = 0;
 	return n;
 }
