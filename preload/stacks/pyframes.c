@@ -337,6 +337,7 @@ static inline uintptr_t code_of(const struct py_runtime *r, uintptr_t f, uint32_
 {
 	const struct py_layout *L = r->L;
 	uintptr_t code = AT(f, L->fr_code, uintptr_t);
+	*names = 0;
 	if (!plausible(code, 8) || AT(code, OB_TYPE, uintptr_t) != r->code_type)
 		return 0;
 	uint64_t mixed = AT(code, L->co_filename, uintptr_t) ^
