@@ -110,9 +110,12 @@ struct pf_entry {
 #define NOT_NAMED 1 /* a frame of the walk left unnamed: more than max before it */
 struct py_walk {
 	int n; /* frames in it; 0: none to take (a walk that did not reach the bottom) */
+	int max, out_n;    /* the frames it gave (out_n of at most max) */
+	uint64_t out_hash; /* their hash (prof_py_stack_hashed) */
 	uintptr_t frame[WALK_MAX], instr[WALK_MAX], code[WALK_MAX];
 	uint32_t names[WALK_MAX];
 	uint64_t id[WALK_MAX]; /* as a stack holds it; 0: skipped; NOT_NAMED */
+	uint64_t out[WALK_MAX];
 };
 
 struct pf_cache {
@@ -401,6 +404,33 @@ static int walk_plainly(const struct py_runtime *r, struct pf_cache *c, uintptr_
 	return n;
 }
 
+static uint64_t hash_ids(const uint64_t *f, int n)
+{
+	uint64_t h = 0x9e3779b97f4a7c15ull ^ (uint64_t)n;
+	for (int i = 0; i < n; i++)
+		h = (h ^ f[i]) * 0xff51afd7ed558ccdull, h ^= h >> 32;
+	return h;
+}
+
+/* Whether the chain from frame on is the last walk's, frame by frame from the top: the
+ * same frames running the same code objects (with the same name objects) at the same
+ * instructions. Most captures are: an operator makes several allocations, a backward
+ * pass thousands, under one Python stack. One pass down the chain, without the pairing
+ * from the bottom and the naming that a changed stack needs. */
+static int same_walk(const struct py_runtime *r, const struct py_walk *last, uintptr_t frame)
+{
+	const struct py_layout *L = r->L;
+	for (int i = 0; i < last->n; i++) {
+		if (frame != last->frame[i] || AT(frame, L->fr_instr, uintptr_t) != last->instr[i])
+			return 0;
+		uint32_t names;
+		if (code_of(r, frame, &names) != last->code[i] || names != last->names[i])
+			return 0;
+		frame = AT(frame, L->fr_previous, uintptr_t);
+	}
+	return !frame;
+}
+
 /* The frames from frame on, those shared at the bottom with the thread's last walk taken
  * from it, the others named through the cache; this walk becomes the last one. */
 static int walk_sharing(const struct py_runtime *r, struct pf_cache *c, uintptr_t frame,
@@ -451,6 +481,10 @@ static int walk_sharing(const struct py_runtime *r, struct pf_cache *c, uintptr_
 	}
 	for (; i < k; i++)
 		now->id[i] = i >= from ? before->id[i + shift] : NOT_NAMED;
+	memcpy(now->out, out, (size_t)n * sizeof *out);
+	now->out_n = n;
+	now->max = max;
+	now->out_hash = hash_ids(out, n);
 	now->n = whole ? k : 0;
 	c->last ^= 1;
 	return n;
@@ -458,7 +492,14 @@ static int walk_sharing(const struct py_runtime *r, struct pf_cache *c, uintptr_
 
 int prof_py_stack(uint64_t *out, int max)
 {
+	uint64_t hash;
+	return prof_py_stack_hashed(out, max, &hash);
+}
+
+int prof_py_stack_hashed(uint64_t *out, int max, uint64_t *hash)
+{
 	const struct py_runtime *r = atomic_load_explicit(&active, memory_order_acquire);
+	*hash = hash_ids(out, 0);
 	if (!r || max <= 0)
 		return 0;
 	/* finalization frees thread states (also other threads'): stop reading before */
@@ -492,12 +533,26 @@ int prof_py_stack(uint64_t *out, int max)
 		c->walk[0].n = c->walk[1].n = 0;
 		c->segment = prof_proc;
 	}
-	if (unlikely(c->busy))
-		return walk_plainly(r, c, frame, out, max);
+	if (unlikely(c->busy)) {
+		int n = walk_plainly(r, c, frame, out, max);
+		*hash = hash_ids(out, n > 0 ? n : 0);
+		return n;
+	}
 	const void *segment = c->segment;
 	c->busy = 1;
 	atomic_signal_fence(memory_order_seq_cst);
-	int n = walk_sharing(r, c, frame, out, max);
+	const struct py_walk *last = &c->walk[c->last];
+	int n;
+	if (last->n && last->max == max && same_walk(r, last, frame)) {
+		n = last->out_n; /* the last walk stays the last */
+		memcpy(out, last->out, (size_t)n * sizeof *out);
+		*hash = last->out_hash;
+	} else {
+		n = walk_sharing(r, c, frame, out, max);
+		*hash = c->walk[c->last].out_hash; /* this walk's, or (failed) the empty one's */
+		if (n <= 0)
+			*hash = hash_ids(out, 0);
+	}
 	atomic_signal_fence(memory_order_seq_cst);
 	/* a signal handler's walk that met another segment meanwhile dropped the walks: this
 	 * one's names are the old segment's, not to be shared */

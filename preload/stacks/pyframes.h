@@ -19,6 +19,9 @@ void prof_py_init(void);
  * returns how many (0 when the thread runs no Python, no string id could be had, or no
  * supported interpreter was found). */
 int prof_py_stack(uint64_t *out, int max);
+/* The same, and a 64-bit hash of the frames written (of none when it returns 0 or less):
+ * two calls that return the same frames give the same hash. */
+int prof_py_stack_hashed(uint64_t *out, int max, uint64_t *hash);
 /* The ending thread's frame cache unmapped. */
 void prof_py_thread_exit(void);
 

@@ -131,19 +131,24 @@ void prof_stack_setup(void)
 			 __ATOMIC_RELAXED);
 }
 
-/* Four independent lanes: a dependent multiply per frame made hashing a deep stack cost
- * as much as a third of unwinding it. */
+/* Four independent lanes, as four variables: a dependent multiply per frame made hashing
+ * a deep stack cost as much as a third of unwinding it, and lanes in an array stayed in
+ * memory, each step waiting on its store. */
 static uint64_t hash_frames64(const uint64_t *f, unsigned n)
 {
-	uint64_t h[4] = {0x9e3779b97f4a7c15ull ^ n, 0xc2b2ae3d27d4eb4full, 0x165667b19e3779f9ull,
-			 0x27d4eb2f165667c5ull};
+	const uint64_t m = 0xff51afd7ed558ccdull;
+	uint64_t a = 0x9e3779b97f4a7c15ull ^ n, b = 0xc2b2ae3d27d4eb4full,
+		 c = 0x165667b19e3779f9ull, d = 0x27d4eb2f165667c5ull;
 	unsigned i = 0;
-	for (; i + 4 <= n; i += 4)
-		for (unsigned k = 0; k < 4; k++)
-			h[k] = (h[k] ^ f[i + k]) * 0xff51afd7ed558ccdull;
+	for (; i + 4 <= n; i += 4) {
+		a = (a ^ f[i]) * m;
+		b = (b ^ f[i + 1]) * m;
+		c = (c ^ f[i + 2]) * m;
+		d = (d ^ f[i + 3]) * m;
+	}
 	for (; i < n; i++)
-		h[0] = (h[0] ^ f[i]) * 0xff51afd7ed558ccdull;
-	uint64_t x = h[0] ^ (h[1] >> 17) ^ (h[2] << 13) ^ (h[3] >> 29);
+		a = (a ^ f[i]) * m;
+	uint64_t x = a ^ (b >> 17) ^ (c << 13) ^ (d >> 29);
 	x ^= x >> 32;
 	x *= 0xc4ceb9fe1a85ec53ull;
 	return x ^ x >> 29;
@@ -357,6 +362,8 @@ static struct near_word *cache_near(struct cached_stack *cache)
 enum { HOW_REMEMBERED, HOW_FP, HOW_FP_SPLICED, HOW_FP_REMEMBERED, HOW_LIBUNWIND, HOW_PREDICTED,
        HOW_N };
 static _Atomic uint64_t how_found[HOW_N];
+/* remembered captures' native and Python frames, summed */
+static _Atomic uint64_t remembered_frames[2];
 
 static void found(int how)
 {
@@ -372,11 +379,16 @@ void prof_stack_say_counts(void)
 	prof_debug(PROF_DEBUG_STACK,
 		   "stacks: %llu remembered, %llu walked by frame pointers (%llu ending in "
 		   "the last walk, %llu in a remembered stack), %llu by libunwind; %llu of the "
-		   "remembered ones where the last capture's successor was",
+		   "remembered ones where the last capture's successor was; %.1f native and "
+		   "%.1f Python frames a remembered one",
 		   (unsigned long long)n[HOW_REMEMBERED],
 		   (unsigned long long)(n[HOW_FP] + n[HOW_FP_SPLICED] + n[HOW_FP_REMEMBERED]),
 		   (unsigned long long)n[HOW_FP_SPLICED], (unsigned long long)n[HOW_FP_REMEMBERED],
-		   (unsigned long long)n[HOW_LIBUNWIND], (unsigned long long)n[HOW_PREDICTED]);
+		   (unsigned long long)n[HOW_LIBUNWIND], (unsigned long long)n[HOW_PREDICTED],
+		   (double)atomic_load_explicit(&remembered_frames[0], memory_order_relaxed) /
+			   (double)(n[HOW_REMEMBERED] ? n[HOW_REMEMBERED] : 1),
+		   (double)atomic_load_explicit(&remembered_frames[1], memory_order_relaxed) /
+			   (double)(n[HOW_REMEMBERED] ? n[HOW_REMEMBERED] : 1));
 }
 
 /* How far above the slot of a return address its caller's return address lies: fixed
@@ -699,10 +711,14 @@ static unsigned with_python(uint64_t *f, unsigned n, unsigned *native)
 }
 
 /* from_cache's frames from c, found with its native frames in native; native_n (when
- * given): how many of them are native (before the Python ones). */
+ * given): how many of them are native (before the Python ones); py_hash (when given): a
+ * hash of the Python frames after them (0: none). */
 static unsigned extend_from(const struct cached_stack *c, const uint64_t *native, uint64_t *f,
-			    unsigned k, uint64_t sp, struct fp_last *whole, unsigned *native_n)
+			    unsigned k, uint64_t sp, struct fp_last *whole, unsigned *native_n,
+			    uint64_t *py_hash)
 {
+	if (py_hash)
+		*py_hash = 0;
 	/* cut at the depth after other frames in front: here it would end too soon */
 	if (c->truncated && k + c->n < depth_max)
 		return 0;
@@ -711,9 +727,13 @@ static unsigned extend_from(const struct cached_stack *c, const uint64_t *native
 		*native_n = n;
 	memcpy(f + k, native, (size_t)(n - k) * 8);
 	if (c->python && n == k + c->n) {
-		int py = prof_py_stack(f + n, (int)depth_max);
-		if (py > 0)
+		uint64_t h;
+		int py = prof_py_stack_hashed(f + n, (int)depth_max, &h);
+		if (py > 0) {
 			n += (unsigned)py;
+			if (py_hash)
+				*py_hash = h;
+		}
 	} else if (whole && !c->python) {
 		/* a native stack, whole: the thread's last, for the next walk (the frames
 		 * before k are the walk's, in whole already) */
@@ -737,7 +757,7 @@ static unsigned from_cache(uint64_t *f, unsigned k, uint64_t sp, struct fp_last 
 {
 	uint64_t native[CACHE_FRAMES];
 	const struct cached_stack *c = cache_find(f[k], sp, native);
-	return c ? extend_from(c, native, f, k, sp, whole, native_n) : 0;
+	return c ? extend_from(c, native, f, k, sp, whole, native_n, 0) : 0;
 }
 
 /* Remembers f[0..native) (the native part of a stack whose total frames are n) as
@@ -796,22 +816,14 @@ static struct cached_stack *remember(uint64_t *f, unsigned native, unsigned n, u
 	return c;
 }
 
-static uint64_t hash64(const uint64_t *f, unsigned n)
+/* The id of a remembered stack (native part checked) with the Python frames it has now
+ * (h: their hash, prof_py_stack_hashed's; 0: none): the last id taken here when they are
+ * the same, else interned and kept. A signal handler on this thread may rewrite the
+ * entry between two reads: the id is read before and after the hash, and used only when
+ * both agree. */
+static uint32_t python_part_id(struct cached_stack *c, const uint64_t *f, unsigned n,
+			       uint64_t h)
 {
-	uint64_t h = 0x9e3779b97f4a7c15ull ^ n;
-	for (unsigned i = 0; i < n; i++)
-		h = (h ^ f[i]) * 0xff51afd7ed558ccdull, h ^= h >> 32;
-	return h;
-}
-
-/* The id of a remembered stack (native part checked) with the Python frames it has now:
- * the last id taken here when they are the same (by a 64-bit hash of them), else
- * interned and kept. A signal handler on this thread may rewrite the entry between two
- * reads: the id is read before and after the hash, and used only when both agree. */
-static uint32_t python_part_id(struct cached_stack *c, const uint64_t *f, unsigned n)
-{
-	unsigned native = c->n < n ? c->n : n;
-	uint64_t h = hash64(f + native, n - native);
 	uint32_t id = c->py_id;
 	atomic_signal_fence(memory_order_seq_cst);
 	int same = c->py_hash == h && c->py_n == n;
@@ -842,12 +854,19 @@ uint32_t prof_stack_capture(uint64_t ip0, uint64_t sp0, uint64_t bp0)
 		c = cache_find(ip0, sp0, cached);
 	if (c) {
 		unsigned n = 0;
+		uint64_t py_hash = 0;
 		f[0] = ip0;
 		if (!c->id)
-			n = extend_from(c, cached, f, 0, sp0, 0, 0);
+			n = extend_from(c, cached, f, 0, sp0, 0, 0, &py_hash);
 		prof_trace_reshadow();
 		found(HOW_REMEMBERED);
-		uint32_t id = c->id ? c->id : python_part_id(c, f, n);
+		if (__builtin_expect(prof_debug_mask & PROF_DEBUG_STACK, 0)) {
+			unsigned native = c->id ? c->n : c->n < n ? c->n : n;
+			atomic_fetch_add_explicit(&remembered_frames[0], native, memory_order_relaxed);
+			atomic_fetch_add_explicit(&remembered_frames[1], c->id ? 0 : n - native,
+						  memory_order_relaxed);
+		}
+		uint32_t id = c->id ? c->id : python_part_id(c, f, n, py_hash);
 		followed_by(c);
 		return id;
 	}

