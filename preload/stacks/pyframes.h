@@ -22,6 +22,9 @@ int prof_py_stack(uint64_t *out, int max);
 /* The same, and a 64-bit hash of the frames written (of none when it returns 0 or less):
  * two calls that return the same frames give the same hash. */
 int prof_py_stack_hashed(uint64_t *out, int max, uint64_t *hash);
+/* Asks for the lines the thread's next walk most likely reads (its last walk's frames and
+ * code objects): call early in a capture, before other work. Loads nothing. */
+void prof_py_prefetch(void);
 /* The ending thread's frame cache unmapped. */
 void prof_py_thread_exit(void);
 

@@ -846,6 +846,9 @@ uint32_t prof_stack_capture(uint64_t ip0, uint64_t sp0, uint64_t bp0)
 	if (!unw_backtrace_fn || !prof_proc)
 		return 0;
 	prof_trace_unshadow(); /* real return addresses back for the unwinder */
+	/* the last Python walk's frames and code objects asked for now: most captures
+	 * check the same ones, and they are out of the caches after an operator's work */
+	prof_py_prefetch();
 	uint64_t cached[CACHE_FRAMES];
 	struct cached_stack *c = predicted(ip0, sp0, cached);
 	if (c)
