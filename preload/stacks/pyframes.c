@@ -574,9 +574,8 @@ int prof_py_stack_hashed(uint64_t *out, int max, uint64_t *hash)
 		*hash = last->out_hash;
 	} else {
 		n = walk_sharing(r, c, frame, out, max);
-		*hash = c->walk[c->last].out_hash; /* this walk's, or (failed) the empty one's */
-		if (n <= 0)
-			*hash = hash_ids(out, 0);
+		if (n > 0)
+			*hash = c->walk[c->last].out_hash; /* this walk's: it became the last */
 	}
 	atomic_signal_fence(memory_order_seq_cst);
 	/* a signal handler's walk that met another segment meanwhile dropped the walks: this
