@@ -19,6 +19,7 @@
 
 #include "collector/drain/collector.h"
 #include "collector/commands.h"
+#include "collector/huge_malloc.h"
 #include "collector/options.h"
 #include "collector/shm/reclaim.h"
 #include "preload/common/child_setup.h"
@@ -149,6 +150,7 @@ static int parse(int argc, char **argv, struct prof_config *c, int *cmd_at, int 
 
 static void child_environment(const struct prof_config *c, const char *lib, const char *sid)
 {
+	huge_malloc_restore(); /* the command's own GLIBC_TUNABLES */
 	const char *old = getenv("LD_PRELOAD");
 	char preload[strlen(lib) + (old ? strlen(old) : 0) + 16];
 	prof_preload_entry(preload, sizeof preload, lib, old);

@@ -4,6 +4,7 @@
 
 #include "collector/commands.h"
 #include "collector/drain/live.h"
+#include "collector/huge_malloc.h"
 #include "preload/common/debug.h"
 #include "collector/options.h"
 
@@ -79,9 +80,11 @@ int main(int argc, char **argv)
 		printf("prof (libprof) %s\n", PROF_VERSION);
 		return 0;
 	}
-	/* the collector inherits the program's environment */
-	prof_debug_init(environ);
 	if (!(c = find(cmd)))
 		return 2;
+	if (c->run == cmd_record || c->run == cmd_collect)
+		huge_malloc_reexec(argv);
+	/* the collector inherits the program's environment */
+	prof_debug_init(environ);
 	return c->run(argc - 1, argv + 1);
 }

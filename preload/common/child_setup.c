@@ -85,6 +85,17 @@ int prof_preload_entry(char *out, size_t len, const char *lib, const char *old)
 	return concat(out, len, (const char *[]){"LD_PRELOAD=", lib, NULL});
 }
 
+int prof_tunables_entry(char *out, size_t len, const char *old)
+{
+	if (old && strstr(old, PROF_HUGE_MALLOC_TUNABLE))
+		return concat(out, len, (const char *[]){"GLIBC_TUNABLES=", old, NULL});
+	if (old && *old)
+		return concat(out, len, (const char *[]){"GLIBC_TUNABLES=", old, ":",
+							 PROF_HUGE_MALLOC_TUNABLE "=1", NULL});
+	return concat(out, len,
+		      (const char *[]){"GLIBC_TUNABLES=", PROF_HUGE_MALLOC_TUNABLE "=1", NULL});
+}
+
 struct close_walk {
 	int low;
 };

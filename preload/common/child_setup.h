@@ -25,6 +25,15 @@ size_t prof_env_drop(char *const *env, const char *const *drop, char **out);
  * lib already (or lib is unknown: ""). 0, or -1 when out is too short (cut there). */
 int prof_preload_entry(char *out, size_t len, const char *lib, const char *old);
 
+/* "GLIBC_TUNABLES=..." for libprof's own processes (the collector, its tables child):
+ * old (the value they would have had, NULL if none) with glibc's malloc asked to put its
+ * memory on transparent huge pages, unless old sets that already. Their tables and queues
+ * grow by hundreds of MiB in a busy run, and the page faults of 4 KiB pages were a third
+ * of the tables child's CPU (glibc before 2.35 ignores the name). 0, or -1 when out is
+ * too short (cut there). */
+#define PROF_HUGE_MALLOC_TUNABLE "glibc.malloc.hugetlb"
+int prof_tunables_entry(char *out, size_t len, const char *old);
+
 /* Closes every descriptor from low up (close_range; before Linux 5.9, each one listed
  * in /proc/self/fd; without /proc, every number below RLIMIT_NOFILE). */
 void prof_close_from(int low);

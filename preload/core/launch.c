@@ -38,9 +38,19 @@ int prof_spawn_collector(const char *path, const char *sid, _Atomic uint32_t *pi
 	size_t n = 0;
 	while (environ && environ[n])
 		n++;
-	char **envp = alloca((n + 1) * sizeof *envp);
-	static const char *const drop[] = {"LD_PRELOAD", "PROFILER_SESSION", NULL};
-	prof_env_drop(environ, drop, envp);
+	char **envp = alloca((n + 2) * sizeof *envp);
+	static const char *const drop[] = {"LD_PRELOAD", "PROFILER_SESSION", "GLIBC_TUNABLES",
+					   NULL};
+	size_t kept = prof_env_drop(environ, drop, envp);
+	/* the collector's malloc on huge pages (child_setup.h); the program's own value when
+	 * it would not fit (this may run on a thread with a small stack) */
+	const char *tunables = prof_getenv("GLIBC_TUNABLES");
+	char tunables_entry[512];
+	if (!prof_tunables_entry(tunables_entry, sizeof tunables_entry, tunables))
+		envp[kept++] = tunables_entry;
+	else if (tunables)
+		envp[kept++] = (char *)tunables - strlen("GLIBC_TUNABLES=");
+	envp[kept] = NULL;
 	char sid_copy[64];
 	strncpy(sid_copy, sid, sizeof sid_copy - 1);
 	sid_copy[sizeof sid_copy - 1] = 0;

@@ -106,6 +106,24 @@ static void preload_entry_puts_libprof_first_once(void **state)
 	assert_string_equal(out, "LD_PRELOAD=/l/l");
 }
 
+/* glibc's tunable for huge pages after the given ones (Debian 12's glibc 2.36 ignored it
+ * when others followed), never twice, never over the user's own choice of it */
+static void tunables_entry_adds_huge_malloc_last(void **state)
+{
+	(void)state;
+	char out[96];
+	assert_int_equal(prof_tunables_entry(out, sizeof out, NULL), 0);
+	assert_string_equal(out, "GLIBC_TUNABLES=glibc.malloc.hugetlb=1");
+	assert_int_equal(prof_tunables_entry(out, sizeof out, ""), 0);
+	assert_string_equal(out, "GLIBC_TUNABLES=glibc.malloc.hugetlb=1");
+	assert_int_equal(prof_tunables_entry(out, sizeof out, "glibc.malloc.arena_max=2"), 0);
+	assert_string_equal(out, "GLIBC_TUNABLES=glibc.malloc.arena_max=2:glibc.malloc.hugetlb=1");
+	assert_int_equal(prof_tunables_entry(out, sizeof out, "glibc.malloc.hugetlb=0"), 0);
+	assert_string_equal(out, "GLIBC_TUNABLES=glibc.malloc.hugetlb=0");
+	assert_int_equal(prof_tunables_entry(out, 20, NULL), -1);
+	assert_string_equal(out, "GLIBC_TUNABLES=glib");
+}
+
 /* In a child: descriptors 3, 1500 and one near the limit open, none close-on-exec; after
  * close_fn(3) only 0, 1 and 2 are. */
 static void closes_every_descriptor_from_3(int (*close_fn)(int))
@@ -167,6 +185,7 @@ int main(void)
 		cmocka_unit_test(sibling_next_to_self_then_installed),
 		cmocka_unit_test(env_drops_only_the_names_given),
 		cmocka_unit_test(preload_entry_puts_libprof_first_once),
+		cmocka_unit_test(tunables_entry_adds_huge_malloc_last),
 		cmocka_unit_test(close_from_covers_every_descriptor),
 		cmocka_unit_test(close_fallback_covers_every_descriptor),
 	};

@@ -299,3 +299,35 @@ def block_collector_killed_mid_run(c):
           "events" % (dropped, undrained, drained, total, 2 * pairs))
     c.note("%d pairs: %d dropped, %d never drained, %d drained" % (pairs, dropped,
                                                                    undrained, drained))
+
+
+@case
+def glibc_tunables_only_libprofs(c):
+    # libprof's own processes run glibc's malloc on huge pages (GLIBC_TUNABLES, issue 32:
+    # the page faults of their growing tables); the profiled command's GLIBC_TUNABLES
+    # stays what it was given, set or not, under prof record (which runs itself again with
+    # the tunable) and under the bare command
+    show = 'echo "[${GLIBC_TUNABLES-unset}] [${PROF_GLIBC_TUNABLES_WAS-unset}]"'
+    for given, want in ((None, "[unset] [unset]\n"),
+                        ("glibc.malloc.arena_max=2", "[glibc.malloc.arena_max=2] [unset]\n")):
+        r = c.prof("record", "-q", "-o", "rec", "--", "sh", "-c", show,
+                   env={"GLIBC_TUNABLES": given})
+        eq((r.rc, r.out), (0, want), "prof record's command, GLIBC_TUNABLES %r" % given)
+    argv = ["sh", "-c", show + "; sleep 1"]
+    p, out, err, t0 = c.start(argv, env={"GLIBC_TUNABLES": None})
+    seen, deadline = None, time.monotonic() + 10
+    while seen is None and time.monotonic() < deadline:
+        for pid in c.leftover_processes():
+            try:
+                with open("/proc/%d/comm" % pid) as f:
+                    if f.read().strip() != "prof":
+                        continue
+                with open("/proc/%d/environ" % pid, "rb") as f:
+                    env = f.read().split(b"\0")
+            except OSError:
+                continue
+            seen = [v.decode() for v in env if v.startswith(b"GLIBC_TUNABLES=")]
+        time.sleep(0.02)
+    r = c.finish(argv, p, out, err, t0, 60)
+    eq((r.rc, r.out), (0, "[unset] [unset]\n"), "the bare command's program")
+    eq(seen, ["GLIBC_TUNABLES=glibc.malloc.hugetlb=1"], "the collector's GLIBC_TUNABLES")

@@ -1,0 +1,126 @@
+"""BENCH_ONLY=all_cpu (issue 32): the CPU a profiler costs in all of its processes, per
+event. A run's program, libprof's collector and its live-tables child (or heaptrack's
+interpreter, uftrace's writer threads) are all reaped here, this process being their
+subreaper, with their rusage: CPU seconds of everything the run started, less the
+native program's, over the events recorded. Paced loops (work after each call), so the
+collector keeps up and nothing is lost; medians of interleaved rounds; ns of CPU an event
+and the same in units of this machine's floor (one rdtsc and a 48-byte store, the least a
+recorded event costs, measured in the same run). BENCH_BASE: another build's libprof
+beside this one's."""
+import ctypes
+import os
+import re
+import shutil
+import statistics
+import subprocess
+import time
+
+from torch_stacks import PR_SET_CHILD_SUBREAPER, cpu_model, reap_all
+
+PAIRS = int(os.environ.get("BENCH_CPU_PAIRS", "2000000"))
+PACE = 200
+WARM = 10000  # the loops' warm-up calls before the timed ones, recorded too
+TIMEOUT = 600
+
+
+def one(cmd, env, work):
+    """(wall s, all processes' CPU s, stderr) of one run."""
+    with open(os.path.join(work, "err"), "w") as err:
+        t0 = time.monotonic()
+        p = subprocess.Popen(cmd, env=env, cwd=work, stdout=subprocess.DEVNULL, stderr=err)
+        st, ru, others = reap_all(p.pid, t0 + TIMEOUT)
+        wall = time.monotonic() - t0
+    p.returncode = os.waitstatus_to_exitcode(st)
+    with open(os.path.join(work, "err")) as f:
+        stderr = f.read()
+    if p.returncode:
+        raise RuntimeError(f"{cmd} exited {p.returncode}:\n{stderr[-2000:]}")
+    return wall, ru.ru_utime + ru.ru_stime + others, stderr
+
+
+def libprof_events(stderr):
+    m = re.search(r"libprof: (\d+) events \((\d+) lost\b", stderr)
+    return (int(m.group(1)), int(m.group(2))) if m else (None, None)
+
+
+def all_cpu(build, work, clean_env, rounds):
+    alloc = os.path.join(build, "bench", "alloc_loop")
+    trace = os.path.join(build, "bench", "trace_loop")
+    lib = os.path.join(build, "libprof.so")
+    rec = {"LD_PRELOAD": lib, "PROFILER_AUTOSTART": "1"}
+    args = [str(PAIRS), str(PACE)]
+    # (name, command, extra env, events the run records: None = libprof's summary says)
+    cases = {"allocator": [("native", [alloc] + args, {}, 0),
+                           ("libprof", [alloc] + args, rec, None)],
+             "traced calls": [("native", [trace] + args, {}, 0),
+                              ("libprof", [trace] + args, dict(rec, PROFILER_TRACE="bench_fn"),
+                               None)]}
+    base = os.environ.get("BENCH_BASE")  # another build, measured beside this one
+    if base:
+        brec = dict(rec, LD_PRELOAD=os.path.join(base, "libprof.so"))
+        cases["allocator"].append(("base", [alloc] + args, brec, None))
+        cases["traced calls"].append(("base", [trace] + args, dict(brec, PROFILER_TRACE="bench_fn"),
+                                      None))
+    if shutil.which("heaptrack"):
+        # heaptrack records every malloc and free (2 events a pair, as libprof)
+        cases["allocator"].append(("heaptrack", ["heaptrack", "-o", os.path.join(work, "ht")]
+                                   + [alloc] + args, {}, 2 * (PAIRS + WARM)))
+    if shutil.which("uftrace"):
+        # uftrace records the PLT call's entry and exit (libprof: one event a call)
+        cases["traced calls"].append(("uftrace", ["uftrace", "record", "--force", "-d",
+                                                  os.path.join(work, "uft")] + [trace] + args,
+                                      {}, 2 * (PAIRS + WARM)))
+    floor = float(subprocess.run([os.path.join(build, "bench", "clock_floor")],
+                                 capture_output=True, text=True, check=True).stdout.split()[2])
+    res = {(c, v[0]): {"cpu": [], "wall": [], "events": [], "lost": []}
+           for c, vs in cases.items() for v in vs}
+    libc = ctypes.CDLL(None, use_errno=True)
+    libc.prctl(PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0)
+    try:
+        for _ in range(rounds):
+            for c, vs in cases.items():
+                for name, cmd, extra, events in vs:
+                    wall, cpu, stderr = one(cmd, clean_env(extra), work)
+                    r = res[(c, name)]
+                    r["wall"].append(wall)
+                    r["cpu"].append(cpu)
+                    if events is None:
+                        events, lost = libprof_events(stderr)
+                        if events is None:
+                            raise RuntimeError(f"no libprof summary line: {stderr[-500:]!r}")
+                        r["lost"].append(lost)
+                    r["events"].append(events)
+                    for d in ("ht", "uft"):
+                        shutil.rmtree(os.path.join(work, d), ignore_errors=True)
+                    for f in os.listdir(work):
+                        if f.startswith(("libprof", "ht.")):
+                            os.unlink(os.path.join(work, f))
+    finally:
+        libc.prctl(PR_SET_CHILD_SUBREAPER, 0, 0, 0, 0)
+    med = statistics.median
+    print(f"\n{cpu_model()}")
+    print(f"CPU of all of a run's processes (program, collector, tables child, a peer's own), "
+          f"{PAIRS:,} paced iterations\n(work {PACE} after each), medians of {rounds} "
+          f"interleaved rounds; floor: one rdtsc + 48-byte store = {floor:.2f} ns")
+    print(f"  {'':13} {'':10} {'events':>9} {'lost':>5} {'wall s':>7} {'CPU s':>6} "
+          f"{'spread':>10} {'CPU ns/call added':>18} {'floors':>7} {'x native CPU':>13}")
+    out = {}
+    for c, vs in cases.items():
+        base = med(res[(c, "native")]["cpu"])
+        # the calls each run makes: a malloc and a free a pair, one traced call an iteration
+        calls = (2 if c == "allocator" else 1) * (PAIRS + WARM)
+        for name, _, _, _ in vs:
+            r = res[(c, name)]
+            cpu, ev = med(r["cpu"]), med(r["events"])
+            added = (cpu - base) * 1e9 / calls
+            spread = f"{min(r['cpu']):.2f}-{max(r['cpu']):.2f}"
+            lost = f"{max(r['lost'])}" if r["lost"] else ""
+            per, fl = (f"{added:18.1f}", f"{added / floor:7.1f}") if name != "native" \
+                else (f"{'':18}", f"{'':7}")
+            print(f"  {c:13} {name:10} {ev:9.0f} {lost:>5} {med(r['wall']):7.2f} {cpu:6.2f} "
+                  f"{spread:>10} {per} {fl} {cpu / base:13.2f}")
+            out[(c, name)] = added
+    print("  added: all processes' CPU beyond the native program's, per call the program makes "
+          "(a malloc or a free;\n  a call of the traced function); events: as each profiler "
+          "counts them (uftrace: an entry and an exit a call)")
+    return out
