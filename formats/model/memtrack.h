@@ -17,8 +17,6 @@
 #include "formats/model/model.h"
 
 #define MEMTRACK_WINDOW_NS 2000000000ull
-/* one under a power of two: a thread's queue (a power of two) holding them all, plus the
- * one pushed before the oldest is applied, does not double to 256 MiB */
 #define MEMTRACK_MAX_HELD ((4u << 20) - 1)
 
 /* One operation of thread (any id unique in the domain), keeping a curve of live bytes

@@ -132,6 +132,49 @@ static void test_streaming_equals_sorted_replay(void **state)
 	free(copy);
 }
 
+/* A thread's operations delivered out of time order (the early buffer's batches), in
+ * blocks longer than a queue's chunk, each block reversed: put back in order across the
+ * chunks, as a sorted replay has them. */
+static void test_out_of_order_across_chunks(void **state)
+{
+	(void)state;
+	enum { N = 12001, BLOCK = 3000 };
+	struct tagged *ops = calloc(N, sizeof *ops), *copy = malloc(N * sizeof *ops);
+	uint64_t ptrs[64] = {0};
+	for (size_t k = 0; k < N; k++) {
+		unsigned slot = (unsigned)(next_rand() % 64);
+		uint64_t t = 1000 + 10 * k;
+		if (ptrs[slot]) {
+			ops[k] = (struct tagged){{.t = t, .ptr = ptrs[slot], .size = MEM_OP_FREE}, 0, slot};
+			ptrs[slot] = 0;
+		} else {
+			ptrs[slot] = 0x10000 + slot * 0x100;
+			ops[k] = (struct tagged){{.t = t, .ptr = ptrs[slot], .size = 1 + next_rand() % 5000,
+						  .stack = 1 + slot % 5}, 0, slot};
+		}
+	}
+	memcpy(copy, ops, N * sizeof *ops);
+	struct mem_image mi;
+	memset(&mi, 0, sizeof mi);
+	assert_int_equal(memtrack_push(&mi, 0, &ops[0].op, 0), 0); /* the head: the oldest */
+	for (size_t lo = 1; lo < N; lo += BLOCK)
+		for (size_t i = lo + BLOCK; i-- > lo;)
+			assert_int_equal(memtrack_push(&mi, 0, &ops[i].op, 0), 0);
+	assert_int_equal(memtrack_finish(&mi), 0);
+	uint64_t peak, peak_t, end, site_peak[6];
+	replay(copy, N, &peak, &peak_t, &end, site_peak);
+	assert_int_equal(mi.late, 0);
+	assert_int_equal(mi.frees_unmatched, 0);
+	assert_int_equal(mi.peak, peak);
+	assert_int_equal(mi.peak_t, peak_t);
+	assert_int_equal(mi.live_end, end);
+	for (size_t i = 0; i < mi.nsites; i++)
+		assert_int_equal(mi.sites[i].peak_bytes, site_peak[mi.sites[i].stack]);
+	free(mi.sites);
+	free(ops);
+	free(copy);
+}
+
 /* A long run holds at most MEMTRACK_MAX_HELD operations, whatever its length; one older
  * than the window arrives late: applied and counted. */
 static void test_bounded_and_late(void **state)
@@ -262,6 +305,7 @@ int main(void)
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_streaming_equals_sorted_replay),
 		cmocka_unit_test(test_bounded_and_late),
+		cmocka_unit_test(test_out_of_order_across_chunks),
 		cmocka_unit_test(test_sites_past_the_front),
 		cmocka_unit_test(test_curve_late_points),
 		cmocka_unit_test(test_curve_buckets_exact),

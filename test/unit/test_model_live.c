@@ -271,6 +271,35 @@ static void test_quiet_launcher_held(void **state)
 	unlink(f.path);
 }
 
+/* Held records past a hold's first chunks (1 MiB each): a helper's 40,000 allocations
+ * held, then given; a shell's 40,000 held on the chunks the helper gave back (too busy
+ * to be folded as a launcher), then given; the program's after it. The same tables as a
+ * whole read. */
+static void test_held_past_a_chunk(void **state)
+{
+	struct fx f;
+	(void)state;
+	fx_open(&f, "live-chunks");
+	proc(&f, 10, 1, 0, 0, "sh");
+	proc(&f, 11, 10, 0, 1 * MS, "helper");
+	for (uint64_t k = 0; k < 40000; k++)
+		launcher_work(&f, 11, 11, 2 * MS + k * 100);
+	proc_end(&f, 11, 10 * MS);
+	for (uint64_t k = 0; k < 40000; k++)
+		launcher_work(&f, 10, 10, 11 * MS + k * 100);
+	proc(&f, 10, 1, 1, 20 * MS, "train");
+	fx_name(&f, 10, 1, "step");
+	work(&f, 10, 10, 1, 30 * MS, 40 * MS);
+	proc_end(&f, 10, 100 * MS);
+	fx_close(&f);
+	expect_same_tables(f.path);
+	char *t = tables_of(f.path, 0, NULL);
+	assert_non_null(strstr(t, "\nstep "));
+	assert_non_null(strstr(t, "80,001"));
+	free(t);
+	unlink(f.path);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -278,6 +307,7 @@ int main(void)
 		cmocka_unit_test(test_late_exec_said),
 		cmocka_unit_test(test_work_never_folded),
 		cmocka_unit_test(test_quiet_launcher_held),
+		cmocka_unit_test(test_held_past_a_chunk),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
