@@ -6,7 +6,8 @@ event and the Chrome export rate; then the cost of a call stack per allocation a
 heaptrack at the same depth, and whether both tools find the same peak and sites; then
 what a long run costs after it ends (bench/long_run.py), what continuous dumps cost a
 busy run (bench/continuous_dump.py), what a new thread costs (bench/thread_cost.py), what
-is lost at 2 M events/s with every core busy (bench/loaded_rate.py) and
+is lost at 2 M events/s with every core busy (bench/loaded_rate.py), the CPU of all of
+a profiler's processes per event against heaptrack and uftrace (bench/all_cpu.py) and
 what call stacks on allocations cost PyTorch training steps against torch.profiler
 (bench/torch_stacks.py)."""
 import json
@@ -20,6 +21,7 @@ import tempfile
 import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import all_cpu  # noqa: E402
 import continuous_dump  # noqa: E402
 import loaded_rate  # noqa: E402
 import long_run  # noqa: E402
@@ -483,6 +485,9 @@ if __name__ == "__main__":
              "merge_ranks": lambda: merge_ranks.merge_ranks(B, WORK, clean_env),
              "thread_start": lambda: thread_cost.thread_start(B, clean_env, min(ROUNDS, 3),
                                                               WORK),
+             # issue 32: all of a profiler's processes' CPU per event, against heaptrack
+             # and uftrace
+             "all_cpu": lambda: all_cpu.all_cpu(B, WORK, clean_env, min(ROUNDS, 5)),
              "loaded_rate": lambda: loaded_rate.loaded_rate(B, WORK, clean_env,
                                                             min(ROUNDS, 5),
                                                             torch_stacks.cpu_model())}
