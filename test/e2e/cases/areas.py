@@ -15,7 +15,7 @@ def unstacked_warning(text):
 
 @case(serial=True)
 def names_past_the_first_chunk(c):
-    # 800,000 distinct names (~10 MB: five times the strings area's first chunk, three
+    # 800,000 distinct names (~10 MB: far past the strings area's first chunk, three
     # times the index's old fixed size) on four threads: every one kept, none <unnamed>
     T, N = 4, 100000
     r, t = profile(c, [c.prog("names"), T, N], env={"PROFILER_BLOCK": "1"})
@@ -36,7 +36,7 @@ def names_past_the_first_chunk(c):
 
 @case(serial=True)
 def names_past_area_max_are_counted(c):
-    # PROFILER_AREA_MAX keeps names to the first chunk (2 MiB): the names past it are
+    # PROFILER_AREA_MAX keeps names to 1 MiB (the first chunks): the names past it are
     # <unnamed>, and the tables, the JSON report, the summary line and the page count
     # exactly those events
     T, N = 2, 100000
