@@ -20,6 +20,7 @@ from torch_stacks import PR_SET_CHILD_SUBREAPER, cpu_model, reap_all
 PAIRS = int(os.environ.get("BENCH_CPU_PAIRS", "2000000"))
 PACE = 200
 WARM = 10000  # the loops' warm-up calls before the timed ones, recorded too
+SPAWNS = 100  # short programs the shell loop runs
 TIMEOUT = 600
 
 
@@ -55,16 +56,22 @@ def all_cpu(build, work, clean_env, rounds):
              "traced calls": [("native", [trace] + args, {}, 0),
                               ("libprof", [trace] + args, dict(rec, PROFILER_TRACE="bench_fn"),
                                None)]}
+    # a shell loop of short programs (a build, a test suite): each a process to set up
+    spawn = ["sh", "-c", "i=0; while [ $i -lt %d ]; do /bin/true; i=$((i+1)); done" % SPAWNS]
+    cases["processes"] = [("native", spawn, {}, 0), ("libprof", spawn, rec, None)]
     base = os.environ.get("BENCH_BASE")  # another build, measured beside this one
     if base:
         brec = dict(rec, LD_PRELOAD=os.path.join(base, "libprof.so"))
         cases["allocator"].append(("base", [alloc] + args, brec, None))
         cases["traced calls"].append(("base", [trace] + args, dict(brec, PROFILER_TRACE="bench_fn"),
                                       None))
+        cases["processes"].append(("base", spawn, brec, None))
     if shutil.which("heaptrack"):
         # heaptrack records every malloc and free (2 events a pair, as libprof)
         cases["allocator"].append(("heaptrack", ["heaptrack", "-o", os.path.join(work, "ht")]
                                    + [alloc] + args, {}, 2 * (PAIRS + WARM)))
+        cases["processes"].append(("heaptrack", ["heaptrack", "-o", os.path.join(work, "ht")]
+                                   + spawn, {}, 0))
     if shutil.which("uftrace"):
         # uftrace records the PLT call's entry and exit (libprof: one event a call)
         cases["traced calls"].append(("uftrace", ["uftrace", "record", "--force", "-d",
@@ -107,20 +114,26 @@ def all_cpu(build, work, clean_env, rounds):
     out = {}
     for c, vs in cases.items():
         base = med(res[(c, "native")]["cpu"])
-        # the calls each run makes: a malloc and a free a pair, one traced call an iteration
-        calls = (2 if c == "allocator" else 1) * (PAIRS + WARM)
+        # the calls each run makes: a malloc and a free a pair, one traced call an
+        # iteration; the shell loop's: one a program it runs
+        calls = SPAWNS if c == "processes" else (2 if c == "allocator" else 1) * (PAIRS + WARM)
         for name, _, _, _ in vs:
             r = res[(c, name)]
             cpu, ev = med(r["cpu"]), med(r["events"])
             added = (cpu - base) * 1e9 / calls
             spread = f"{min(r['cpu']):.2f}-{max(r['cpu']):.2f}"
             lost = f"{max(r['lost'])}" if r["lost"] else ""
-            per, fl = (f"{added:18.1f}", f"{added / floor:7.1f}") if name != "native" \
-                else (f"{'':18}", f"{'':7}")
+            if name == "native":
+                per, fl = f"{'':18}", f"{'':7}"
+            elif c == "processes":
+                per, fl = f"{added / 1e3:15.1f} us", f"{'':7}"
+            else:
+                per, fl = f"{added:18.1f}", f"{added / floor:7.1f}"
             print(f"  {c:13} {name:10} {ev:9.0f} {lost:>5} {med(r['wall']):7.2f} {cpu:6.2f} "
                   f"{spread:>10} {per} {fl} {cpu / base:13.2f}")
             out[(c, name)] = added
     print("  added: all processes' CPU beyond the native program's, per call the program makes "
-          "(a malloc or a free;\n  a call of the traced function); events: as each profiler "
-          "counts them (uftrace: an entry and an exit a call)")
+          "(a malloc or a free;\n  a call of the traced function; processes: us per program "
+          f"the shell loop runs, {SPAWNS} in all); events: as each "
+          "profiler counts them (uftrace: an entry and an exit a call)")
     return out
