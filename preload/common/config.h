@@ -38,7 +38,7 @@ struct prof_config {
 	char flight[64];          /* PROFILER_FLIGHT (span.h), "" for none */
 	uint64_t ring_bytes;
 	uint64_t area_max;        /* PROFILER_AREA_MAX: bytes of names, and of stacks, per process */
-	uint64_t max_json_events; /* cap on the Chrome trace's events (default 1000000) */
+	uint64_t max_json_events; /* cap on the Chrome trace's events (default 4000000) */
 	int trace_alloc;          /* PROFILER_TRACE_ALLOC: 0 auto, 1 all (chrome_alloc.h) */
 	int alloc_timing;         /* PROFILER_ALLOC_TIMING: allocator calls get a duration */
 	char output[PROF_PATH_MAX]; /* prefix before %-expansion */

@@ -132,11 +132,11 @@ const struct prof_setting prof_settings[] = {
 		 "of a quarter of it under `PREFIX.prof/`; the outputs are made from it at the "
 		 "end (exit, crash, kill) or on SIGUSR2 to the collector"},
 	{.name = "trace_max_events", .env = "PROFILER_TRACE_MAX_EVENTS", .type = PROF_SETTING_UINT,
-	 .when = PROF_WHEN_START, FIELD(max_json_events), .def = "1000000", .min = 1,
+	 .when = PROF_WHEN_START, FIELD(max_json_events), .def = "4000000", .min = 1,
 	 .max = UINT64_MAX, .why = "not a positive count",
 	 .record_flag = "--max-json-events", .record_arg = "N",
 	 .record_needs = "a number of events",
-	 .record_help = "cap on events in the Chrome trace (default 1000000)",
+	 .record_help = "cap on events in the Chrome trace (default 4000000)",
 	 .help = "cap on events in the JSON (see below)"},
 	{.name = "trace_alloc", .env = "PROFILER_TRACE_ALLOC", .type = PROF_SETTING_ENUM,
 	 .when = PROF_WHEN_START, FIELD(trace_alloc), .def = "auto", .values = "auto,all",
