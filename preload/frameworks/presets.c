@@ -1,7 +1,7 @@
 /* The one table of what each framework looks like to libprof (frameworks.h): its
  * preset's patterns, and the calls that get a hook. */
 #define _GNU_SOURCE
-#include <fnmatch.h>
+#include "preload/trace/glob.h"
 #include <stdio.h>
 #include <string.h>
 
@@ -179,7 +179,7 @@ const struct prof_framework_hook *prof_framework_hook_for(const char *name, unsi
 {
 	for (size_t i = 0; i < sizeof hooks / sizeof *hooks; i++) {
 		int on = hooks[i].preset ? (hooks[i].preset & scope) != 0 : following;
-		if (on && !fnmatch(hooks[i].symbol, name, 0))
+		if (on && prof_glob(hooks[i].symbol, name))
 			return &hooks[i];
 	}
 	return 0;

@@ -10,7 +10,7 @@
 #include <dlfcn.h>
 #include <elf.h>
 #include <errno.h>
-#include <fnmatch.h>
+#include "preload/trace/glob.h"
 #include <link.h>
 #include <pthread.h>
 #include <stdio.h>
@@ -211,7 +211,7 @@ static unsigned match(const char *name, unsigned scope)
 	for (unsigned i = 0; i < npatterns; i++) {
 		if (!applies(&patterns[i], scope))
 			continue;
-		if (fnmatch(patterns[i].glob, name, 0) == 0)
+		if (prof_glob(patterns[i].glob, name))
 			return patterns[i].cat + 1u;
 		/* demangling every C++ name of libtorch would cost more than the rest */
 		cxx_patterns |= strstr(patterns[i].glob, "::") && !strncmp(name, "_Z", 2) &&
@@ -236,12 +236,12 @@ static unsigned match(const char *name, unsigned scope)
 	if (d && status == 0) {
 		for (unsigned i = 0; i < npatterns && !cat; i++)
 			if (applies(&patterns[i], scope) && strstr(patterns[i].glob, "::") &&
-			    fnmatch(patterns[i].glob, d, 0) == 0)
+			    prof_glob(patterns[i].glob, d))
 				cat = patterns[i].cat + 1u;
 		strip_params(d);
 		for (unsigned i = 0; i < npatterns && !cat; i++)
 			if (applies(&patterns[i], scope) && strstr(patterns[i].glob, "::") &&
-			    fnmatch(patterns[i].glob, d, 0) == 0)
+			    prof_glob(patterns[i].glob, d))
 				cat = patterns[i].cat + 1u;
 	}
 	free(d);
@@ -581,6 +581,7 @@ static void patch_object(struct dl_phdr_info *info)
 		if (ELF64_R_TYPE(d.rela[i].r_info) == R_X86_64_GLOB_DAT &&
 		    ELF64_ST_TYPE(d.symtab[ELF64_R_SYM(d.rela[i].r_info)].st_info) == STT_FUNC)
 			busy = patch_slot(info, &d, &d.rela[i], &pages, 1, scope);
+	prof_got_write_done();
 	if (busy) {
 		/* being relocated by a dlopen in another thread: the next look patches it */
 		npatched -= marked;

@@ -9,8 +9,16 @@
  * relocates: an object another thread is still relocating can be listed. Its RELRO pages
  * are still writable then; such an object is left alone (-1): the loader writes its
  * entries itself and makes them read-only after, and a page put back read-only early by
- * us would crash the loader. What a page allows is read from /proc/self/maps (with
- * open/read: no allocation), once per page and object pass. */
+ * us would crash the loader. What an object's RELRO allows is read from /proc/self/maps
+ * (with open/read: no allocation) once per object pass: the loader protects the whole
+ * range in one call, so its pages agree (a map of libtorch's size took ~2 ms to read,
+ * once per page before).
+ *
+ * A page made writable stays so until a write to another page or the end of the pass
+ * (prof_got_write_done): libtorch has thousands of patched entries on a few dozen pages,
+ * and two mprotect calls per entry were a tenth of what libprof added to `import torch`.
+ * Which page is open is the lock's state, not an object's: two passes sharing a page
+ * see it alike, and it is put back before any map is read. */
 #define _GNU_SOURCE
 #include <errno.h>
 #include <fcntl.h>
@@ -22,6 +30,17 @@
 #include "preload/trace/got_write.h"
 
 static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
+/* the RELRO page made writable by a write and not put back yet (0: none), and what it
+ * allowed before; under the lock */
+static uintptr_t open_page;
+static int open_prot;
+
+static void put_back_open_page(void)
+{
+	if (open_page)
+		mprotect((void *)open_page, (size_t)sysconf(_SC_PAGESIZE), open_prot);
+	open_page = 0;
+}
 
 static uintptr_t hex(const char **p)
 {
@@ -83,27 +102,39 @@ int prof_got_write(struct prof_got_object *o, void **slot, void *value)
 	int relro = (uintptr_t)slot >= o->relro_lo && page + pagesize <= relro_end;
 	int rc = 0, err = 0;
 	pthread_mutex_lock(&lock);
-	if (relro && o->page != page) {
-		o->page = page;
+	if (relro && !o->prot_known) {
+		put_back_open_page(); /* the map shows what the loader left, not our opening */
 		o->prot = page_prot(page);
 		if (o->prot < 0)
 			o->prot = PROT_READ; /* no /proc: what the loader leaves RELRO as */
+		o->prot_known = 1;
 	}
-	if (!relro) {
+	if (!relro || page == open_page) {
 		__atomic_store_n(slot, value, __ATOMIC_RELEASE);
 	} else if (o->prot & PROT_WRITE) {
 		rc = PROF_GOT_LATER;
-	} else if (mprotect((void *)page, pagesize, o->prot | PROT_WRITE)) {
-		err = errno;
-		rc = PROF_GOT_REFUSED;
 	} else {
-		__atomic_store_n(slot, value, __ATOMIC_RELEASE);
-		mprotect((void *)page, pagesize, o->prot);
+		put_back_open_page();
+		if (mprotect((void *)page, pagesize, o->prot | PROT_WRITE)) {
+			err = errno;
+			rc = PROF_GOT_REFUSED;
+		} else {
+			open_page = page;
+			open_prot = o->prot;
+			__atomic_store_n(slot, value, __ATOMIC_RELEASE);
+		}
 	}
 	pthread_mutex_unlock(&lock);
 	if (rc == PROF_GOT_REFUSED)
 		errno = err;
 	return rc;
+}
+
+void prof_got_write_done(void)
+{
+	pthread_mutex_lock(&lock);
+	put_back_open_page();
+	pthread_mutex_unlock(&lock);
 }
 
 void prof_got_write_after_fork(void)

@@ -4,11 +4,11 @@
 
 #include <stdint.h>
 
-/* One object's RELRO range and what its pages were last seen allowing; zero it (then set
- * relro_lo/relro_hi, from PT_GNU_RELRO) before an object's entries are written. */
+/* One object's RELRO range and what its pages allow; zero it (then set relro_lo/relro_hi,
+ * from PT_GNU_RELRO) before an object's entries are written. */
 struct prof_got_object {
 	uintptr_t relro_lo, relro_hi;
-	uintptr_t page; /* the page prot describes, or 0 */
+	int prot_known; /* prot read for this pass */
 	int prot;
 };
 
@@ -19,6 +19,9 @@ struct prof_got_object {
 #define PROF_GOT_LATER (-1)
 #define PROF_GOT_REFUSED (-2)
 int prof_got_write(struct prof_got_object *o, void **slot, void *value);
+/* The end of a pass over an object's entries: the page the last write opened is put back
+ * as it was. */
+void prof_got_write_done(void);
 /* A fork may have caught another thread writing: the child's lock is free. */
 void prof_got_write_after_fork(void);
 

@@ -11,7 +11,7 @@
  * unwinder (found by glibc in libgcc_s, past libprof's wrappers): the return addresses
  * traced frames had replaced are put back first, as the wrappers do for C++ throws. */
 #define _GNU_SOURCE
-#include <fnmatch.h>
+#include "preload/trace/glob.h"
 #include <stddef.h>
 
 #include "preload/trace/trace_policy.h"
@@ -72,7 +72,7 @@ static const struct {
 int prof_trace_entry_only(const char *name)
 {
 	for (size_t i = 0; i < sizeof entry_only / sizeof *entry_only; i++)
-		if (!fnmatch(entry_only[i].glob, name, 0))
+		if (prof_glob(entry_only[i].glob, name))
 			return entry_only[i].kind;
 	return 0;
 }

@@ -179,6 +179,7 @@ static int check_object(const struct dl_phdr_info *info, void *handle)
 	for (size_t i = 0; d.rela && i < d.rela_size / sizeof(ElfW(Rela)); i++)
 		if (ELF64_R_TYPE(d.rela[i].r_info) == R_X86_64_GLOB_DAT)
 			settled &= check_entry(info, &d, &d.rela[i], handle, &pages);
+	prof_got_write_done();
 	return settled;
 }
 

@@ -12,6 +12,7 @@
 #include <cmocka.h>
 
 #include "preload/trace/elf_sym.c"
+#include "preload/trace/glob.c"
 #include "preload/trace/trace_policy.c"
 
 static void entry_only_table(void **state)
