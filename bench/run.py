@@ -7,7 +7,8 @@ heaptrack at the same depth, and whether both tools find the same peak and sites
 what a long run costs after it ends (bench/long_run.py), what continuous dumps cost a
 busy run (bench/continuous_dump.py), what a new thread costs (bench/thread_cost.py), what
 is lost at 2 M events/s with every core busy (bench/loaded_rate.py), the CPU of all of
-a profiler's processes per event against heaptrack and uftrace (bench/all_cpu.py) and
+a profiler's processes per event against heaptrack and uftrace (bench/all_cpu.py), the
+wall a short program's start and exit add (bench/start_exit.py) and
 what call stacks on allocations cost PyTorch training steps against torch.profiler
 (bench/torch_stacks.py)."""
 import json
@@ -26,6 +27,7 @@ import continuous_dump  # noqa: E402
 import loaded_rate  # noqa: E402
 import long_run  # noqa: E402
 import merge_ranks  # noqa: E402
+import start_exit  # noqa: E402
 import thread_cost  # noqa: E402
 import torch_stacks  # noqa: E402
 import torch_step_blocks  # noqa: E402
@@ -488,6 +490,8 @@ if __name__ == "__main__":
              # issue 32: all of a profiler's processes' CPU per event, against heaptrack
              # and uftrace
              "all_cpu": lambda: all_cpu.all_cpu(B, WORK, clean_env, min(ROUNDS, 5)),
+             # issue 32: the wall one short program's start and exit add
+             "start_exit": lambda: start_exit.start_exit(B, WORK, clean_env, max(ROUNDS, 9)),
              "loaded_rate": lambda: loaded_rate.loaded_rate(B, WORK, clean_env,
                                                             min(ROUNDS, 5),
                                                             torch_stacks.cpu_model())}
