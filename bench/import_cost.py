@@ -18,6 +18,8 @@ import sys
 import tempfile
 import time
 
+from torch_stacks import cpu_model
+
 B = os.environ.get("BUILD", os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "build"))
 LIB = os.path.abspath(os.path.join(B, "libprof.so"))
 ROUNDS = int(os.environ.get("BENCH_ROUNDS", "5"))
@@ -75,7 +77,8 @@ def bench(label, module, py):
             res[name][1].append(whole)
     shutil.rmtree(work, ignore_errors=True)
     native = [statistics.median(x) for x in res["native"]]
-    print("import %s (%s, %s), median of %d, outputs excluded:" % (module, label, py, ROUNDS))
+    print("import %s (%s, %s), median of %d, outputs excluded; %s:" % (module, label, py, ROUNDS,
+                                                                      cpu_model()))
     print("  %-26s %12s %8s %16s %8s" % ("", "import (s)", "ratio", "exec->import (s)", "ratio"))
     for name, _ in VARIANTS:
         imp, whole = (statistics.median(x) for x in res[name])

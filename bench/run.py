@@ -127,21 +127,32 @@ def variants():
     return v
 
 
+def clock_floors():
+    """This machine's floors, measured now (bench/clock_floor): (two rdtsc + 48-byte store,
+    two clock_gettime + store, one rdtsc + store), ns."""
+    out = subprocess.run([os.path.join(B, "bench", "clock_floor")], capture_output=True,
+                         text=True, check=True).stdout.split()
+    return float(out[0]), float(out[1]), float(out[2])
+
+
 def overhead():
     med = interleaved_medians(variants(), ROUNDS, run)
     native, nop = med["native"], med["do-nothing interposer"]
-    floor = subprocess.run([os.path.join(B, "bench", "clock_floor")], capture_output=True,
-                           text=True, check=True).stdout.split()
+    floor = clock_floors()
+    # an allocator call is one event: one timestamp and its record, the floor's one rdtsc
+    # and store
     print(f"Intercepted call cost: malloc(64)+free pairs, {N:,} pairs, median of {ROUNDS} "
-          f"interleaved rounds")
-    print(f"{'variant':40} {'ns/call':>8} {'vs native':>10} {'vs nop':>8} {'x native':>9}")
+          f"interleaved rounds; {torch_stacks.cpu_model()}")
+    print(f"{'variant':40} {'ns/call':>8} {'vs native':>10} {'vs nop':>8} {'x native':>9} "
+          f"{'floors':>7}")
     for name, v in med.items():
         if name.startswith("paced: "):
             native, nop = med["paced: native"], med["paced: do-nothing interposer"]
-        print(f"{name:40} {v:8.2f} {v - native:+10.2f} {v - nop:+8.2f} {v / native:9.2f}")
-    print(f"floor on this machine: two rdtsc + 48-byte store {float(floor[0]):.2f} ns, "
-          f"one rdtsc + store {float(floor[2]):.2f} ns, two clock_gettime + store "
-          f"{float(floor[1]):.2f} ns")
+        print(f"{name:40} {v:8.2f} {v - native:+10.2f} {v - nop:+8.2f} {v / native:9.2f} "
+              f"{(v - native) / floor[2]:7.2f}")
+    print(f"floor on this machine: two rdtsc + 48-byte store {floor[0]:.2f} ns, "
+          f"one rdtsc + store {floor[2]:.2f} ns (the floors column: ns added over it), two "
+          f"clock_gettime + store {floor[1]:.2f} ns")
     lost = subprocess.run([LOOP, str(N), str(PACE)], cwd=WORK, capture_output=True, text=True,
                           env=clean_env({"LD_PRELOAD": LIB, "PROFILER_AUTOSTART": "1",
                                          "PROFILER_OUTPUT": "paced"}), check=True).stderr
@@ -176,12 +187,16 @@ def traced_calls():
         return float(out.stdout.split()[0])
 
     med = interleaved_medians(v, ROUNDS, measure)
+    floor = clock_floors()[0]  # a traced call is one record with two timestamps
     print()
-    print(f"Traced call cost: {n:,} calls of a tiny function through the PLT, median of {ROUNDS}")
-    print(f"{'variant':40} {'ns/call':>8} {'added':>8}")
+    print(f"Traced call cost: {n:,} calls of a tiny function through the PLT, median of {ROUNDS}; "
+          f"{torch_stacks.cpu_model()}")
+    print(f"{'variant':40} {'ns/call':>8} {'added':>8} {'floors':>7}")
     for name, x in med.items():
         base = med["paced: native" if name.startswith("paced") else "native call through the PLT"]
-        print(f"{name:40} {x:8.2f} {x - base:+8.2f}")
+        print(f"{name:40} {x:8.2f} {x - base:+8.2f} {(x - base) / floor:7.2f}")
+    print(f"floor on this machine: two rdtsc + 48-byte store {floor:.2f} ns (the floors "
+          f"column: ns added over it)")
 
 
 def mpi_calls():
