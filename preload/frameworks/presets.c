@@ -1,7 +1,6 @@
 /* The one table of what each framework looks like to libprof (frameworks.h): its
  * preset's patterns, and the calls that get a hook. */
 #define _GNU_SOURCE
-#include "preload/trace/glob.h"
 #include <stdio.h>
 #include <string.h>
 
@@ -12,6 +11,7 @@
 #include "preload/frameworks/mxnet.h"
 #include "preload/frameworks/ort.h"
 #include "preload/frameworks/tf.h"
+#include "preload/trace/glob.h"
 #include "preload/frameworks/torch_callbacks.h"
 #include "preload/core/state.h"
 #include "prof.h"

@@ -1,3 +1,4 @@
+/* Shell-style patterns matched byte by byte (glob.h says why not fnmatch). */
 #define _GNU_SOURCE
 #include <fnmatch.h>
 #include <string.h>

@@ -10,7 +10,6 @@
 #include <dlfcn.h>
 #include <elf.h>
 #include <errno.h>
-#include "preload/trace/glob.h"
 #include <link.h>
 #include <pthread.h>
 #include <stdio.h>
@@ -22,6 +21,7 @@
 #include "preload/common/event.h"
 #include "preload/common/debug.h"
 #include "preload/frameworks/mxnet.h"
+#include "preload/trace/glob.h"
 #include "preload/wrap/dl.h"
 #include "preload/wrap/nonlocal.h"
 #include "preload/trace/elf_sym.h"

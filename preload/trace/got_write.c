@@ -18,7 +18,8 @@
  * (prof_got_write_done): libtorch has thousands of patched entries on a few dozen pages,
  * and two mprotect calls per entry were a tenth of what libprof added to `import torch`.
  * Which page is open is the lock's state, not an object's: two passes sharing a page
- * see it alike, and it is put back before any map is read. */
+ * see it alike, and it is put back before any map is read. An object unloaded while its
+ * pass runs is not handled (got.c), as before; its window is now the pass, not a slot. */
 #define _GNU_SOURCE
 #include <errno.h>
 #include <fcntl.h>

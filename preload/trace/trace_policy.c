@@ -11,9 +11,9 @@
  * unwinder (found by glibc in libgcc_s, past libprof's wrappers): the return addresses
  * traced frames had replaced are put back first, as the wrappers do for C++ throws. */
 #define _GNU_SOURCE
-#include "preload/trace/glob.h"
 #include <stddef.h>
 
+#include "preload/trace/glob.h"
 #include "preload/trace/trace_policy.h"
 
 #define UNWINDS 2
