@@ -11,6 +11,8 @@ import subprocess
 import sys
 import time
 
+from torch_stacks import cpu_model
+
 SECONDS = float(os.environ.get("BENCH_CD_SECONDS", "20"))
 MAXRSS = ("import resource, subprocess, sys\n"
           "p = subprocess.run(sys.argv[1:], capture_output=True, text=True)\n"
@@ -58,7 +60,7 @@ def continuous_dump(build, work, clean_env):
     if os.environ.get("BENCH_BASE"):
         builds.append(("base " + os.environ["BENCH_BASE"], os.environ["BENCH_BASE"]))
     print("\nContinuous dump: bench/alloc_rate, 2 M events/s for %gs under prof record, "
-          "outputs rewritten every 1 s or not" % SECONDS)
+          "outputs rewritten every 1 s or not; %s" % (SECONDS, cpu_model()))
     print("  %-28s %5s %11s %8s %9s %12s %8s" % ("build", "dump", "events M", "lost %",
                                                  "rewrites", "max gap (s)", "RSS MiB"))
     for label, b in builds:

@@ -10,6 +10,8 @@ import subprocess
 import sys
 import time
 
+from torch_stacks import cpu_model
+
 MAXRSS = ("import resource, subprocess, sys\n"
           "p = subprocess.run(sys.argv[1:], capture_output=True, text=True)\n"
           "sys.stdout.write(p.stdout)\n"
@@ -51,7 +53,7 @@ def long_run(build, work, clean_env):
     if os.environ.get("BENCH_BASE"):
         builds.append(("base " + os.environ["BENCH_BASE"], os.environ["BENCH_BASE"]))
     print("\nLong runs: prof record --block on alloc_loop, then prof report / prof export "
-          "of its capture")
+          "of its capture; %s" % cpu_model())
     print("  %-28s %9s %8s %12s %10s %11s %10s %11s %10s" % (
         "build", "events", "ns/call", "record MiB", "end (s)", "report MiB", "M ev/s",
         "export MiB", "M ev/s"))
@@ -88,7 +90,7 @@ def long_run_paced(build, work, clean_env):
     # grows with the run again
     rates = [float(x) for x in os.environ.get("BENCH_PACED_RATES", "2").split(",")]
     print("\nPaced runs: prof record on bench/alloc_rate, the outputs' wait after the "
-          "program's end")
+          "program's end; %s" % cpu_model())
     print("  %-28s %9s %9s %12s %10s %10s" % ("build", "M ev/s", "seconds", "events", "lost",
                                              "end (s)"))
     for r in rates:

@@ -9,6 +9,7 @@ import os
 import shutil
 
 from long_run import measured
+from torch_stacks import cpu_model
 
 RANKS = [int(x) for x in os.environ.get("BENCH_MERGE_RANKS", "8,16,64").split(",")]
 STEPS, FILLER = 200, 500
@@ -19,7 +20,7 @@ def merge_ranks(build, work, clean_env):
     env = clean_env({})
     print()
     print(f"Per-rank captures read as one job ({STEPS} steps x {FILLER + 3} events per rank, "
-          f"8 ranks a host)")
+          f"8 ranks a host; {cpu_model()})")
     arrow = os.path.join(os.environ.get("LIBPROF_ARROWENV") or os.path.join(
         os.environ.get("HOME", "/tmp"), ".cache", "libprof", "arrowenv"), "bin", "python")
     parquet = os.path.exists(arrow)
