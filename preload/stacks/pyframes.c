@@ -20,6 +20,7 @@
 #include <sys/mman.h>
 
 #include "preload/wrap/dl.h"
+#include "preload/stacks/gil.h"
 #include "preload/stacks/pyframes.h"
 #include "preload/core/state.h"
 
@@ -122,6 +123,10 @@ struct pf_cache {
 	const void *segment; /* prof_proc when filled */
 	unsigned last;       /* walk[last] is the thread's last walk */
 	int busy;            /* a walk is being written (a signal handler then walks plainly) */
+	/* walk[last] was made inside the GIL release of generation kept_gen (gil.h), with
+	 * thread state kept_ts; kept_gen 0: not so */
+	uint32_t kept_gen;
+	uintptr_t kept_ts;
 	struct py_walk walk[2];
 	struct pf_entry e[CACHE_SIZE];
 };
@@ -490,6 +495,71 @@ static int walk_sharing(const struct py_runtime *r, struct pf_cache *c, uintptr_
 	return n;
 }
 
+static int count_kept;
+static _Atomic uint64_t kept_walks;
+
+void prof_py_count_kept(int on)
+{
+	__atomic_store_n(&count_kept, on, __ATOMIC_RELAXED);
+}
+
+uint64_t prof_py_kept_walks(void)
+{
+	return atomic_load_explicit(&kept_walks, memory_order_relaxed);
+}
+
+/* Whether the thread's last walk was made inside the GIL release it is still in. */
+static inline int kept_in_release(const struct pf_cache *c)
+{
+	uintptr_t ts = prof_gil_released_ts;
+	return ts && c->kept_gen == prof_gil_gen && c->kept_ts == ts;
+}
+
+static inline uintptr_t top_frame(const struct py_layout *L, uintptr_t ts)
+{
+	if (L->ts_cframe < 0)
+		return AT(ts, L->ts_frame, uintptr_t);
+	uintptr_t cf = AT(ts, L->ts_cframe, uintptr_t);
+	return plausible(cf, 8) ? AT(cf, L->ts_frame, uintptr_t) : 0;
+}
+
+/* The last walk, to be given again without walking, when it was made inside the GIL
+ * release the thread is still in: no Python code has run on the thread since, so its
+ * frames are the same (98% of a CNN step's captures: torch's operators and its backward
+ * pass allocate with the GIL released). The top frame is compared all the same: a take
+ * of the GIL the wrappers did not see (through a pointer, not a GOT entry) runs Python
+ * above it. NULL: walk. */
+static const struct py_walk *kept_walk(const struct py_runtime *r, const struct pf_cache *c,
+					int max)
+{
+	if (!kept_in_release(c) || c->busy || c->segment != prof_proc)
+		return 0;
+	const struct py_walk *last = &c->walk[c->last];
+	if (!last->n || last->max != max || !r->is_initialized())
+		return 0;
+	const struct py_layout *L = r->L;
+	uintptr_t frame = top_frame(L, c->kept_ts);
+	if (frame != last->frame[0] || AT(frame, L->fr_instr, uintptr_t) != last->instr[0] ||
+	    AT(frame, L->fr_code, uintptr_t) != last->code[0])
+		return 0;
+	if (unlikely(__atomic_load_n(&count_kept, __ATOMIC_RELAXED)))
+		atomic_fetch_add_explicit(&kept_walks, 1, memory_order_relaxed);
+	return last;
+}
+
+int prof_py_kept(int max, uint64_t *hash)
+{
+	const struct py_runtime *r = atomic_load_explicit(&active, memory_order_acquire);
+	const struct pf_cache *c = cache;
+	if (!r || max <= 0 || !c || c == PF_NONE)
+		return -1;
+	const struct py_walk *w = kept_walk(r, c, max);
+	if (!w)
+		return -1;
+	*hash = w->out_hash;
+	return w->out_n;
+}
+
 /* The frames' lines (code object, previous, instruction) and each code object's fields
  * the walk reads (two or three lines); 16 frames at most: a training step's captures
  * have ~10. Prefetches do not fault: an address gone since is harmless. */
@@ -501,6 +571,12 @@ void prof_py_prefetch(void)
 		return;
 	const struct py_layout *L = r->L;
 	const struct py_walk *w = &c->walk[c->last];
+	if (kept_in_release(c)) {
+		/* only the top frame is read (from_release) */
+		__builtin_prefetch((const char *)w->frame[0] + L->fr_code);
+		__builtin_prefetch((const char *)w->frame[0] + L->fr_instr);
+		return;
+	}
 	int n = w->n < 16 ? w->n : 16;
 	for (int i = 0; i < n; i++) {
 		const char *f = (const char *)w->frame[i], *code = (const char *)w->code[i];
@@ -527,6 +603,13 @@ int prof_py_stack_hashed(uint64_t *out, int max, uint64_t *hash)
 	*hash = hash_ids(out, 0);
 	if (!r || max <= 0)
 		return 0;
+	struct pf_cache *c = cache;
+	const struct py_walk *kept = likely(c && c != PF_NONE) ? kept_walk(r, c, max) : 0;
+	if (kept) {
+		memcpy(out, kept->out, (size_t)kept->out_n * sizeof *out);
+		*hash = kept->out_hash;
+		return kept->out_n;
+	}
 	/* finalization frees thread states (also other threads'): stop reading before */
 	if (!r->is_initialized())
 		return 0;
@@ -543,7 +626,6 @@ int prof_py_stack_hashed(uint64_t *out, int max, uint64_t *hash)
 	} else {
 		frame = AT(ts, L->ts_frame, uintptr_t);
 	}
-	struct pf_cache *c = cache;
 	if (unlikely(!c)) {
 		void *m = mmap(0, sizeof *c, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS,
 			       -1, 0);
@@ -566,6 +648,10 @@ int prof_py_stack_hashed(uint64_t *out, int max, uint64_t *hash)
 	const void *segment = c->segment;
 	c->busy = 1;
 	atomic_signal_fence(memory_order_seq_cst);
+	/* read before the walk: a walk is kept for its release only when made inside it */
+	uint32_t gen = prof_gil_gen;
+	int in_release = prof_gil_released_ts == ts && prof_gil_seen_whole();
+	c->kept_gen = 0;
 	const struct py_walk *last = &c->walk[c->last];
 	int n;
 	if (last->n && last->max == max && same_walk(r, last, frame)) {
@@ -582,6 +668,11 @@ int prof_py_stack_hashed(uint64_t *out, int max, uint64_t *hash)
 	 * one's names are the old segment's, not to be shared */
 	if (unlikely(c->segment != segment))
 		c->walk[0].n = c->walk[1].n = 0;
+	else if (n > 0 && in_release) {
+		c->kept_ts = ts;
+		atomic_signal_fence(memory_order_seq_cst);
+		c->kept_gen = gen;
+	}
 	c->busy = 0;
 	return n;
 }

@@ -22,9 +22,17 @@ int prof_py_stack(uint64_t *out, int max);
 /* The same, and a 64-bit hash of the frames written (of none when it returns 0 or less):
  * two calls that return the same frames give the same hash. */
 int prof_py_stack_hashed(uint64_t *out, int max, uint64_t *hash);
+/* The count and hash prof_py_stack_hashed would give, when its walk would be the
+ * thread's last one given again (inside the GIL release it was made in, gil.h), without
+ * writing the frames; -1 otherwise (then walk). */
+int prof_py_kept(int max, uint64_t *hash);
 /* Asks for the lines the thread's next walk most likely reads (its last walk's frames and
  * code objects): call early in a capture, before other work. Loads nothing. */
 void prof_py_prefetch(void);
+/* Counting, from count(1) on, the walks given again because their thread was still in
+ * the GIL release they were made in (PROFILER_DEBUG=stack). */
+void prof_py_count_kept(int on);
+uint64_t prof_py_kept_walks(void);
 /* The ending thread's frame cache unmapped. */
 void prof_py_thread_exit(void);
 

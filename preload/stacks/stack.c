@@ -109,6 +109,7 @@ void prof_stack_setup(void)
 		depth_max = depth;
 		__atomic_add_fetch(&stack_gen, 1, __ATOMIC_RELAXED);
 	}
+	prof_py_count_kept(!!(prof_debug_mask & PROF_DEBUG_STACK));
 	if (want) {
 		Dl_info self;
 		if (!self_hi && dladdr((void *)prof_stack_setup, &self))
@@ -380,7 +381,8 @@ void prof_stack_say_counts(void)
 		   "stacks: %llu remembered, %llu walked by frame pointers (%llu ending in "
 		   "the last walk, %llu in a remembered stack), %llu by libunwind; %llu of the "
 		   "remembered ones where the last capture's successor was; %.1f native and "
-		   "%.1f Python frames a remembered one",
+		   "%.1f Python frames a remembered one; %llu Python parts kept from a walk "
+		   "inside the same release of the GIL",
 		   (unsigned long long)n[HOW_REMEMBERED],
 		   (unsigned long long)(n[HOW_FP] + n[HOW_FP_SPLICED] + n[HOW_FP_REMEMBERED]),
 		   (unsigned long long)n[HOW_FP_SPLICED], (unsigned long long)n[HOW_FP_REMEMBERED],
@@ -388,7 +390,8 @@ void prof_stack_say_counts(void)
 		   (double)atomic_load_explicit(&remembered_frames[0], memory_order_relaxed) /
 			   (double)(n[HOW_REMEMBERED] ? n[HOW_REMEMBERED] : 1),
 		   (double)atomic_load_explicit(&remembered_frames[1], memory_order_relaxed) /
-			   (double)(n[HOW_REMEMBERED] ? n[HOW_REMEMBERED] : 1));
+			   (double)(n[HOW_REMEMBERED] ? n[HOW_REMEMBERED] : 1),
+		   (unsigned long long)prof_py_kept_walks());
 }
 
 /* How far above the slot of a return address its caller's return address lies: fixed

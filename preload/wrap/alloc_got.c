@@ -12,7 +12,12 @@
  * when the session starts and on each dlsym after a load (as got.c patches traced
  * functions); a lazy entry is resolved only through the handle the program passes to
  * dlsym. A DEEPBIND library's allocations made by its own constructors, before any
- * dlsym, are not seen. */
+ * dlsym, are not seen.
+ *
+ * The same passes point every object's entries for CPython's GIL calls at gil.c's
+ * wrappers (gil.h): there the entry must lead to the interpreter's own function, and
+ * one that cannot be redirected (or is not settled yet) is reported to gil.c, which then
+ * keeps no walk. */
 #define _GNU_SOURCE
 #include <dlfcn.h>
 #include <elf.h>
@@ -27,6 +32,7 @@
 #include "preload/wrap/alloc.h"
 #include "preload/wrap/alloc_got.h"
 #include "preload/wrap/dl.h"
+#include "preload/stacks/gil.h"
 #include "preload/trace/got_write.h"
 #include "preload/core/state.h"
 
@@ -38,6 +44,8 @@ static struct dl_phdr_info objects[MAX_OBJECTS];
 static unsigned nobjects, unlisted; /* unlisted: past the table, not checked */
 static uintptr_t done[MAX_OBJECTS]; /* objects checked since the last unload */
 static unsigned ndone;
+/* this pass left a GIL call's entry (gil.h) not yet redirected */
+static int gil_unsettled;
 
 struct object_dyn {
 	const ElfW(Sym) *symtab;
@@ -123,24 +131,44 @@ static int check_entry(const struct dl_phdr_info *info, const struct object_dyn 
 	if (sym->st_shndx != SHN_UNDEF)
 		return 1; /* the object's own definition */
 	void *ours, *real;
-	if (prof_alloc_targets(d->strtab + sym->st_name, &ours, &real))
-		return 1;
+	const char *name = d->strtab + sym->st_name;
+	int gil = 0;
+	if (prof_alloc_targets(name, &ours, &real)) {
+		if (prof_gil_targets(name, &ours, &real))
+			return 1;
+		gil = 1;
+	}
 	void **slot = (void **)(info->dlpi_addr + r->r_offset);
 	void *cur = __atomic_load_n(slot, __ATOMIC_ACQUIRE);
-	if (cur == ours || !real)
+	if (cur == ours)
 		return 1;
+	if (!real) {
+		/* a GIL call whose function is not the interpreter's (gil.c): not seen */
+		if (gil)
+			prof_gil_entry_refused();
+		return 1;
+	}
 	if ((uintptr_t)cur >= d->lo && (uintptr_t)cur < d->hi) {
 		/* lazy, not bound yet: what the object's own scope gives, looked up through
 		 * the program's handle (a handle libprof opened itself could, once closed,
 		 * unload an object whose constructor is running) */
-		if (!handle)
+		if (!handle) {
+			gil_unsettled |= gil;
 			return 0;
-		cur = prof_real_dlsym(handle, d->strtab + sym->st_name);
+		}
+		cur = prof_real_dlsym(handle, name);
 	}
-	if (cur != real)
+	if (cur != real) {
+		/* leads elsewhere: an allocator of the object's own is left to it; a GIL call
+		 * that does not reach the interpreter's function is not seen */
+		if (gil)
+			prof_gil_entry_refused();
 		return 1;
+	}
 	int rc = prof_got_write(pages, slot, ours);
 	if (rc == PROF_GOT_REFUSED) {
+		if (gil)
+			prof_gil_entry_refused();
 		/* the page will not become writable later: given up, as settled */
 		prof_debug(PROF_DEBUG_GOT | PROF_DEBUG_ALLOC,
 			   "cannot redirect %s in %s to libprof: slot %p in a read-only mapping "
@@ -149,6 +177,7 @@ static int check_entry(const struct dl_phdr_info *info, const struct object_dyn 
 			   strerror(errno));
 		return 1;
 	}
+	gil_unsettled |= gil && rc;
 	return rc == 0;
 }
 
@@ -196,6 +225,7 @@ static int is_done(uintptr_t base)
 static void check_all(void *handle, uintptr_t handle_base)
 {
 	nobjects = unlisted = 0;
+	gil_unsettled = 0;
 	dl_iterate_phdr(list, 0);
 	if (unlisted)
 		prof_debug(PROF_DEBUG_ALLOC, "not checking the allocator entries of %u loaded "
@@ -208,6 +238,8 @@ static void check_all(void *handle, uintptr_t handle_base)
 		if (check_object(&objects[i], h) && ndone < MAX_OBJECTS)
 			done[ndone++] = base;
 	}
+	/* objects past the table are not checked: their GIL calls are not known to be seen */
+	prof_gil_pass_done(gil_unsettled || unlisted);
 }
 
 void prof_alloc_got_refresh(void *handle)
@@ -222,6 +254,10 @@ void prof_alloc_got_refresh(void *handle)
 	int loaded = c[0] != __atomic_load_n(&seen_adds, __ATOMIC_ACQUIRE);
 	if (!loaded && !handle)
 		return;
+	/* a new object's GIL calls lead to the interpreter until a pass redirects them,
+	 * which another thread's pass may already be past, or the lock may put off */
+	if (loaded)
+		prof_gil_pass_done(1);
 	/* Another thread checking holds the lock while it calls into the loader, whose lock
 	 * a constructor calling dlsym here may hold: waiting could deadlock. The next dlsym
 	 * checks again. */
@@ -237,6 +273,11 @@ void prof_alloc_got_refresh(void *handle)
 		seen_subs = c[1];
 		check_all(handle, handle ? lm->l_addr : 0);
 		__atomic_store_n(&seen_adds, c[0], __ATOMIC_RELEASE);
+		/* an object loaded during the pass was not in its list */
+		unsigned long long after[2] = {0, 0};
+		dl_iterate_phdr(counts, after);
+		if (after[0] != c[0])
+			prof_gil_pass_done(1);
 	}
 	pthread_mutex_unlock(&lock);
 	t->busy--;

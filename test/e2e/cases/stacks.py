@@ -465,3 +465,107 @@ def stack_rounds_remembered(c):
           % (later, 100 * share))
     c.note("%d walks in 2 rounds, %.1f a round after; %.1f%% of later captures where "
            "the last one's successor was" % (walks[2], per_round, 100 * share))
+
+
+GIL_SCRIPT = r"""
+import ctypes, sys
+lib = ctypes.CDLL(sys.argv[1])  # each call gives the GIL up (_ctypes' PyEval_SaveThread)
+held = ctypes.PyDLL(sys.argv[1])  # the GIL kept
+N, ROUNDS = int(sys.argv[2]), int(sys.argv[3])
+lib.around_unseen_callback.argtypes = [ctypes.c_int, ctypes.py_object]
+
+
+def in_callback():
+    held.made_in_callback()
+
+
+def unseen_callback():
+    held.made_in_callback()
+
+
+callback = ctypes.CFUNCTYPE(None)(in_callback)
+
+
+def site(unseen):
+    # the same frame, code and instruction under both callers: only the release of the
+    # GIL each call makes tells their stacks apart
+    if unseen:
+        lib.around_unseen_callback(N, unseen_callback)
+    else:
+        lib.around_callback(N, callback)
+
+
+def from_a(unseen):
+    site(unseen)
+
+
+def from_b(unseen):
+    site(unseen)
+
+
+for _ in range(ROUNDS):
+    from_a(0)
+    from_b(0)
+    from_a(1)
+    from_b(1)
+print("done=1")
+"""
+
+KEPT_SAY = re.compile(r"(\d+) Python parts kept from a walk inside the same release of the GIL")
+
+
+@case
+def python_frames_in_gil_releases(c):
+    """The Python part of a stack is taken again from the thread's last walk while the
+    thread is still in the release of the GIL it was made in (preload/stacks/gil.c): the
+    allocations of native code called through ctypes.CDLL, before and after it calls
+    back into Python, each have their own Python frames, exactly: under two callers of
+    one frame (a release apart), in a ctypes callback (the GIL taken back through a
+    redirected PyGILState_Ensure) and in a callback that takes it back through pointers
+    from dlsym, unseen by libprof (the kept walk's top frame is not the callback's).
+    Debian's python3 (CPython linked into the executable) and a CPython built shared
+    (the suite's own, where it is one)."""
+    lib = c.cc("gil_calls.so", [os.path.join(HERE, "cases", "stacks_walk", "gil_calls.c")],
+               ["-shared", "-fPIC", "-O1", "-ldl"])
+    script = c.path("gil_script.py")
+    with open(script, "w") as f:
+        f.write(GIL_SCRIPT)
+    pythons = ["/usr/bin/python3"]
+    if os.path.realpath(sys.executable) != os.path.realpath(pythons[0]):
+        pythons.append(sys.executable)
+    n, rounds = 5, 20
+    seen = []
+    for i, py in enumerate(pythons):
+        out = "gil_%d" % i
+        r = c.run([py, script, lib, n, rounds],
+                  env={"PROFILER_STACK": "alloc", "PROFILER_DEBUG": "stack",
+                       "PROFILER_OUTPUT": out})
+        eq((r.rc, r.kv("done")), (0, ["1"]), "%s: the script: %r" % (py, r))
+        x = c.prof("export", c.path(out + ".prof"), "--format", "folded", "--weight", "count")
+        eq(x.rc, 0, "prof export --format folded: %r" % x)
+        got = {}
+        for frames, count in folded_lines(x.out):
+            names = [fn(f) for f in frames]
+            made = [m for m in names if m.startswith("made_")]
+            if not made:
+                continue
+            around = [a for a in names if a.startswith("around_")]
+            python = tuple(fn(f) for f in frames if script in f)
+            key = (made[-1], around[-1] if around else None, python)
+            got[key] = got.get(key, 0) + count
+        want = {}
+        for caller in ("from_a", "from_b"):
+            outer = ("<module>", caller, "site")
+            for around, inner in (("around_callback", "in_callback"),
+                                  ("around_unseen_callback", "unseen_callback")):
+                want[("made_before_callback", around, outer)] = n * rounds
+                want[("made_after_callback", around, outer)] = n * rounds
+                # past the callback's eval loop the native frames are not kept: its
+                # Python frames and those below
+                want[("made_in_callback", None, outer + (inner,))] = rounds
+        eq(got, want, "%s: (allocating function, native caller, Python frames): count" % py)
+        kept = KEPT_SAY.search(r.err)
+        check(kept and int(kept.group(1)) >= 2 * 2 * (n - 1) * rounds,
+              "%s: Python parts kept from the last walk: %r" % (py, kept and kept.group(0)))
+        seen.append("%s: %s kept" % (py, kept.group(1)))
+    c.note("; ".join(seen))

@@ -275,3 +275,37 @@ def heavy_import_stacks(c, python):
 # serial: millions of events with stacks, and the page made of them, load the machine for
 # minutes (TensorBoard beside them ran past its time to load a run)
 on_both_torches(heavy_import_stacks, "torch_heavy_import_stacks", serial=True)
+
+
+GIL_STACKS_SCRIPT = os.path.join(ROOT, "test", "e2e", "frameworks", "torch_gil_stacks.py")
+
+
+def python_frames_in_gil_releases(c, python):
+    """torch's operators and backward pass allocate with the GIL given up, where libprof
+    takes a stack's Python part again from the thread's last walk (preload/stacks/gil.c:
+    torch's GIL calls redirected): each marked tensor has its own Python frames, with its
+    exact count, under two callers of one frame and in a hook the backward pass calls,
+    and walks were kept."""
+    r = c.run([python, GIL_STACKS_SCRIPT], env={"PROFILER_STACK": "alloc",
+                                                "PROFILER_DEBUG": "stack"}, timeout=300)
+    check(r.rc == 0, "exit status %s: %r" % (r.rc, r))
+    steps = int(r.kv("steps")[0])
+    st = c.report_json(c.path("libprof.prof"), "--group-by", "stack:3", "--category", "memory")
+    want = {("site", "from_a", "<module>"): steps, ("site", "from_b", "<module>"): steps,
+            ("made_in_hook", "hook", None): steps}
+    # the data blocks are the only posix_memalign under those frames (the tensor objects
+    # come through malloc, torch's first-use set-up too); the hook's caller is torch's
+    aligned = {}
+    for x in st["rows"]:
+        key = tuple(fn(f) for f in x.get("stack") or [])
+        if x["name"] == "posix_memalign" and key and key[0] in ("site", "made_in_hook"):
+            aligned[key if key[0] == "site" else key[:2] + (None,)] = x["count"]
+    eq(aligned, want, "posix_memalign by (function, caller, its caller): count")
+    kept = KEPT_SAY.search(r.err)
+    check(kept and int(kept.group(1)) > 0, "no Python part kept from the last walk: %r"
+          % r.err[-800:])
+    c.note("%s Python parts kept; %d data blocks each under from_a, from_b, the hook"
+           % (kept.group(1), steps))
+
+
+on_both_torches(python_frames_in_gil_releases, "torch_python_frames_in_gil_releases")

@@ -21,9 +21,13 @@ args = sys.argv[2:]
 lib = ctypes.CDLL(so)  # releases the GIL around each call
 lib_gil = ctypes.PyDLL(so)  # keeps it
 for l in (lib, lib_gil):
-    l.probe.argtypes = [ctypes.c_char_p, ctypes.c_int, ctypes.c_int]
+    l.probe.argtypes = [ctypes.c_char_p, ctypes.c_int, ctypes.c_int, ctypes.c_int]
+    l.probe_around.argtypes = [ctypes.c_char_p, ctypes.c_char_p, ctypes.c_int,
+                               ctypes.c_void_p]
+    l.probe_kept_walks.restype = ctypes.c_long
     l.bench.restype = ctypes.c_double
-    l.bench.argtypes = [ctypes.c_long, ctypes.c_int, ctypes.POINTER(ctypes.c_int)]
+    l.bench.argtypes = [ctypes.c_long, ctypes.c_int, ctypes.POINTER(ctypes.c_int),
+                        ctypes.c_int]
     l.sigprof_stop.restype = ctypes.c_long
     l.sigprof_stop.argtypes = [ctypes.POINTER(ctypes.c_long)]
     l.intern_calls.restype = ctypes.c_long
@@ -51,17 +55,18 @@ def expected(frame, limit=256):
     return out
 
 
-def read(max_frames=256, l=lib):
+def read(max_frames=256, l=lib, seen=None):
     buf = ctypes.create_string_buffer(1 << 16)
-    n = l.probe(buf, len(buf), max_frames); want = expected(sys._getframe(), max_frames)
+    seen = (1 if l is lib else 0) if seen is None else seen
+    n = l.probe(buf, len(buf), max_frames, seen); want = expected(sys._getframe(), max_frames)
     got = buf.value.decode().splitlines()
     if n != len(got) or got[:1] != want[:1]:
         return -1, got, want  # read()'s own frame, at this line, comes first
     return n, got[1:], want[1:]
 
 
-def same_stack(what, max_frames=256, l=lib):
-    n, got, want = read(max_frames, l)
+def same_stack(what, max_frames=256, l=lib, seen=None):
+    n, got, want = read(max_frames, l, seen)
     check(n > 0 and got == want,
           "%s: got %d frames\n  %s\nwant\n  %s" % (what, n, "\n  ".join(got), "\n  ".join(want)))
     return got
@@ -81,7 +86,7 @@ if "--layout" in args:
 
 if "--unsupported" in args:
     buf = ctypes.create_string_buffer(4096)
-    check(lib.probe(buf, len(buf), 64) == 0, "frames from an unsupported interpreter")
+    check(lib.probe(buf, len(buf), 64, 1) == 0, "frames from an unsupported interpreter")
     print("pyframes: %s: unsupported, no frames: %s" % (sys.version.split()[0],
                                                        "ok" if not failures else "FAILED"))
     sys.exit(1 if failures else 0)
@@ -192,12 +197,69 @@ recurse(400, lambda: same_stack("deeper than a walk keeps"))
 recurse(400, lambda: same_stack("deeper than a walk keeps, again"))
 recurse(2, lambda: same_stack("shallow after deep"))
 
+# --- a walk kept for the GIL release it was made in (gil.h) ----------------------------
+# Every CDLL probe above read its stack twice inside one release (as libprof sees a
+# ctypes call), the second time from the kept walk: same frames (probe says -2 if not).
+# g() under caller_a and under caller_b runs at the same frame address, code and
+# instruction: only the release's generation tells the two apart.
+
+kept_before = lib.probe_kept_walks()
+for _ in range(3):
+    caller_a()
+    caller_b()
+# (two a probe: the stack read again, and the kept walk's count and hash asked for)
+check(lib.probe_kept_walks() - kept_before == 12,
+      "walks kept inside their release: %d of 12" % (lib.probe_kept_walks() - kept_before))
+lib.set_seen_whole(0)  # a GIL call's entry not redirected somewhere: nothing is kept
+kept_before = lib.probe_kept_walks()
+same_stack("an entry not redirected")
+check(lib.probe_kept_walks() == kept_before, "a walk kept while not every entry is redirected")
+lib.set_seen_whole(1)
+
+# A callback from C inside the release takes the GIL back through a path not seen (the
+# stub sees none): the kept walk is not the callback's, whose top frame differs; back
+# from it, the stack is the one before it again.
+CALLBACK = ctypes.CFUNCTYPE(None)
+in_callback = []
+
+
+def callback_body():
+    in_callback.append(same_stack("a callback under a release its take was not seen in",
+                                  l=lib_gil, seen=2))
+
+
+def around(what):
+    buf = ctypes.create_string_buffer(1 << 16)
+    after = ctypes.create_string_buffer(1 << 16)
+    cb = CALLBACK(callback_body)
+    n = lib.probe_around(buf, after, len(buf), ctypes.cast(cb, ctypes.c_void_p))
+    want = expected(sys._getframe())  # this frame at the line after the call
+    got = buf.value.decode().splitlines()
+    check(n > 0 and got[0].startswith("around (") and got[1:] == want[1:] and
+          after.value == buf.value,
+          "%s: before the callback %r, after %r, want %r"
+          % (what, got[:3], after.value.decode().splitlines()[:3], want[:2]))
+
+
+def around_a():
+    around("around, caller a")
+
+
+def around_b():
+    around("around, caller b")
+
+
+around_a()
+around_b()
+check(len(in_callback) == 2 and in_callback[0][1].startswith("callback_body ("),
+      "the callbacks' stacks: %r" % in_callback)
+
 # --- where the walk must give nothing -------------------------------------------------
 
 check(lib.probe_foreign_thread() == 0, "a thread Python never saw has no frames")
 lib.set_profiling(0)
 buf = ctypes.create_string_buffer(4096)
-check(lib.probe(buf, len(buf), 64) == 0, "no frames while not profiling")
+check(lib.probe(buf, len(buf), 64, 1) == 0, "no frames while not profiling")
 lib.set_profiling(1)
 
 # --- the cache: warm hits intern nothing; a reused code address is not a stale hit -----
@@ -327,10 +389,11 @@ if "--bench" in args:
             return depth_chain(k - 1)
         depth = ctypes.c_int()
         r = {}
-        for m in (64, 1):
+        for m in (64, 1, "kept"):
             r[m] = 1e9
             for _ in range(3):  # the best of three
-                r[m] = min(r[m], lib.bench(1000000, m, ctypes.byref(depth)))
+                r[m] = min(r[m], lib.bench(1000000, 64 if m == "kept" else m,
+                                           ctypes.byref(depth), m == "kept"))
             r[m, "depth"] = depth.value
         return r
 
@@ -341,7 +404,8 @@ if "--bench" in args:
     r = run_bench()
     check(r[64, "depth"] == 10 and r[64] > 0, "bench saw %d frames" % r[64, "depth"])
     print("pyframes: %s: %.1f ns per prof_py_stack call, warm cache, %d frames"
-          " (%.1f ns with max 1)" % (sys.version.split()[0], r[64], r[64, "depth"], r[1]))
+          " (%.1f ns with max 1; %.1f ns given again inside a GIL release)"
+          % (sys.version.split()[0], r[64], r[64, "depth"], r[1], r["kept"]))
 
 # --- finalization: daemon threads go on walking their stacks (in C, without the GIL) while
 # the interpreter frees thread states; the process must exit cleanly -------------------

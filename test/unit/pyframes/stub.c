@@ -5,6 +5,8 @@
  * Build and run: test/unit/pyframes/run.sh. */
 #include "preload/stacks/pyframes.c"
 
+#include <dlfcn.h>
+
 #include <pthread.h>
 #include <signal.h>
 #include <stdarg.h>
@@ -78,6 +80,40 @@ void *prof_real_dlsym(void *handle, const char *name)
 	return dlsym(handle, name);
 }
 
+/* gil.c's state, set by hand: the stub's calls are not seen (release_seen does what the
+ * wrapper of a release does after it, taken_seen what the wrapper of a take does) */
+__thread uint32_t prof_gil_gen;
+__thread uintptr_t prof_gil_released_ts;
+static int seen_whole = 1;
+
+int prof_gil_seen_whole(void)
+{
+	return seen_whole;
+}
+
+EXPORT void release_seen(void)
+{
+	void *(*gts)(void) = (void *(*)(void))dlsym(RTLD_DEFAULT, "PyGILState_GetThisThreadState");
+	prof_gil_gen++;
+	prof_gil_released_ts = (uintptr_t)gts();
+}
+
+EXPORT void taken_seen(void)
+{
+	prof_gil_released_ts = 0;
+	prof_gil_gen++;
+}
+
+EXPORT void set_seen_whole(int on)
+{
+	seen_whole = on;
+}
+
+EXPORT long probe_kept_walks(void)
+{
+	return (long)prof_py_kept_walks();
+}
+
 /* The frames as text, one a line, innermost first, as the readers name them
  * (formats/symbols/stack_names.c): the code object's "function (file)" with the frame's
  * line put before the ')'. Returns how many (-1: a frame without the tag, without a
@@ -103,12 +139,48 @@ static int format_frames(const uint64_t *f, int n, char *buf, int len)
 	return n;
 }
 
-EXPORT int probe(char *buf, int len, int max)
+/* The caller's stack. seen 1: the call came through ctypes.CDLL, which gave the GIL up,
+ * as libprof sees such a call (_ctypes' PyEval_SaveThread is redirected to gil.c), and
+ * the stack is read a second time, which must give the same frames (the walk kept for
+ * the release: probe_kept_walks counts it; -2 when they differ); 0: through PyDLL, the
+ * GIL held (a take seen); 2: nothing seen (a take libprof's wrappers miss). */
+EXPORT int probe(char *buf, int len, int max, int seen)
+{
+	uint64_t f[256], again[256];
+	int released = seen == 1;
+	prof_py_init();
+	if (seen == 1)
+		release_seen();
+	else if (seen == 0)
+		taken_seen();
+	int cap = max < 256 ? max : 256;
+	uint64_t hash, kept_hash;
+	int n = prof_py_stack_hashed(f, cap, &hash);
+	if (released && (prof_py_stack(again, cap) != n || memcmp(f, again, (size_t)(n > 0 ? n : 0) * 8)))
+		return -2;
+	/* what the kept walk says without its frames (when there is one: a walk cut at max
+	 * is not kept): the same count and hash */
+	int kept = released ? prof_py_kept(cap, &kept_hash) : -1;
+	if (kept >= 0 && (kept != n || kept_hash != hash))
+		return -2;
+	return format_frames(f, n, buf, len);
+}
+
+/* Inside one release (the caller's CDLL call has given the GIL up): the stack read,
+ * then cb called (a ctypes callback takes the GIL back through a path the stub does not
+ * see, as one libprof's wrappers miss would), then the stack read again: the second
+ * read must be the first, in buf_after. */
+EXPORT int probe_around(char *buf, char *buf_after, int len, void (*cb)(void))
 {
 	uint64_t f[256];
 	prof_py_init();
-	int n = prof_py_stack(f, max < 256 ? max : 256);
-	return format_frames(f, n, buf, len);
+	release_seen();
+	int n = prof_py_stack(f, 256); /* read()'s max: a kept walk is given for its own */
+	format_frames(f, n, buf, len);
+	cb();
+	int m = prof_py_stack(f, 256);
+	format_frames(f, m, buf_after, len);
+	return n == m ? n : -1;
 }
 
 EXPORT void set_profiling(int on)
@@ -124,6 +196,11 @@ EXPORT long distinct_names(void)
 EXPORT long intern_calls(void)
 {
 	return atomic_load(&interned_calls);
+}
+
+__attribute__((constructor)) static void count_kept_walks(void)
+{
+	prof_py_count_kept(1);
 }
 
 static void *foreign(void *arg)
@@ -144,12 +221,17 @@ EXPORT int probe_foreign_thread(void)
 	return n;
 }
 
-/* ns per prof_py_stack call, after one call has warmed the cache; *depth: frames seen. */
-EXPORT double bench(long iters, int max, int *depth)
+/* ns per prof_py_stack call, after one call has warmed the cache; *depth: frames seen.
+ * kept: inside a release (the walk kept), else walked each time. */
+EXPORT double bench(long iters, int max, int *depth, int kept)
 {
 	uint64_t f[256];
 	struct timespec a, b;
 	prof_py_init();
+	if (kept)
+		release_seen();
+	else
+		taken_seen();
 	*depth = prof_py_stack(f, max);
 	long sum = 0;
 	clock_gettime(CLOCK_MONOTONIC, &a);
