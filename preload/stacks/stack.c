@@ -278,16 +278,21 @@ static uint32_t intern_stack(const uint64_t *f, unsigned n)
 
 struct cached_stack {
 	uint64_t ip0, sp0;
-	uint32_t n;       /* native frames checked: up to the eval loop or the depth */
-	uint32_t id;      /* the stack's id when it has no Python part */
-	uint32_t python;  /* frames from n on are the thread's Python frames */
-	uint32_t gen;     /* stack_gen when made: ids of an older stack table are not used */
-	uint32_t truncated; /* the stack went on past ip[n - 1] (cut at the depth) */
+	uint16_t n;       /* native frames checked: up to the eval loop or the depth */
 	/* with Python frames: the id of the whole stack last taken here, the frames it had
 	 * (py_n in all) and a hash of its Python part, so that the same Python frames again
 	 * skip interning the whole stack; py_id 0: none */
-	uint32_t py_id, py_n;
-	uint32_t after;   /* 1 + the way found at the thread's next capture last time; 0: none */
+	uint16_t py_n;
+	uint8_t python;   /* frames from n on are the thread's Python frames */
+	uint8_t truncated; /* the stack went on past ip[n - 1] (cut at the depth) */
+	uint32_t id;      /* the stack's id when it has no Python part */
+	uint32_t gen;     /* stack_gen when made: ids of an older stack table are not used */
+	uint32_t py_id;
+	/* 1 + the way found at the thread's next capture last time, and 1 + the one before
+	 * that (0: none): of a CNN step's ~380 captures a step that were not where the last
+	 * one said, four in five were where it said the time before */
+	uint32_t after, after_before;
+	uint32_t reach;   /* the slot of ip[n - 1] lies below sp0 + reach */
 	uint64_t py_hash;
 	uint64_t chain;       /* hash_frames64 of the return addresses after ip0 */
 	uint16_t gap[CACHE_FRAMES]; /* ip[j] lies gap[j] words above ip[j - 1] (j >= 1) */
@@ -305,7 +310,7 @@ static __thread struct cached_stack *stack_cache __attribute__((tls_model("initi
 #define CACHE_NONE ((struct cached_stack *)1)
 #define CACHE_BYTES                                                                  \
 	((size_t)CACHE_WAYS * sizeof(struct cached_stack) + CACHE_WALKS_BYTES +          \
-	 CACHE_TAGS_BYTES + CACHE_NEXT_BYTES + NEAR_BYTES)
+	 CACHE_SLOTS_BYTES + CACHE_NEXT_BYTES + NEAR_BYTES)
 #define CACHE_MAP_BYTES ((CACHE_BYTES + 4095) & ~(size_t)4095)
 /* A thread that has remembered this many stacks takes stacks all the time (a training
  * loop's): its ways are then put on huge pages. A lookup reads a way at random in 6 MiB,
@@ -319,6 +324,14 @@ static __thread struct cached_stack *stack_cache __attribute__((tls_model("initi
 #define MADV_COLLAPSE 25 /* Linux 6.1: the pages made huge now, not by khugepaged later */
 #endif
 static __thread uint32_t remembered_here __attribute__((tls_model("initial-exec")));
+/* The ways given to set slots so far: a slot's first stack takes the next way, and the
+ * slot's later stacks replace it there. The ways then lie in the order their slots were
+ * first used, which is mostly the order a training step takes its stacks, again every
+ * step. Each slot with a way of its own at a fixed place instead, a step's ~4,000
+ * stacks lay at random in 6 MiB, and reading the next one's lines (asked for ahead,
+ * followed_by) waited on a page walk nearly every capture (a VM's huge pages can be
+ * its host's 4 KiB ones). */
+static __thread uint32_t ways_given __attribute__((tls_model("initial-exec")));
 
 /* The thread's last native stack walked whole, for the next walk (fp_walk.h), and room
  * for another: after the ways, in the same mapping (8 KiB of static TLS before). */
@@ -327,14 +340,15 @@ static struct fp_last *cache_walks(struct cached_stack *cache)
 {
 	return (struct fp_last *)(void *)(cache + CACHE_WAYS);
 }
-/* 16 bits of each way's start (start_tag), after the walks: 64 KiB that stay in the CPU's
+/* Each set's four slots, after the walks: 16 bits of the start (start_tag) of the stack
+ * in the slot's way, then 1 + the way's index (0: none yet). 128 KiB that stay in the CPU's
  * caches, so that a lookup reads the one way it wants instead of the first line of all
  * four (each a miss on the 6.3 MiB of ways: two thirds of a remembered capture's lookup
  * was the way's first line). */
-#define CACHE_TAGS_BYTES ((size_t)CACHE_WAYS * sizeof(uint16_t))
-static uint16_t *cache_tags(struct cached_stack *cache)
+#define CACHE_SLOTS_BYTES ((size_t)CACHE_WAYS * sizeof(uint32_t))
+static uint32_t *cache_slots(struct cached_stack *cache)
 {
-	return (uint16_t *)(void *)(cache_walks(cache) + 2);
+	return (uint32_t *)(void *)(cache_walks(cache) + 2);
 }
 /* Per set, the way remember() fills next (8 KiB, after the tags): a hit moves it off
  * the way just used, so a stack in use is not the next replaced (with ways replaced in
@@ -342,7 +356,7 @@ static uint16_t *cache_tags(struct cached_stack *cache)
 #define CACHE_NEXT_BYTES ((size_t)CACHE_WAYS / CACHE_SET_WAYS)
 static uint8_t *cache_next(struct cached_stack *cache)
 {
-	return (uint8_t *)(cache_tags(cache) + CACHE_WAYS);
+	return (uint8_t *)(cache_slots(cache) + CACHE_WAYS);
 }
 
 /* The distances the thread's chain keys read, packed 8 to a line after the next-to-fill
@@ -538,8 +552,10 @@ static uint64_t chain_key(uint64_t ip0, uint64_t sp0)
 	return h ^ h >> 29;
 }
 
-/* The set of four ways a stack beginning at ip0 with stack pointer sp0 is remembered in. */
-static struct cached_stack *cache_set(uint64_t ip0, uint64_t sp0)
+#define NO_SET SIZE_MAX
+/* The first slot of the set a stack beginning at ip0 with stack pointer sp0 is
+ * remembered in; NO_SET when the thread has no ways. */
+static size_t cache_set(uint64_t ip0, uint64_t sp0)
 {
 	struct cached_stack *cache = stack_cache;
 	if (__builtin_expect(!cache, 0)) {
@@ -561,9 +577,9 @@ static struct cached_stack *cache_set(uint64_t ip0, uint64_t sp0)
 		}
 	}
 	if (cache == CACHE_NONE)
-		return 0;
+		return NO_SET;
 	uint64_t h = chain_key(ip0, sp0) * 0x9e3779b97f4a7c15ull;
-	return &cache[(h >> (64 - CACHE_SET_BITS)) * CACHE_SET_WAYS];
+	return (size_t)(h >> (64 - CACHE_SET_BITS)) * CACHE_SET_WAYS;
 }
 
 void prof_stack_thread_exit(void)
@@ -576,25 +592,54 @@ void prof_stack_thread_exit(void)
 		munmap(cache, CACHE_MAP_BYTES);
 }
 
-/* Whether c is the stack beginning at ip0 with stack pointer sp0: its return addresses
- * read from their slots into f (f[0] = ip0) hash to the one remembered. The slots are
- * read only inside the range of the stack known to be mapped (span_lo, span_hi). */
-static int way_hit(const struct cached_stack *c, uint64_t ip0, uint64_t sp0, uint64_t *f)
+/* Whether c is the stack beginning at ip0 with stack pointer sp0: its return addresses,
+ * read from their slots, hash to the one remembered (hash_frames64's lanes, taken as
+ * the slots are read: storing the frames and hashing them after was a third of a
+ * remembered capture's own cost, and most captures need only the id). The slots are read
+ * only inside the range of the stack known to be mapped (span_lo, span_hi). */
+static int way_hit(const struct cached_stack *c, uint64_t ip0, uint64_t sp0)
 {
 	uint32_t n = c->n;
 	atomic_signal_fence(memory_order_seq_cst);
 	if (c->ip0 != ip0 || c->sp0 != sp0 || !n ||
-	    c->gen != __atomic_load_n(&stack_gen, __ATOMIC_RELAXED) || sp0 < span_lo)
+	    c->gen != __atomic_load_n(&stack_gen, __ATOMIC_RELAXED) || sp0 < span_lo ||
+	    sp0 + c->reach > span_hi)
 		return 0;
+	const uint64_t m = 0xff51afd7ed558ccdull;
+	uint32_t k = n - 1;
+	uint64_t a = 0x9e3779b97f4a7c15ull ^ k, b = 0xc2b2ae3d27d4eb4full,
+		 h3 = 0x165667b19e3779f9ull, d = 0x27d4eb2f165667c5ull;
+	const uint16_t *gap = &c->gap[1];
+	uint64_t at = sp0 - 8;
+	uint32_t i = 0;
+	for (; i + 4 <= k; i += 4) {
+		uint64_t s0 = at + (uint64_t)gap[i] * 8, s1 = s0 + (uint64_t)gap[i + 1] * 8,
+			 s2 = s1 + (uint64_t)gap[i + 2] * 8, s3 = s2 + (uint64_t)gap[i + 3] * 8;
+		a = (a ^ *(const uint64_t *)s0) * m;
+		b = (b ^ *(const uint64_t *)s1) * m;
+		h3 = (h3 ^ *(const uint64_t *)s2) * m;
+		d = (d ^ *(const uint64_t *)s3) * m;
+		at = s3;
+	}
+	for (; i < k; i++) {
+		at += (uint64_t)gap[i] * 8;
+		a = (a ^ *(const uint64_t *)at) * m;
+	}
+	uint64_t x = a ^ (b >> 17) ^ (h3 << 13) ^ (d >> 29);
+	x ^= x >> 32;
+	x *= 0xc4ceb9fe1a85ec53ull;
+	return (x ^ x >> 29) == c->chain;
+}
+
+/* The native frames of a way way_hit took, read from their slots into f (f[0] = ip0). */
+static void read_native(const struct cached_stack *c, uint64_t ip0, uint64_t sp0, uint64_t *f)
+{
 	uint64_t at = sp0 - 8;
 	f[0] = ip0;
-	for (uint32_t j = 1; j < n; j++) {
+	for (uint32_t j = 1; j < c->n; j++) {
 		at += (uint64_t)c->gap[j] * 8;
-		if (at + 8 > span_hi)
-			return 0;
 		f[j] = *(const uint64_t *)at;
 	}
-	return hash_frames64(f + 1, n - 1) == c->chain;
 }
 
 /* 16 bits of a stack's start, never 0 (an empty way's). */
@@ -604,30 +649,28 @@ static uint16_t start_tag(uint64_t ip0, uint64_t sp0)
 }
 
 /* The remembered stack that is the one beginning at ip0 with stack pointer sp0, its
- * native frames in f, or NULL. */
+ * native frames in f when given, or NULL. */
 static struct cached_stack *cache_find(uint64_t ip0, uint64_t sp0, uint64_t *f)
 {
-	struct cached_stack *set = cache_set(ip0, sp0);
-	if (!set)
+	size_t first = cache_set(ip0, sp0);
+	if (first == NO_SET)
 		return 0;
-	/* the ways' first two lines asked for while the tags are read: a training step's
-	 * thousands of stacks are out of the caches between two of their captures, and
-	 * waiting for the tags, then the way, then its distances was three misses in a
-	 * row (two thirds of this lookup in a CNN step) */
+	uint32_t tag = start_tag(ip0, sp0);
+	const uint32_t *slots = cache_slots(stack_cache) + first;
 	for (unsigned w = 0; w < CACHE_SET_WAYS; w++) {
-		__builtin_prefetch(&set[w]);
-		__builtin_prefetch(&set[w].gap[0]);
+		uint32_t word = slots[w];
+		if (word >> 16 != tag || !(word & 0xffff))
+			continue;
+		struct cached_stack *c = &stack_cache[(word & 0xffff) - 1];
+		if (!way_hit(c, ip0, sp0))
+			continue;
+		uint8_t *next = &cache_next(stack_cache)[first / CACHE_SET_WAYS];
+		if (*next == w)
+			*next = (uint8_t)((w + 1) % CACHE_SET_WAYS);
+		if (f)
+			read_native(c, ip0, sp0, f);
+		return c;
 	}
-	uint16_t tag = start_tag(ip0, sp0);
-	size_t first = (size_t)(set - stack_cache);
-	const uint16_t *tags = cache_tags(stack_cache) + first;
-	for (unsigned w = 0; w < CACHE_SET_WAYS; w++)
-		if (tags[w] == tag && way_hit(&set[w], ip0, sp0, f)) {
-			uint8_t *next = &cache_next(stack_cache)[first / CACHE_SET_WAYS];
-			if (*next == w)
-				*next = (uint8_t)((w + 1) % CACHE_SET_WAYS);
-			return &set[w];
-		}
 	return 0;
 }
 
@@ -639,21 +682,22 @@ static struct cached_stack *cache_find(uint64_t ip0, uint64_t sp0, uint64_t *f)
 static __thread uint32_t last_way __attribute__((tls_model("initial-exec")));
 
 /* The way that followed the last capture's, when it is the stack beginning at ip0 with
- * stack pointer sp0 (its native frames in f). */
-static struct cached_stack *predicted(uint64_t ip0, uint64_t sp0, uint64_t *f)
+ * stack pointer sp0. */
+static struct cached_stack *predicted(uint64_t ip0, uint64_t sp0)
 {
 	struct cached_stack *cache = stack_cache;
 	uint32_t last = last_way;
 	if (!last || !cache || cache == CACHE_NONE)
 		return 0;
+	/* not kept off its set's next to fill, as a hit by the key is: that byte was a miss
+	 * a capture (in a training loop's steady state no stack is replaced) */
 	uint32_t after = cache[last - 1].after;
-	if (!after || !way_hit(&cache[after - 1], ip0, sp0, f))
-		return 0;
-	/* kept off the set's next to fill, as a hit by the key is */
-	uint8_t *next = &cache_next(cache)[(after - 1) / CACHE_SET_WAYS];
-	if (*next == (after - 1) % CACHE_SET_WAYS)
-		*next = (uint8_t)(after % CACHE_SET_WAYS);
-	return &cache[after - 1];
+	if (after && way_hit(&cache[after - 1], ip0, sp0))
+		return &cache[after - 1];
+	after = cache[last - 1].after_before;
+	if (after && way_hit(&cache[after - 1], ip0, sp0))
+		return &cache[after - 1];
+	return 0;
 }
 
 /* c (a way of this thread's, or NULL) is where this capture's stack is: the last
@@ -665,8 +709,10 @@ static void followed_by(struct cached_stack *c)
 	last_way = ix;
 	if (!ix)
 		return;
-	if (last && cache[last - 1].after != ix)
+	if (last && cache[last - 1].after != ix) {
+		cache[last - 1].after_before = cache[last - 1].after;
 		cache[last - 1].after = ix;
+	}
 	uint32_t after = c->after;
 	if (after) {
 		__builtin_prefetch(&cache[after - 1]);
@@ -780,6 +826,8 @@ static struct cached_stack *remember(uint64_t *f, unsigned native, unsigned n, u
 		learn_delta(f[j - 1], (uint64_t)found_at.gap[j] * 8);
 		prev += (uint64_t)found_at.gap[j] * 8;
 	}
+	if (prev + 8 - sp > UINT32_MAX)
+		return 0;
 	/* [sp, prev + 8) is this live stack, mapped: the known span grows by it where they
 	 * meet, else the new one replaces it */
 	if (sp <= span_hi && prev + 8 >= span_lo) {
@@ -789,28 +837,37 @@ static struct cached_stack *remember(uint64_t *f, unsigned native, unsigned n, u
 		span_lo = sp;
 		span_hi = prev + 8;
 	}
-	struct cached_stack *set = cache_set(f[0], sp);
-	size_t first = (size_t)(set - stack_cache);
+	size_t first = cache_set(f[0], sp);
+	if (first == NO_SET)
+		return 0;
 	uint8_t *next = &cache_next(stack_cache)[first / CACHE_SET_WAYS];
 	unsigned w = *next % CACHE_SET_WAYS;
-	c = &set[w];
 	*next = (uint8_t)((w + 1) % CACHE_SET_WAYS);
-	cache_tags(stack_cache)[first + w] = start_tag(f[0], sp);
+	/* a slot's way is its own from its first stack on: one a slot, never more than all */
+	uint32_t *slots = cache_slots(stack_cache);
+	uint32_t at = slots[first + w] & 0xffff;
+	/* one instruction: a signal handler's remember may come between */
+	at = at ? at - 1 : __atomic_fetch_add(&ways_given, 1, __ATOMIC_RELAXED);
+	if (at >= CACHE_WAYS)
+		return 0;
+	c = &stack_cache[at];
 	/* a signal handler on this thread finds the way empty until it is whole */
 	c->n = 0;
 	atomic_signal_fence(memory_order_seq_cst);
 	memcpy(c->gap, found_at.gap, sizeof c->gap[0] * native);
 	c->chain = hash_frames64(f + 1, native - 1);
+	c->reach = (uint32_t)(prev + 8 - sp);
 	c->ip0 = f[0];
 	c->sp0 = sp;
 	c->python = native != n;
 	c->truncated = !c->python && truncated;
 	c->id = c->python ? 0 : id;
 	c->py_id = 0;
-	c->after = 0;
+	c->after = c->after_before = 0;
 	c->gen = __atomic_load_n(&stack_gen, __ATOMIC_RELAXED);
 	atomic_signal_fence(memory_order_seq_cst);
 	c->n = native;
+	slots[first + w] = (uint32_t)start_tag(f[0], sp) << 16 | (at + 1);
 	if (++remembered_here == HUGE_AFTER) {
 		size_t ways = (size_t)CACHE_WAYS * sizeof(struct cached_stack);
 		madvise(stack_cache, ways, MADV_HUGEPAGE);
@@ -843,6 +900,26 @@ static uint32_t python_part_id(struct cached_stack *c, const uint64_t *f, unsign
 	return id;
 }
 
+/* The id of a remembered stack with Python frames when they are the ones the way last
+ * had and the thread's last walk still stands (inside the GIL release it was made in:
+ * prof_py_kept), without reading any frame out; *n: its frames then. 0: not known so. */
+static uint32_t kept_python_id(const struct cached_stack *c, unsigned *n)
+{
+	uint64_t h;
+	int py = c->python ? prof_py_kept((int)depth_max, &h) : -1;
+	if (py <= 0)
+		return 0;
+	/* as python_part_id reads it: a signal handler may rewrite the entry meanwhile */
+	uint32_t id = c->py_id;
+	atomic_signal_fence(memory_order_seq_cst);
+	int same = c->py_hash == h && c->py_n == c->n + (unsigned)py;
+	atomic_signal_fence(memory_order_seq_cst);
+	if (!id || !same || c->py_id != id)
+		return 0;
+	*n = c->n + (unsigned)py;
+	return id;
+}
+
 uint32_t prof_stack_capture(uint64_t ip0, uint64_t sp0, uint64_t bp0)
 {
 	uint64_t f[MAX_FRAMES], fp[MAX_FRAMES], sps[MAX_FRAMES];
@@ -852,27 +929,30 @@ uint32_t prof_stack_capture(uint64_t ip0, uint64_t sp0, uint64_t bp0)
 	/* the last Python walk's frames and code objects asked for now: most captures
 	 * check the same ones, and they are out of the caches after an operator's work */
 	prof_py_prefetch();
-	uint64_t cached[CACHE_FRAMES];
-	struct cached_stack *c = predicted(ip0, sp0, cached);
+	struct cached_stack *c = predicted(ip0, sp0);
 	if (c)
 		found(HOW_PREDICTED);
 	else
-		c = cache_find(ip0, sp0, cached);
+		c = cache_find(ip0, sp0, 0);
 	if (c) {
-		unsigned n = 0;
-		uint64_t py_hash = 0;
-		f[0] = ip0;
-		if (!c->id)
+		/* the frames are read out only when the id is not the way's own or its last */
+		unsigned n = c->n;
+		uint32_t id = c->id ? c->id : kept_python_id(c, &n);
+		if (!id) {
+			uint64_t cached[CACHE_FRAMES], py_hash = 0;
+			read_native(c, ip0, sp0, cached);
+			f[0] = ip0;
 			n = extend_from(c, cached, f, 0, sp0, 0, 0, &py_hash);
+			id = python_part_id(c, f, n, py_hash);
+		}
 		prof_trace_reshadow();
 		found(HOW_REMEMBERED);
 		if (__builtin_expect(prof_debug_mask & PROF_DEBUG_STACK, 0)) {
-			unsigned native = c->id ? c->n : c->n < n ? c->n : n;
+			unsigned native = c->n < n ? c->n : n;
 			atomic_fetch_add_explicit(&remembered_frames[0], native, memory_order_relaxed);
-			atomic_fetch_add_explicit(&remembered_frames[1], c->id ? 0 : n - native,
+			atomic_fetch_add_explicit(&remembered_frames[1], n - native,
 						  memory_order_relaxed);
 		}
-		uint32_t id = c->id ? c->id : python_part_id(c, f, n, py_hash);
 		followed_by(c);
 		return id;
 	}

@@ -569,3 +569,33 @@ def python_frames_in_gil_releases(c):
               "%s: Python parts kept from the last walk: %r" % (py, kept and kept.group(0)))
         seen.append("%s: %s kept" % (py, kept.group(1)))
     c.note("; ".join(seen))
+
+
+@case
+def stack_ways_past_their_number(c):
+    """36,864 distinct stacks round after round, more than a thread's 32,768 remembered
+    ways: the ways are given out in the order stacks are first taken, then a set's way is
+    taken for another stack while the one it held comes round again (and the last
+    captures' successors point at ways that hold another stack by then). Every stack is
+    counted exactly once a round, under its own frames."""
+    prog = c.cc("stack_many", [os.path.join(HERE, "cases", "stacks_walk", "stack_many.c")],
+                ["-O1"])
+    rounds = 3
+    stacks, counts = stacks_by_walk(c, "many", [prog, rounds], "auto")
+    got = {}
+    for frames, count in stacks:
+        names = [fn(f) for f in frames]
+        mids = [x for x in names if re.fullmatch(r"mid\d+", x)]
+        leaves = [x for x in names if re.fullmatch(r"leaf\d+", x)]
+        if not mids and not leaves:
+            continue  # the loader's, libc's
+        check(len(mids) == 1 and len(leaves) == 1, "a stack of the program: %r" % names)
+        key = (mids[0], names.count("down"), leaves[0])
+        got[key] = got.get(key, 0) + count
+    wrong = {k: v for k, v in got.items() if v != rounds}
+    eq(len(got), 12 * 48 * 64, "distinct stacks of the program")
+    eq(wrong, {}, "stacks not counted once a round")
+    remembered, walked, unwound, predicted = counts
+    c.note("%d stacks x %d rounds: %d remembered (%d where the last one's successor was), "
+           "%d walked by frame pointers, %d by libunwind"
+           % (len(got), rounds, remembered, predicted, walked, unwound))
