@@ -11,8 +11,9 @@ and its stop-and-parse outside the timed steps). The rounds begin once the machi
 other CPUs are idle again (libprof's collector done with the import's millions of events:
 until then its processes take the program's CPU on a 2-core machine, the cost
 bench/torch_stacks.py's short runs see). Each block's median step, then the
-median over BENCH_ROUNDS rounds (min-max). A separate native process (libprof not
-preloaded) gives the paused state's own cost beside it.
+median over BENCH_ROUNDS rounds (min-max), and the median of each round's block over
+that round's paused block ("by round": the VM's drift falls on both). A separate native
+process (libprof not preloaded) gives the paused state's own cost beside it.
 
     BUILD=$PWD/build python3 bench/torch_step_blocks.py  # the venv's torch 2.x (else Debian's)
     BENCH_TORCH_PYTHON=/usr/bin/python3 BUILD=$PWD/build python3 bench/torch_step_blocks.py
@@ -173,13 +174,18 @@ def step_blocks(build, rounds=None):
                   f"block's median step, median of {rounds} rounds (min-max); rounds began "
                   + (f"{settled:.0f} s after the set-up, when the other CPUs were idle again"
                      if settled is not None else "without the other CPUs idle (BENCH_SETTLE_S)"))
-            print(f"  {'variant':32} {'ms/step':>8} {'x paused':>9} {'min':>7} {'max':>7}")
+            # x paused by round: each round's block over the paused block of the same
+            # round, the median of those (a VM's slow spell falls on both)
+            print(f"  {'variant':32} {'ms/step':>8} {'x paused':>9} {'by round':>9} "
+                  f"{'min':>7} {'max':>7}")
             for name in ("native", "libprof paused", "libprof, no stacks",
                          "libprof, PROFILER_STACK=alloc", "torch.profiler, memory+stack"):
                 v = rows[name]
                 med = statistics.median(v)
                 note = "  (its own process)" if name == "native" else ""
-                print(f"  {name:32} {med:8.2f} {med / base:9.2f} {min(v):7.2f} "
+                by_round = ("" if name == "native" else "%.2f" % statistics.median(
+                    x / p for x, p in zip(v, rows["libprof paused"])))
+                print(f"  {name:32} {med:8.2f} {med / base:9.2f} {by_round:>9} {min(v):7.2f} "
                       f"{max(v):7.2f}{note}")
             for line in err.splitlines():
                 if line.startswith("libprof:"):

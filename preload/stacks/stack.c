@@ -263,8 +263,8 @@ static uint32_t intern_stack(const uint64_t *f, unsigned n)
  * sets), whose three missed every time, walked by libunwind again: ~60 a step. 2^13
  * sets of four, with the key's fixes below: ~0 a step (PROFILER_DEBUG=stack, 100
  * against 300 steps). The native frames a way holds cover the default depth: a backward
- * pass's stacks have over 40 (15 a step were never remembered at 40). 6.1 MiB of address
- * space a thread (192-byte ways), 64 KiB of tags and 32 KiB of near distances, pages
+ * pass's stacks have over 40 (15 a step were never remembered at 40). 6.2 MiB of address
+ * space a thread (192-byte ways), 128 KiB of slots and 32 KiB of near distances, pages
  * touched only as used. */
 #define CACHE_SET_BITS 13
 #define CACHE_SET_WAYS 4
@@ -631,15 +631,23 @@ static int way_hit(const struct cached_stack *c, uint64_t ip0, uint64_t sp0)
 	return (x ^ x >> 29) == c->chain;
 }
 
-/* The native frames of a way way_hit took, read from their slots into f (f[0] = ip0). */
-static void read_native(const struct cached_stack *c, uint64_t ip0, uint64_t sp0, uint64_t *f)
+/* The native frames of a way way_hit took, read from their slots into f (f[0] = ip0):
+ * whether they are still its stack (a signal handler on this thread may have given the
+ * way to another stack since). */
+static int read_native(const struct cached_stack *c, uint64_t ip0, uint64_t sp0, uint64_t *f)
 {
+	uint32_t n = c->n;
+	atomic_signal_fence(memory_order_seq_cst);
+	if (!n || c->ip0 != ip0 || c->sp0 != sp0 || sp0 + c->reach > span_hi)
+		return 0;
 	uint64_t at = sp0 - 8;
 	f[0] = ip0;
-	for (uint32_t j = 1; j < c->n; j++) {
+	for (uint32_t j = 1; j < n; j++) {
 		at += (uint64_t)c->gap[j] * 8;
 		f[j] = *(const uint64_t *)at;
 	}
+	atomic_signal_fence(memory_order_seq_cst);
+	return c->n == n && hash_frames64(f + 1, n - 1) == c->chain;
 }
 
 /* 16 bits of a stack's start, never 0 (an empty way's). */
@@ -664,11 +672,11 @@ static struct cached_stack *cache_find(uint64_t ip0, uint64_t sp0, uint64_t *f)
 		struct cached_stack *c = &stack_cache[(word & 0xffff) - 1];
 		if (!way_hit(c, ip0, sp0))
 			continue;
+		if (f && !read_native(c, ip0, sp0, f))
+			return 0;
 		uint8_t *next = &cache_next(stack_cache)[first / CACHE_SET_WAYS];
 		if (*next == w)
 			*next = (uint8_t)((w + 1) % CACHE_SET_WAYS);
-		if (f)
-			read_native(c, ip0, sp0, f);
 		return c;
 	}
 	return 0;
@@ -934,13 +942,17 @@ uint32_t prof_stack_capture(uint64_t ip0, uint64_t sp0, uint64_t bp0)
 		found(HOW_PREDICTED);
 	else
 		c = cache_find(ip0, sp0, 0);
+	/* the frames are read out only when the id is not the way's own or its last */
+	unsigned kept_n = c ? c->n : 0;
+	uint32_t kept_id = !c ? 0 : c->id ? c->id : kept_python_id(c, &kept_n);
+	uint64_t cached[CACHE_FRAMES];
+	if (c && !kept_id && !read_native(c, ip0, sp0, cached))
+		c = 0; /* taken for another stack meanwhile: walked below */
 	if (c) {
-		/* the frames are read out only when the id is not the way's own or its last */
-		unsigned n = c->n;
-		uint32_t id = c->id ? c->id : kept_python_id(c, &n);
+		unsigned n = kept_n;
+		uint32_t id = kept_id;
 		if (!id) {
-			uint64_t cached[CACHE_FRAMES], py_hash = 0;
-			read_native(c, ip0, sp0, cached);
+			uint64_t py_hash = 0;
 			f[0] = ip0;
 			n = extend_from(c, cached, f, 0, sp0, 0, 0, &py_hash);
 			id = python_part_id(c, f, n, py_hash);
