@@ -33,7 +33,7 @@ static void *(*real_this_thread_state)(void);
 static int resolved;
 
 /* refused: an entry that can never be redirected; pass_unsettled: the last pass left one
- * not redirected; objects_changed: loaded since that pass */
+ * not redirected, or an object was loaded since (none before the first pass) */
 static int refused, pass_unsettled = 1;
 
 #define PY_GILSTATE_UNLOCKED 1 /* PyGILState_STATE: Ensure took the GIL, Release gives it up */
