@@ -134,8 +134,8 @@ static const struct gil_call calls[] = {
 #define NCALLS (sizeof calls / sizeof calls[0])
 
 /* CPython's functions, from the global scope, all from the object that holds
- * PyGILState_GetThisThreadState (as pyframes.c reads it); none until the Release
- * wrapper's own need, that one, is there. */
+ * PyGILState_GetThisThreadState (as pyframes.c reads it); nothing until that one, which
+ * the Release wrapper needs, is there. */
 static int resolve(void)
 {
 	void *gts = prof_real_dlsym(RTLD_DEFAULT, "PyGILState_GetThisThreadState");

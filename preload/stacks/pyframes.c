@@ -572,7 +572,7 @@ void prof_py_prefetch(void)
 	const struct py_layout *L = r->L;
 	const struct py_walk *w = &c->walk[c->last];
 	if (kept_in_release(c)) {
-		/* only the top frame is read (from_release) */
+		/* only the top frame is read (kept_walk) */
 		__builtin_prefetch((const char *)w->frame[0] + L->fr_code);
 		__builtin_prefetch((const char *)w->frame[0] + L->fr_instr);
 		return;

@@ -350,7 +350,7 @@ static uint32_t *cache_slots(struct cached_stack *cache)
 {
 	return (uint32_t *)(void *)(cache_walks(cache) + 2);
 }
-/* Per set, the way remember() fills next (8 KiB, after the tags): a hit moves it off
+/* Per set, the slot remember() fills next (8 KiB, after the slots): a hit moves it off
  * the way just used, so a stack in use is not the next replaced (with ways replaced in
  * turn regardless, 3,072 stacks in rounds lost ~5 a round, a CNN step ~7). */
 #define CACHE_NEXT_BYTES ((size_t)CACHE_WAYS / CACHE_SET_WAYS)
