@@ -113,6 +113,19 @@ static void on_ring_events(void *ctx, const struct prof_event *ev, uint64_t n)
 				 (unsigned long long)ev[i].a, c->buf_tid);
 			return;
 		}
+		if (ev[i].type == PROF_EV_STACKED_ALLOC) {
+			/* the capture's two events: the stack, then the allocation it belongs to */
+			struct prof_event stack = {.t0 = ev[i].t0, .t1 = ev[i].t0, .a = ev[i].c,
+						   .cat = ev[i].cat, .type = PROF_EV_STACK,
+						   .flags = ev[i].flags & PROF_EVF_NS,
+						   .depth = ev[i].depth};
+			struct prof_event alloc = ev[i];
+			alloc.type = PROF_EV_COMPLETE;
+			alloc.c = 0;
+			add_event(c, &stack, 1);
+			add_event(c, &alloc, 1);
+			continue;
+		}
 		add_event(c, &ev[i], 1);
 	}
 }

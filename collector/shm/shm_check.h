@@ -54,10 +54,10 @@ int shm_check_span(uint64_t tail, uint64_t head, uint64_t cap, unsigned slot, ch
  * since boot (now_ns of CLOCK_MONOTONIC), times writers. */
 int shm_check_lost(uint64_t count, uint64_t now_ns, uint64_t writers, const char *what,
 		   char *why, size_t len);
-/* An event of a known type (checked as each is copied: one compare). */
+/* An event of a type a ring may hold (checked as each is copied: one compare). */
 static inline int shm_event_type_ok(const struct prof_event *e)
 {
-	return (unsigned)e->type - PROF_EV_COMPLETE <= PROF_EV_STACK - PROF_EV_COMPLETE;
+	return (unsigned)e->type - PROF_EV_COMPLETE <= PROF_EV_STACKED_ALLOC - PROF_EV_COMPLETE;
 }
 
 #endif

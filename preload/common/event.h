@@ -11,6 +11,11 @@ enum prof_ev_type {
 	PROF_EV_COUNTER = 3,  /* a = value (double bits when PROF_EVF_DOUBLE) */
 	PROF_EV_LOST = 4,     /* a = events dropped between t0 and t1, b = why (PROF_LOST_*) */
 	PROF_EV_STACK = 5,    /* a = stack id of the thread's next event, whose t0 it shares */
+	/* In rings only: an allocation (a PROF_EV_COMPLETE releasing nothing) with its stack
+	 * id in c. The collector writes it to the capture as the PROF_EV_STACK and the
+	 * PROF_EV_COMPLETE (c = 0) it stands for: one ring slot a stacked allocation instead
+	 * of two, the writer's stores and the ring's lines halved for them. */
+	PROF_EV_STACKED_ALLOC = 6,
 };
 
 /* Fixed categories; later ones (framework API, operators, CUDA) are registered at run

@@ -128,6 +128,11 @@ static inline void record(struct prof_thread *t, enum prof_name name, uint64_t t
 		t->busy = 1;
 		uint32_t id = prof_stack_capture((uintptr_t)caller_ip, (uintptr_t)caller_sp,
 						 *(const uint64_t *)frame);
+		if (id && !released) {
+			prof_emit(t, PROF_CAT_MEMORY, PROF_EV_STACKED_ALLOC, flags, prof_names[name],
+				  t->depth, t0, t1, (uint64_t)(uintptr_t)ret, bytes, id);
+			return;
+		}
 		if (id)
 			prof_emit(t, PROF_CAT_MEMORY, PROF_EV_STACK, 0, 0, t->depth, t0, t0, id, 0,
 				  0);
