@@ -142,6 +142,9 @@ static int fold_record(struct fold_read *r, uint32_t type, const void *p, size_t
 	} else if (type == CAP_EVENTS) {
 		struct cap_events ce;
 		memcpy(&ce, p, sizeof(ce));
+		const struct fimg *f = current(r, ce.pid);
+		if (!f || f->worked)
+			return 0; /* nothing of its events changes the fold any more */
 		const struct prof_event *ev = hlen > sizeof(ce)
 			? (const struct prof_event *)((const char *)p + sizeof(ce))
 			: tail; /* the length was checked by the reader, or made by the writer */
@@ -365,6 +368,11 @@ int fold_live_payload(struct fold_live *l, void **payload, size_t *len)
 int fold_live_decide(struct fold_live *l, struct model_fold *f)
 {
 	return l->failed || decide(&l->r, f) ? -1 : 0;
+}
+
+int fold_live_worked(const struct fold_live *l, size_t i)
+{
+	return !l->failed && i < l->r.n && l->r.img[i].worked;
 }
 
 void fold_live_free(struct fold_live *l)

@@ -229,6 +229,9 @@ int fold_live_payload(struct fold_live *l, void **payload, size_t *len);
 /* The fold of the records seen so far, into f (model_fold_free it). 0, or -1 when out of
  * memory. */
 int fold_live_decide(struct fold_live *l, struct model_fold *f);
+/* Whether the image of the i-th CAP_PROCESS record seen has worked (fold.c: more than a
+ * launcher does): the fold never hides it, whatever comes later. */
+int fold_live_worked(const struct fold_live *l, size_t i);
 void fold_live_free(struct fold_live *l);
 /* model_fold_read into f, then model_read of m folding by it (f outlives m's use). */
 int model_read_folded(struct model *m, struct model_fold *f, const char *path, char *err,

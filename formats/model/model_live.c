@@ -75,6 +75,11 @@ static void free_chunks(struct held_chunk *c)
 	}
 }
 
+size_t model_live_held_bytes(const struct model_live *l)
+{
+	return l->held_bytes;
+}
+
 void model_live_free(struct model_live *l)
 {
 	if (!l)
@@ -218,8 +223,11 @@ static int record(struct model_live *l, uint32_t type, const void *p, uint32_t l
 		memcpy(&cp, p, sizeof cp);
 		/* one session: the pid is its key (source 0) */
 		const uint64_t *cur = cp.exec_seq ? u64map_find(&m->pid_image, cp.pid) : NULL;
+		/* shown before its fold was known, and it may be folded after all (one that
+		 * worked never is) */
 		if (cur && *cur < l->nimg && l->img[*cur].state == SHOWN && l->img[*cur].given &&
-		    l->img[*cur].announce >= 0) {
+		    l->img[*cur].announce >= 0 &&
+		    !fold_live_worked(l->fold, (size_t)l->img[*cur].announce)) {
 			l->gave_up_pid = cp.pid;
 			return LIVE_GIVE_UP;
 		}
@@ -257,8 +265,19 @@ static int record(struct model_live *l, uint32_t type, const void *p, uint32_t l
 		}
 	}
 	uint64_t place = type == CAP_EVENTS ? l->events_records++ : 0;
-	int rc = l->img[im].state == HELD ? hold(l, (size_t)im, type, p, len, place)
-					  : give(l, im, type, p, len, place);
+	struct live_img *li = &l->img[im];
+	int rc;
+	if (li->state != HELD) {
+		rc = give(l, im, type, p, len, place);
+	} else if (li->announce >= 0 && fold_live_worked(l->fold, (size_t)li->announce)) {
+		/* never folded, whatever comes: shown now, not held for the rest of its hold
+		 * (a busy program's first second was up to 64 MiB of records copied) */
+		rc = release(l, (size_t)im, 0);
+		if (!rc)
+			rc = give(l, im, type, p, len, place);
+	} else {
+		rc = hold(l, (size_t)im, type, p, len, place);
+	}
 	if (!rc && l->nholding &&
 	    (l->now >= l->last_check + CHECK_EVERY_NS || l->held_bytes > MODEL_LIVE_HOLD_BYTES))
 		rc = decide_due(l);

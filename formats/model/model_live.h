@@ -6,7 +6,8 @@
  * when it exec's, or when it is a helper its folded launcher waited for. So each new
  * image's events and thread names are held for its first MODEL_LIVE_HOLD_NS of the
  * stream's time (launchers exec within it), then given to the model as the fold decides
- * at that moment. At the end every image still held goes as the final fold says, and
+ * at that moment; an image that works (fold.c: more events or other events than a
+ * launcher makes) can never be folded, and is given from then on at once. At the end every image still held goes as the final fold says, and
  * the images decided earlier are checked against it: one decided otherwise that had
  * events (a launcher that ran longer than the hold, then exec'd) makes the live model
  * unusable, and the caller reads the finished capture instead. */
@@ -30,6 +31,8 @@ int model_live_visit(void *ctx, uint32_t type, const void *payload, uint32_t len
  * which): read the capture again; 2: unusable or out of memory (err says). */
 int model_live_finish(struct model_live *l, int rc, const char *path, struct model_fold *f,
 		      int *read_rc, char *err, size_t errlen);
+/* Bytes of records held now (an image that has worked is never held: fold.c). */
+size_t model_live_held_bytes(const struct model_live *l);
 void model_live_free(struct model_live *l);
 
 #endif

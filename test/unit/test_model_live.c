@@ -252,6 +252,67 @@ static void test_work_never_folded(void **state)
 	unlink(f.path);
 }
 
+struct held_seen {
+	struct model_live *l;
+	uint64_t records;
+	size_t held_after[8]; /* held bytes after each of the first records */
+};
+
+static int visit_seeing_held(void *ctx, uint32_t type, const void *payload, uint32_t len)
+{
+	struct held_seen *h = ctx;
+	int rc = model_live_visit(h->l, type, payload, len);
+	if (h->records < 8)
+		h->held_after[h->records] = model_live_held_bytes(h->l);
+	h->records++;
+	return rc;
+}
+
+/* A program's records are held only until it has worked: its first range (work no
+ * launcher does) gives what was held and itself at once, long before the hold ends; a
+ * launcher's stay held. */
+static void test_working_image_not_held(void **state)
+{
+	struct fx f;
+	(void)state;
+	fx_open(&f, "live-worked");
+	proc(&f, 10, 1, 0, 0, "python3");            /* record 0 */
+	launcher_work(&f, 10, 10, 1 * MS);           /* 1: held, may be a launcher's */
+	work(&f, 10, 10, 1, 2 * MS, 3 * MS);         /* 2: worked: nothing held */
+	proc(&f, 20, 1, 0, 4 * MS, "env");           /* 3 */
+	launcher_work(&f, 20, 20, 5 * MS);           /* 4: held */
+	work(&f, 10, 10, 1, 6 * MS, 7 * MS);         /* 5: the program's, given */
+	proc_end(&f, 20, 8 * MS);
+	proc_end(&f, 10, 9 * MS);
+	fx_close(&f);
+	struct model m;
+	struct stats s;
+	struct model_fold fold;
+	char damage[512] = "";
+	int read_rc = -1;
+	model_init(&m);
+	stats_init(&s);
+	m.track_memory = 1;
+	m.on_events = stats_on_events;
+	m.ctx = &s;
+	struct held_seen h = {.l = model_live_new(&m)};
+	assert_non_null(h.l);
+	int rc = cap_read(f.path, visit_seeing_held, &h, damage, sizeof damage);
+	assert_true(h.held_after[1] > 0);
+	assert_int_equal(h.held_after[2], 0);
+	size_t env_held = h.held_after[4];
+	assert_true(env_held > 0);
+	assert_int_equal(h.held_after[5], env_held);
+	assert_int_equal(model_live_finish(h.l, rc, f.path, &fold, &read_rc, damage,
+					   sizeof damage), 0);
+	model_live_free(h.l);
+	stats_free(&s);
+	model_free(&m);
+	model_fold_free(&fold);
+	expect_same_tables(f.path);
+	unlink(f.path);
+}
+
 /* Nothing decided early is contradicted by a launcher that stays quiet past the hold
  * (its events still held): it is given at the end as the final fold says. */
 static void test_quiet_launcher_held(void **state)
@@ -306,6 +367,7 @@ int main(void)
 		cmocka_unit_test(test_launchers_folded),
 		cmocka_unit_test(test_late_exec_said),
 		cmocka_unit_test(test_work_never_folded),
+		cmocka_unit_test(test_working_image_not_held),
 		cmocka_unit_test(test_quiet_launcher_held),
 		cmocka_unit_test(test_held_past_a_chunk),
 	};
