@@ -309,6 +309,15 @@ static int thread_has_older_events(struct proc_entry *p, unsigned orphan_slot, u
 	return 0;
 }
 
+/* An event left in a ring by this pass (or, for a writer that may be blocked on a full
+ * ring, the last one before its next): CAP_DRAINED goes no further than its time. */
+static void drained_until(struct collector *c, const struct prof_event *e)
+{
+	uint64_t t = e->flags & PROF_EVF_NS ? e->t0 : prof_clock_to_ns(&c->clock, e->t0);
+	if (t < c->drained_before)
+		c->drained_before = t;
+}
+
 /* Events read from one ring in one pass (the 4M rings' size, before 16M): the loop's
  * pace and the parts' rotation were tuned to it. */
 #define DRAIN_PASS_EVENTS 65536ull
@@ -331,8 +340,14 @@ static uint64_t drain_slot(struct collector *c, struct proc_entry *p, unsigned i
 	 * before its first event is published */
 	uint64_t head = atomic_load_explicit(&s->head, memory_order_acquire);
 	int orphan = atomic_load(&s->orphan) != 0;
-	if (orphan != orphan_pass || (orphan && thread_has_older_events(p, i, s->tid)))
+	if (orphan != orphan_pass)
 		return 0;
+	if (orphan && thread_has_older_events(p, i, s->tid)) {
+		uint64_t at = p->slot_tail[i];
+		if (head != at && head - at <= p->g.ring_cap)
+			drained_until(c, &shm_ring(shm, &p->g, i)[at & (p->g.ring_cap - 1)]);
+		return 0;
+	}
 	/* the tail is the collector's: one that moved, or a head behind it or beyond a
 	 * ring's worth of it, is corruption (checked per batch, not per event) */
 	uint64_t tail = atomic_load_explicit(&s->tail, memory_order_relaxed);
@@ -376,13 +391,18 @@ static uint64_t drain_slot(struct collector *c, struct proc_entry *p, unsigned i
 	 * parts twice their size) */
 	uint64_t upto = head;
 	int partial = !final && head - tail > DRAIN_PASS_EVENTS;
-	if (partial)
+	const struct prof_event *ring = shm_ring(shm, &p->g, i);
+	if (partial) {
 		upto = tail + DRAIN_PASS_EVENTS;
+		drained_until(c, &ring[upto & (p->g.ring_cap - 1)]);
+	} else if (head - tail + 64 >= p->g.ring_cap && head != tail) {
+		/* full: its writer may wait for room with an event stamped already */
+		drained_until(c, &ring[(head - 1) & (p->g.ring_cap - 1)]);
+	}
 	uint64_t n = 0, at = tail;
 	for (;;) {
 		uint64_t to = upto - at > DRAIN_PASS_EVENTS ? at + DRAIN_PASS_EVENTS : upto;
-		n += ring_drain_upto(s, shm_ring(shm, &p->g, i), p->g.ring_cap, to,
-				     on_ring_events, c);
+		n += ring_drain_upto(s, ring, p->g.ring_cap, to, on_ring_events, c);
 		p->slot_tail[i] = at = to;
 		if (at == upto || c->bad_event[0])
 			break;
@@ -583,9 +603,15 @@ void finish_process(struct collector *c, struct proc_entry *p, int32_t status)
 	p->shm = 0;
 }
 
+/* CAP_DRAINED at most this often: a reader's look at what it holds, per mark */
+#define DRAINED_EVERY_NS 5000000ull
+
 uint64_t drain_all(struct collector *c)
 {
-	uint64_t busy = 0;
+	uint64_t busy = 0, now = prof_mono_ns();
+	/* every ring's head is read after now: what is not in is stamped later, or its
+	 * writer took longer than the margin between its stamp and publishing it */
+	c->drained_before = now > CAP_DRAINED_MARGIN_NS ? now - CAP_DRAINED_MARGIN_NS : 0;
 	for (struct proc_entry *p = c->procs; p; p = p->next)
 		if (!p->finished) {
 			uint64_t full = drain_process(c, p, 0);
@@ -595,6 +621,11 @@ uint64_t drain_all(struct collector *c)
 			if (c->rotate_bytes)
 				parts_rotate_if_due(c, prof_mono_ns());
 		}
+	if (c->w && !c->write_failed && c->drained_before >= c->drained_put + DRAINED_EVERY_NS) {
+		struct cap_drained d = {.before_ns = c->drained_before};
+		put(c, CAP_DRAINED, &d, sizeof d, 0, 0);
+		c->drained_put = c->drained_before;
+	}
 	return busy;
 }
 
@@ -634,6 +665,7 @@ struct collector *collector_fuzz_new(struct collector_options *o, struct cap_wri
 	c->capture_fd = -1;
 	prof_proc_shm_prefix(c->shm_prefix, sizeof c->shm_prefix, o->sid);
 	prof_clock_map_init(&c->clock, PROF_CLOCK_MONO, 0, 0);
+	c->window_hi = UINT64_MAX; /* no PROFILER_DURATION: every event kept */
 	return c;
 }
 

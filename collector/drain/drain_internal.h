@@ -126,6 +126,9 @@ struct collector {
 	uint32_t buf_pid, buf_tid;
 	uint64_t buf_lost;
 	uint64_t lost_bound; /* the most one LOST event may count (shm_check_lost) */
+	/* CAP_DRAINED: how far this pass's events go (lowered by the rings it left events
+	 * in), and the last one written */
+	uint64_t drained_before, drained_put;
 	char bad_event[160]; /* why a ring's batch stopped, set by on_ring_events */
 	/* A program process can truncate the session segment too: its reads are guarded
 	 * (shm_guard) and, on a hit, c->s points here, the settings as they were at start. */

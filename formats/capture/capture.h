@@ -39,6 +39,18 @@ enum cap_type {
 				world_size, job) */
 	CAP_EVENTS_PACKED = 15, /* struct cap_events + the count events packed
 				   (event_pack.h); readers are handed them as CAP_EVENTS */
+	CAP_DRAINED = 16,    /* struct cap_drained: how far the events before it go */
+};
+
+/* Written after a drain pass: every event stamped on the session clock before before_ns
+ * (CUPTI's records aside: they come in buffers, late) was written before this record,
+ * but for one whose writer took its time more than CAP_DRAINED_MARGIN_NS before
+ * publishing it (preempted in the middle of a record). What lets a reader merge the
+ * threads' allocator calls in time order holding milliseconds of them, not seconds
+ * (formats/model/memtrack.h). */
+#define CAP_DRAINED_MARGIN_NS 100000000ull /* 100 ms: a cgroup's CPU period */
+struct cap_drained {
+	uint64_t before_ns;
 };
 
 /* Which images the outputs fold away (formats/model/fold.c's rule), decided by the

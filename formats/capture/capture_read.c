@@ -99,6 +99,8 @@ static int record_len_ok(uint32_t type, const unsigned char *payload, uint32_t l
 		return len >= sizeof(struct cap_thread);
 	case CAP_JOB:
 		return len >= sizeof(struct cap_job);
+	case CAP_DRAINED:
+		return len >= sizeof(struct cap_drained);
 	case CAP_STRING:
 	case CAP_CATEGORY:
 		return len >= sizeof(struct cap_string);

@@ -334,6 +334,20 @@ int memtrack_push(struct mem_image *mi, uint32_t thread, const struct mem_op *op
 	return 0;
 }
 
+size_t memtrack_held(const struct mem_image *mi)
+{
+	return mi->stream ? mi->stream->held : 0;
+}
+
+int memtrack_drained(struct mem_image *mi, uint64_t before)
+{
+	struct mem_stream *s = mi->stream;
+	while (s && s->nheap && head_of(s, s->heap[0])->t < before)
+		if (apply_oldest(mi, s))
+			return -1;
+	return 0;
+}
+
 void memtrack_free(struct mem_image *mi)
 {
 	struct mem_stream *s = mi->stream;

@@ -479,6 +479,8 @@ int model_record(struct model *m, uint32_t type, const void *p, uint32_t len)
 		return model_frame_name_record(m, p, len);
 	case CAP_JOB:
 		return model_job_record(m, p, len);
+	case CAP_DRAINED:
+		return model_drained(m, p, len);
 	default:
 		return 0; /* a newer record type: skipped */
 	}

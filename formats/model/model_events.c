@@ -259,6 +259,21 @@ static int events_kept(struct model *m, const struct cap_events *ce,
 			       (uint32_t)(sizeof h + sizeof(struct prof_event) * n));
 }
 
+int model_drained(struct model *m, const void *payload, uint32_t len)
+{
+	struct cap_drained d;
+	if (!m->track_memory || len < sizeof d)
+		return 0;
+	memcpy(&d, payload, sizeof d);
+	uint64_t before = model_source_time(m, d.before_ns);
+	/* the host heaps only: a device's comes from CUPTI's buffers too, seconds late */
+	for (size_t i = 0; i < m->nimg; i++)
+		if (m->img[i].source == m->sources.cur && m->img[i].mem.stream &&
+		    memtrack_drained(&m->img[i].mem, before))
+			return -1;
+	return 0;
+}
+
 /* A later capture's events on the first capture's clock: a copy of the record, moved. */
 static const void *shifted(struct model *m, const void *payload, uint32_t len)
 {

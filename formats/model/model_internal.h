@@ -23,6 +23,9 @@ int model_modules_index(struct model *m);
 void model_free_gpu(struct mem_image *gpu);
 /* Bookkeeping for one CAP_EVENTS payload, then the on_events hook. */
 int model_events(struct model *m, const void *payload, uint32_t len);
+/* A CAP_DRAINED record: the allocator calls of this capture's images stamped before it,
+ * applied to their live heaps (memtrack_drained). */
+int model_drained(struct model *m, const void *payload, uint32_t len);
 /* The same for image im, whatever image its pid has now (model_live.c gives an image's
  * records later, when the pid may have exec'd or been reused). */
 int model_events_of(struct model *m, int64_t im, const void *payload, uint32_t len);

@@ -84,6 +84,30 @@ static void replay(struct tagged *ops, size_t n, uint64_t *peak, uint64_t *peak_
 	*end = live;
 }
 
+/* mi, finished, says what a sorted replay of the n operations in ops says. */
+static void expect_as_replay(const struct mem_image *mi, struct tagged *ops, size_t n)
+{
+	uint64_t peak, peak_t, end, site_peak[6];
+	replay(ops, n, &peak, &peak_t, &end, site_peak);
+	assert_int_equal(mi->peak, peak);
+	assert_int_equal(mi->peak_t, peak_t);
+	assert_int_equal(mi->live_end, end);
+	assert_int_equal(mi->frees_unmatched, 0);
+	for (size_t i = 0; i < mi->nsites; i++)
+		assert_int_equal(mi->sites[i].peak_bytes, site_peak[mi->sites[i].stack]);
+}
+
+/* One drain pass: each thread's operations of [lo, hi), thread after thread (so a later
+ * thread's are older than an earlier one's last). */
+static void push_pass(struct mem_image *mi, const struct tagged *ops, size_t lo, size_t hi,
+		      unsigned threads)
+{
+	for (unsigned th = threads; th-- > 0;)
+		for (size_t i = lo; i < hi; i++)
+			if (ops[i].thread == th)
+				assert_int_equal(memtrack_push(mi, th, &ops[i].op, 1), 0);
+}
+
 static void test_streaming_equals_sorted_replay(void **state)
 {
 	(void)state;
@@ -93,26 +117,16 @@ static void test_streaming_equals_sorted_replay(void **state)
 	memcpy(copy, ops, n * sizeof *ops);
 	struct mem_image mi;
 	memset(&mi, 0, sizeof mi);
-	/* drain passes: per pass, each thread's operations of that time span, thread after
-	 * thread (so a later thread's are older than an earlier one's last) */
+	/* drain passes: per pass, each thread's operations of that time span */
 	for (size_t lo = 0; lo < n; lo += BATCH) {
 		size_t hi = lo + BATCH < n ? lo + BATCH : n;
-		for (unsigned th = THREADS; th-- > 0;)
-			for (size_t i = lo; i < hi; i++)
-				if (ops[i].thread == th)
-					assert_int_equal(memtrack_push(&mi, th, &ops[i].op, 1), 0);
+		push_pass(&mi, ops, lo, hi, THREADS);
 	}
 	assert_int_equal(memtrack_finish(&mi), 0);
-	uint64_t peak, peak_t, end, site_peak[6];
-	replay(copy, n, &peak, &peak_t, &end, site_peak);
-	assert_int_equal(mi.peak, peak);
-	assert_int_equal(mi.peak_t, peak_t);
-	assert_int_equal(mi.live_end, end);
+	expect_as_replay(&mi, copy, n);
 	assert_int_equal(mi.late, 0);
-	assert_int_equal(mi.frees_unmatched, 0);
 	assert_int_equal(mi.nsites, 5);
-	for (size_t i = 0; i < mi.nsites; i++)
-		assert_int_equal(mi.sites[i].peak_bytes, site_peak[mi.sites[i].stack]);
+	uint64_t peak = mi.peak, peak_t = mi.peak_t, end = mi.live_end;
 	/* the curve's points hold the peak, the last value, and are bounded */
 	struct memcurve_point *p;
 	size_t np = memcurve_points(mi.curve, &p), at_peak = 0;
@@ -126,6 +140,46 @@ static void test_streaming_equals_sorted_replay(void **state)
 	assert_true(at_peak);
 	assert_int_equal(p[np - 1].live, end);
 	free(p);
+	memcurve_free(mi.curve);
+	free(mi.sites);
+	free(ops);
+	free(copy);
+}
+
+/* With the capture's CAP_DRAINED marks after each pass: the same answer as a sorted
+ * replay, holding no more than a pass's operations (the window alone held them all: the
+ * run's span is under MEMTRACK_WINDOW_NS here); one arriving after its mark is late. */
+static void test_drained_marks_bound_what_is_held(void **state)
+{
+	(void)state;
+	enum { N = 100000, THREADS = 5, BATCH = 400 };
+	struct tagged *ops = malloc(N * sizeof *ops), *copy = malloc(N * sizeof *ops);
+	size_t n = workload(ops, N, THREADS);
+	for (size_t i = 0; i < n; i++)
+		ops[i].op.t /= 1000; /* microseconds apart: all of it within one window */
+	memcpy(copy, ops, n * sizeof *ops);
+	assert_true(ops[n - 1].op.t - ops[0].op.t < MEMTRACK_WINDOW_NS);
+	struct mem_image mi;
+	memset(&mi, 0, sizeof mi);
+	size_t most = 0;
+	for (size_t lo = 0; lo < n; lo += BATCH) {
+		size_t hi = lo + BATCH < n ? lo + BATCH : n;
+		push_pass(&mi, ops, lo, hi, THREADS);
+		if (memtrack_held(&mi) > most)
+			most = memtrack_held(&mi);
+		/* everything before the next pass's first operation is in */
+		assert_int_equal(memtrack_drained(&mi, hi < n ? ops[hi].op.t : UINT64_MAX), 0);
+		assert_true(memtrack_held(&mi) <= 1); /* ties at the mark's time wait */
+	}
+	assert_true(most <= BATCH);
+	struct mem_op late = {.t = ops[0].op.t, .ptr = 0x77, .size = 8};
+	assert_int_equal(memtrack_push(&mi, 0, &late, 1), 0);
+	assert_int_equal(memtrack_drained(&mi, UINT64_MAX), 0);
+	assert_int_equal(mi.late, 1);
+	struct mem_op gone = {.t = ops[n - 1].op.t + 1, .ptr = 0x77, .size = MEM_OP_FREE};
+	assert_int_equal(memtrack_push(&mi, 0, &gone, 1), 0);
+	assert_int_equal(memtrack_finish(&mi), 0);
+	expect_as_replay(&mi, copy, n);
 	memcurve_free(mi.curve);
 	free(mi.sites);
 	free(ops);
@@ -161,15 +215,8 @@ static void test_out_of_order_across_chunks(void **state)
 		for (size_t i = lo + BLOCK; i-- > lo;)
 			assert_int_equal(memtrack_push(&mi, 0, &ops[i].op, 0), 0);
 	assert_int_equal(memtrack_finish(&mi), 0);
-	uint64_t peak, peak_t, end, site_peak[6];
-	replay(copy, N, &peak, &peak_t, &end, site_peak);
+	expect_as_replay(&mi, copy, N);
 	assert_int_equal(mi.late, 0);
-	assert_int_equal(mi.frees_unmatched, 0);
-	assert_int_equal(mi.peak, peak);
-	assert_int_equal(mi.peak_t, peak_t);
-	assert_int_equal(mi.live_end, end);
-	for (size_t i = 0; i < mi.nsites; i++)
-		assert_int_equal(mi.sites[i].peak_bytes, site_peak[mi.sites[i].stack]);
 	free(mi.sites);
 	free(ops);
 	free(copy);
@@ -304,6 +351,7 @@ int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_streaming_equals_sorted_replay),
+		cmocka_unit_test(test_drained_marks_bound_what_is_held),
 		cmocka_unit_test(test_bounded_and_late),
 		cmocka_unit_test(test_out_of_order_across_chunks),
 		cmocka_unit_test(test_sites_past_the_front),
