@@ -83,6 +83,11 @@ def all_cpu(build, work, clean_env, rounds):
                                       {}, 2 * (PAIRS + WARM)))
     floor = float(subprocess.run([os.path.join(build, "bench", "clock_floor")],
                                  capture_output=True, text=True, check=True).stdout.split()[2])
+    # the exact live-heap analysis alone, per operation: a floor under the tables child's
+    # share of an allocator event (one block reused, as alloc_loop's; a million live)
+    heap = [float(x) for x in subprocess.run(
+        [os.path.join(build, "bench", "heap_floor"), str(PAIRS)], capture_output=True,
+        text=True, check=True).stdout.split()]
     res = {(c, v[0]): {"cpu": [], "wall": [], "events": [], "lost": []}
            for c, vs in cases.items() for v in vs}
     libc = ctypes.CDLL(None, use_errno=True)
@@ -140,6 +145,9 @@ def all_cpu(build, work, clean_env, rounds):
             print(f"  {c:13} {name:10} {ev:9.0f} {lost:>5} {med(r['wall']):7.2f} {cpu:6.2f} "
                   f"{spread:>10} {per} {fl} {cpu / base:13.2f}")
             out[(c, name)] = added
+    print(f"  the live-heap analysis alone (bench/heap_floor, formats/model/memtrack.c): "
+          f"{heap[0]:.1f} ns an operation ({heap[0] / floor:.1f} floors) on one block reused, "
+          f"{heap[1]:.1f} with a million live")
     print("  added: all processes' CPU beyond the native program's, per call the program makes "
           "(a malloc or a free;\n  a call of the traced function; processes: us per program "
           f"the shell loop runs, {SPAWNS} in all); events: as each "
