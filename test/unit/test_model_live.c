@@ -54,6 +54,16 @@ static void launcher_work(struct fx *f, uint32_t pid, uint32_t tid, uint64_t t0)
 	fx_events(f, pid, tid, &e, 1);
 }
 
+/* A model set up as the live tables' child sets up its own: memory tracked, rows into s. */
+static void model_for_tables(struct model *m, struct stats *s)
+{
+	model_init(m);
+	stats_init(s);
+	m->track_memory = 1;
+	m->on_events = stats_on_events;
+	m->ctx = s;
+}
+
 /* The tables of path: read whole (live = 0), or by the live model (1: 0 or what
  * model_live_finish said, in *said). malloc'd text. */
 static char *tables_of(const char *path, int live, int *said)
@@ -73,11 +83,7 @@ static char *tables_of(const char *path, int live, int *said)
 	struct stats s;
 	struct model_fold fold;
 	int read_rc = -1;
-	model_init(&m);
-	stats_init(&s);
-	m.track_memory = 1;
-	m.on_events = stats_on_events;
-	m.ctx = &s;
+	model_for_tables(&m, &s);
 	struct model_live *l = model_live_new(&m);
 	assert_non_null(l);
 	int rc = cap_read(path, model_live_visit, l, damage, sizeof damage);
@@ -290,11 +296,7 @@ static void test_working_image_not_held(void **state)
 	struct model_fold fold;
 	char damage[512] = "";
 	int read_rc = -1;
-	model_init(&m);
-	stats_init(&s);
-	m.track_memory = 1;
-	m.on_events = stats_on_events;
-	m.ctx = &s;
+	model_for_tables(&m, &s);
 	struct held_seen h = {.l = model_live_new(&m)};
 	assert_non_null(h.l);
 	int rc = cap_read(f.path, visit_seeing_held, &h, damage, sizeof damage);
