@@ -31,9 +31,18 @@ double sketch_log_value(int32_t index);
 /* Adds count durations to bucket index (0..SKETCH_MAX_INDEX). 0, or -1 when out of
  * memory or the index is out of range. */
 int sketch_add_bucket(struct sketch *s, int32_t index, uint64_t count);
+/* Inline for a bucket already held and for 0 and 1 ns (every untimed allocator call
+ * lands there): a call per event into sketch.c was a twentieth of the live tables' CPU
+ * on an allocator-heavy run. */
 static inline int sketch_add(struct sketch *s, uint64_t ns)
 {
-	return sketch_add_bucket(s, sketch_index(ns), 1);
+	int32_t i = ns <= 1 ? 0 : sketch_index(ns);
+	if (__builtin_expect(s->n && i >= s->lo && i - s->lo < (int32_t)s->n, 1)) {
+		s->c[i - s->lo]++;
+		s->count++;
+		return 0;
+	}
+	return sketch_add_bucket(s, i, 1);
 }
 /* Takes one duration added before back out (a call merged into its parent). */
 void sketch_remove(struct sketch *s, uint64_t ns);

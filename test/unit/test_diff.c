@@ -62,6 +62,34 @@ static void test_sketch_quantiles(void **state)
 	sketch_free(&t);
 }
 
+/* sketch_add (inline for a bucket held, and for 0 and 1 ns) fills the same buckets as
+ * sketch_add_bucket at sketch_index, in whatever order the durations come: below the
+ * buckets held, inside, above, and at 0. */
+static void test_sketch_add_same_buckets(void **state)
+{
+	static const uint64_t v[] = {0, 1, 1000, 999, 1001, 5, 0, 2, 1, 10000000, 1000,
+				     3, UINT64_MAX, 1, 0, 64, 63, 65, 2000000000ull, 1};
+	struct sketch fast, ref;
+	(void)state;
+	sketch_init(&fast);
+	sketch_init(&ref);
+	for (size_t i = 0; i < sizeof v / sizeof v[0]; i++) {
+		assert_int_equal(sketch_add(&fast, v[i]), 0);
+		assert_int_equal(sketch_add_bucket(&ref, sketch_index(v[i]), 1), 0);
+	}
+	assert_int_equal(fast.count, ref.count);
+	for (int32_t k = 0; k <= SKETCH_MAX_INDEX; k++) {
+		uint64_t a = k >= fast.lo && k - fast.lo < (int32_t)fast.n ? fast.c[k - fast.lo] : 0;
+		uint64_t b = k >= ref.lo && k - ref.lo < (int32_t)ref.n ? ref.c[k - ref.lo] : 0;
+		if (a != b)
+			fail_msg("bucket %d: %llu by sketch_add, %llu by sketch_add_bucket", k,
+				 (unsigned long long)a, (unsigned long long)b);
+	}
+	assert_int_equal(fast.c[0 - fast.lo], 7); /* the 0s and 1s */
+	sketch_free(&fast);
+	sketch_free(&ref);
+}
+
 static void test_rank_test(void **state)
 {
 	double a[] = { 1, 2, 3, 4, 5 }, b[] = { 6, 7, 8, 9, 10 }, c[] = { 1, 2, 3 };
@@ -489,6 +517,7 @@ int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_sketch_quantiles),
+		cmocka_unit_test(test_sketch_add_same_buckets),
 		cmocka_unit_test(test_rank_test),
 		cmocka_unit_test(test_json_reader),
 		cmocka_unit_test(test_summary_of_capture),
