@@ -32,6 +32,7 @@ import thread_cost  # noqa: E402
 import torch_stacks  # noqa: E402
 import torch_step_blocks  # noqa: E402
 
+HERE = os.path.dirname(os.path.abspath(__file__))
 B = os.environ.get("BUILD", os.path.join(os.path.dirname(__file__), "..", "build"))
 N = int(os.environ.get("BENCH_N", "2000000"))
 ROUNDS = int(os.environ.get("BENCH_ROUNDS", "7"))
@@ -277,20 +278,76 @@ def torch_overhead():
          ("libprof, PROFILER_RECORD_SHAPES=1", dict(bare, PROFILER_RECORD_SHAPES="1"), []),
          ("torch.profiler (CPU)", {}, ["torchprof"]),
          ("torch.profiler, record_shapes", {}, ["torchprof_shapes"])]
+    framework_steps("PyTorch CNN, batch 1, one thread, median of 500 iterations", py, script,
+                    [], v)
+
+
+def framework_steps(title, py, script, args, variants, warm=()):
+    """A framework step benchmark: script's median step (us) under each variant's extra
+    environment (name, extra[, more arguments]), interleaved round by round (run once
+    each first for the variants in warm), printed beside native's."""
     rounds = max(3, ROUNDS // 2)
 
-    def measure(extra, args):
-        out = subprocess.run([py, script] + args, env=clean_env(extra), cwd=WORK,
-                             capture_output=True, text=True, check=True)
+    def measure(extra, more=()):
+        argv = [py, script] + [str(a) for a in args] + list(more)
+        out = subprocess.run(argv, env=clean_env(extra), cwd=WORK, capture_output=True,
+                             text=True, check=True)
         return float(out.stdout.split()[-1])
 
-    med = interleaved_medians(v, rounds, measure)
+    for w in warm:
+        measure(*w[1:])
+    med = interleaved_medians(variants, rounds, measure)
     base = med["native"]
     print()
-    print(f"PyTorch CNN, batch 1, one thread, median of 500 iterations, median of {rounds} runs")
-    print(f"{'variant':32} {'us/iter':>9} {'slowdown':>9}")
+    print(f"{title}, median of {rounds} runs")
+    print(f"{'variant':36} {'us/step':>9} {'slowdown':>9}")
     for name, x in med.items():
-        print(f"{name:32} {x:9.1f} {100 * (x / base - 1):+8.1f}%")
+        print(f"{name:36} {x:9.1f} {100 * (x / base - 1):+8.1f}%")
+
+
+def torch_compile_overhead():
+    """Issue 33: a torch.compile'd MLP's training step (torch 2.x venv) under the bare
+    command, which names the compiled regions and inductor's kernels (it sets
+    TORCHINDUCTOR_CPP_ENABLE_KERNEL_PROFILE=1: each kernel makes a RecordFunction), against
+    native, native with that variable (its cost without libprof) and libprof without it
+    (PROFILER_INDUCTOR_KERNELS=0)."""
+    py = os.path.join(os.environ.get("LIBPROF_TORCH2ENV", os.path.expanduser(
+        "~/.cache/libprof/torch2env")), "bin", "python")
+    if not os.path.exists(py) or subprocess.run([py, "-c", "import torch"],
+                                                capture_output=True).returncode:
+        print(f"\ntorch.compile benchmark: skipped, no torch 2.x at {py}")
+        return
+    cache = {"TORCHINDUCTOR_CACHE_DIR": os.path.join(WORK, "inductor")}
+    bare = dict(cache, LD_PRELOAD=LIB, PROFILER_AUTOSTART="1", PROFILER_QUIET="1")
+    v = [("native", cache),
+         ("native, kernel profile variable",
+          dict(cache, TORCHINDUCTOR_CPP_ENABLE_KERNEL_PROFILE="1")),
+         ("libprof, bare command", bare),
+         ("libprof, PROFILER_INDUCTOR_KERNELS=0", dict(bare, PROFILER_INDUCTOR_KERNELS="0"))]
+    # both compiles into the cache before anything is timed
+    framework_steps("torch.compile MLP (inductor, CPU, one thread), median of 300 steps", py,
+                    os.path.join(HERE, "torch_compile_step.py"), [300], v, warm=v[:2])
+
+
+def mxnet_overhead():
+    """Issue 33: a hybridized Gluon CNN's training step under the bare command, which turns
+    MXNet's bulk execution off so the layers are operators (PROFILER_MXNET_BULK=0, the
+    default), against native, native with bulk off (what that costs without libprof) and
+    libprof keeping MXNet's bulk segments (PROFILER_MXNET_BULK=1)."""
+    py = sys.executable
+    if subprocess.run([py, "-c", "import mxnet"], capture_output=True).returncode:
+        print(f"\nMXNet benchmark: skipped, {py} has no mxnet")
+        return
+    bare = {"LD_PRELOAD": LIB, "PROFILER_AUTOSTART": "1", "PROFILER_QUIET": "1"}
+    bulk_off = {k: "0" for k in ("MXNET_EXEC_BULK_EXEC_TRAIN", "MXNET_EXEC_BULK_EXEC_INFERENCE",
+                                 "MXNET_EXEC_BULK_EXEC_MAX_NODE_TRAIN_FWD",
+                                 "MXNET_EXEC_BULK_EXEC_MAX_NODE_TRAIN_BWD")}
+    v = [("native", {}), ("native, bulk execution off", bulk_off),
+         ("libprof, bare command", bare),
+         ("libprof, PROFILER_MXNET_BULK=1", dict(bare, PROFILER_MXNET_BULK="1"))]
+    for batch, steps in ((64, 40), (1, 400)):
+        framework_steps(f"MXNet hybridized Gluon CNN, batch {batch}, median of {steps} steps",
+                        py, os.path.join(HERE, "mxnet_step.py"), [steps, batch], v)
 
 
 def throughput():
@@ -515,7 +572,8 @@ if __name__ == "__main__":
     WORK = tempfile.mkdtemp(prefix="libprof-bench-")
     # BENCH_ONLY=name[,name...] runs only those parts (names as below)
     parts = {"overhead": overhead, "traced_calls": traced_calls, "mpi_calls": mpi_calls,
-             "torch": torch_overhead,
+             "torch": torch_overhead, "mxnet": mxnet_overhead,
+             "torch_compile": torch_compile_overhead,
              # PROFILER_STACK=alloc on PyTorch training steps vs torch.profiler's
              # profile_memory+with_stack (BENCH_TORCH_PYTHON picks the Python)
              "torch_stacks": lambda: torch_stacks.torch_stacks(B, WORK, clean_env,

@@ -340,6 +340,43 @@ static void unnamed_events(struct jw *w, int *first, const struct jnode *report)
 	     "/dev/shm (df -h /dev/shm), or with a smaller PROFILER_STACK_DEPTH.");
 }
 
+/* MXNet's bulk segments (PROFILER_MXNET_BULK=1, or the user's own MXNET_EXEC_BULK_EXEC_*
+ * settings, which win over libprof's): several operators ran as one ImperativeBulk, so
+ * the operator table cannot name the layers inside. */
+static void mxnet_bulk(struct jw *w, int *first, const struct jnode *report)
+{
+	const struct jnode *rows = json_get(report, "rows");
+	uint64_t bulk_n = 0, bulk_ns = 0, op_ns = 0;
+	if (!rows || rows->type != J_ARR)
+		return;
+	for (size_t i = 0; i < rows->n; i++) {
+		const struct jnode *r = &rows->items[i], *cat = json_get(r, "category"),
+				   *name = json_get(r, "name");
+		uint64_t count, total;
+		if (!cat || cat->type != J_STR || strcmp(cat->s, "operator") || !name ||
+		    name->type != J_STR || json_u64(json_get(r, "total_ns"), &total))
+			continue;
+		op_ns += total;
+		if (!strcmp(name->s, "ImperativeBulk") && !json_u64(json_get(r, "count"), &count)) {
+			bulk_n += count;
+			bulk_ns += total;
+		}
+	}
+	if (!bulk_n)
+		return;
+	char a[TEXTFMT_LEN], b[TEXTFMT_LEN], ev[320];
+	snprintf(ev, sizeof ev, "%s ImperativeBulk calls hold %s, %.1f%% of the operators' "
+		 "time: MXNet ran several operators as one bulk segment each, so the table cannot "
+		 "name the layers inside.", fmt_count(a, bulk_n), fmt_dur(b, bulk_ns),
+		 pct(bulk_ns, op_ns));
+	rule(w, first, "mxnet_bulk", "MXNet's operators are hidden in bulk segments", ev,
+	     "Record again with PROFILER_MXNET_BULK=0 (the default), and without "
+	     "MXNET_EXEC_BULK_EXEC_TRAIN, MXNET_EXEC_BULK_EXEC_INFERENCE or "
+	     "MXNET_EXEC_BULK_EXEC_MAX_NODE_TRAIN_* set in the environment (a value set there "
+	     "wins): MXNet then runs every operator on its own, as while its own profiler "
+	     "runs.");
+}
+
 void advice_write(struct jw *w, struct advice_facts *f)
 {
 	struct jnode report = {0};
@@ -356,6 +393,7 @@ void advice_write(struct jw *w, struct advice_facts *f)
 		straggler(w, &first, &report);
 		lost_events(w, &first, &report);
 		unnamed_events(w, &first, &report);
+		mxnet_bulk(w, &first, &report);
 		json_free(&report);
 	}
 	jw_lit(w, "]");

@@ -1,6 +1,7 @@
 /* The data of prof html's page (html_data.h): two reads of the capture. The first finds
- * the steps (step marks, else ProfilerStep#N ranges, else the ends of Optimizer.step#)
- * of the process that has most, and keeps the live-bytes curves; the second gives each
+ * the steps (step marks, else ProfilerStep#N ranges, else the ends of Optimizer.step#,
+ * else the ends of MXNet's optimizer updates after each autograd backward) of the process
+ * that has most, and keeps the live-bytes curves; the second gives each
  * step its phases and keeps the timeline's window. */
 #include "formats/html/html_data.h"
 
@@ -12,11 +13,14 @@
 #include "formats/model/model.h"
 #include "formats/util/vec.h"
 
-enum step_source { SRC_NONE, SRC_MARKS, SRC_PROFILER_STEP, SRC_OPTIMIZER };
+enum step_source { SRC_NONE, SRC_MARKS, SRC_PROFILER_STEP, SRC_OPTIMIZER, SRC_MXNET };
 
 struct img_steps {
 	uint64_t *marks, *opt_ends, (*ranges)[2];
 	size_t nmarks, marks_cap, nopt, opt_cap, nranges, ranges_cap;
+	/* MXNet: its autograd backward and recording calls' starts, its update operators' */
+	uint64_t *mx_bwd, *mx_rec, (*mx_upd)[2];
+	size_t nmx_bwd, mx_bwd_cap, nmx_rec, mx_rec_cap, nmx_upd, mx_upd_cap;
 	uint64_t first_t; /* its first event */
 };
 
@@ -25,6 +29,7 @@ struct step {
 	uint64_t ph[PH_N];
 	uint64_t data_end, op_start, op_end, bwd_start, bwd_end, fp_start, bp_end;
 	uint64_t allocs, syncs, ops; /* small allocations, host syncs, operator calls */
+	uint64_t busy_fwd, busy_bwd; /* operators' own time in it (MXNet's steps: see there) */
 	int has_bwd;
 	/* GPU work's union: disjoint intervals in time order */
 	uint64_t (*gpu)[2];
@@ -80,6 +85,14 @@ static int contains(const char *s, size_t n, const char *word)
 	return 0;
 }
 
+/* An MXNet optimizer's update operator (sgd_update, multi_sgd_mom_update, adam_update,
+ * lamb_update_phase1, ...): MXNet's names have no namespace, unlike PyTorch's. */
+static int is_mx_update(const char *s, size_t n)
+{
+	return !contains(s, n, "::") &&
+	       ((n > 7 && !memcmp(s + n - 7, "_update", 7)) || contains(s, n, "_update_phase"));
+}
+
 static const char *str(struct model *m, uint32_t gid, size_t *len)
 {
 	if (gid == STR_NONE) {
@@ -87,6 +100,13 @@ static const char *str(struct model *m, uint32_t gid, size_t *len)
 		return "";
 	}
 	return model_str(m, gid, len);
+}
+
+static int is_cat(struct model *m, uint32_t image, unsigned cat, const char *want)
+{
+	size_t len;
+	const char *s = str(m, model_category(m, image, cat), &len);
+	return len == strlen(want) && !memcmp(s, want, len);
 }
 
 static struct img_steps *steps_of(struct html_data *d, uint32_t image)
@@ -135,6 +155,19 @@ static int find_steps(void *ctx, struct model *m, uint32_t image, uint32_t threa
 			if (VEC_RESERVE(s->opt_ends, s->opt_cap, s->nopt + 1))
 				return -1;
 			s->opt_ends[s->nopt++] = e->t1;
+		} else if (len == 20 && !memcmp(name, "MXAutogradBackwardEx", 20)) {
+			if (VEC_RESERVE(s->mx_bwd, s->mx_bwd_cap, s->nmx_bwd + 1))
+				return -1;
+			s->mx_bwd[s->nmx_bwd++] = e->t0;
+		} else if (len == 24 && !memcmp(name, "MXAutogradSetIsRecording", 24)) {
+			if (VEC_RESERVE(s->mx_rec, s->mx_rec_cap, s->nmx_rec + 1))
+				return -1;
+			s->mx_rec[s->nmx_rec++] = e->t0;
+		} else if (is_mx_update(name, len) && is_cat(m, image, e->cat, PROF_CATNAME_OPERATOR)) {
+			if (VEC_RESERVE(s->mx_upd, s->mx_upd_cap, s->nmx_upd + 1))
+				return -1;
+			s->mx_upd[s->nmx_upd][0] = e->t0;
+			s->mx_upd[s->nmx_upd++][1] = e->t1;
 		}
 	}
 	return 0;
@@ -167,13 +200,44 @@ static int steps_between(struct html_data *d, uint64_t first, uint64_t *b, size_
 	return 0;
 }
 
+/* MXNet's Gluon loop marks no step: each iteration's loss.backward() is one
+ * MXAutogradBackwardEx call, and the next iteration begins at its autograd.record()
+ * (MXAutogradSetIsRecording, the first after that backward); the last iteration ends
+ * where the last update operator (its trainer.step()) started after its backward ends.
+ * MXNet's engine runs operators asynchronously and overlaps iterations (the next forward
+ * starts as soon as the first weights are updated), so a step is the loop's own time and
+ * its phases what ran in it. An iteration with no end found is no step. */
+static size_t mx_step_ends(struct img_steps *s)
+{
+	qsort(s->mx_bwd, s->nmx_bwd, sizeof *s->mx_bwd, by_u64);
+	qsort(s->mx_rec, s->nmx_rec, sizeof *s->mx_rec, by_u64);
+	size_t n = 0, r = 0;
+	for (size_t i = 0; i < s->nmx_bwd; i++) {
+		uint64_t from = s->mx_bwd[i], end = 0;
+		int last = i + 1 == s->nmx_bwd;
+		while (r < s->nmx_rec && s->mx_rec[r] <= from)
+			r++;
+		if (!last && r < s->nmx_rec && s->mx_rec[r] < s->mx_bwd[i + 1])
+			end = s->mx_rec[r];
+		for (size_t k = 0; last && k < s->nmx_upd; k++)
+			if (s->mx_upd[k][0] >= from && s->mx_upd[k][1] > end)
+				end = s->mx_upd[k][1];
+		if (end)
+			s->mx_bwd[n++] = end; /* in place: the backward starts are not needed again */
+	}
+	return n;
+}
+
 static int choose_steps(struct html_data *d)
 {
 	size_t best = 0;
 	d->chosen = -1;
 	for (size_t i = 0; i < d->nimg; i++) {
-		const struct img_steps *s = &d->img[i];
-		size_t k = s->nmarks ? s->nmarks : s->nranges ? s->nranges : s->nopt;
+		struct img_steps *s = &d->img[i];
+		if (!s->nmarks && !s->nranges && !s->nopt && s->nmx_bwd)
+			s->nmx_bwd = mx_step_ends(s);
+		size_t k = s->nmarks ? s->nmarks : s->nranges ? s->nranges : s->nopt ? s->nopt
+										  : s->nmx_bwd;
 		if (k > best && !(i < d->first.nimg && d->first.img[i].folded)) {
 			best = k;
 			d->chosen = (int64_t)i;
@@ -199,8 +263,12 @@ static int choose_steps(struct html_data *d)
 		d->nsteps = s->nranges;
 		return 0;
 	}
-	d->source = SRC_OPTIMIZER;
-	return steps_between(d, s->first_t, s->opt_ends, s->nopt);
+	if (s->nopt) {
+		d->source = SRC_OPTIMIZER;
+		return steps_between(d, s->first_t, s->opt_ends, s->nopt);
+	}
+	d->source = SRC_MXNET;
+	return steps_between(d, s->first_t, s->mx_bwd, s->nmx_bwd);
 }
 
 /* ---- the second read: phases and the timeline ---- */
@@ -289,7 +357,9 @@ static int phases(struct html_data *d, struct model *m, uint32_t image,
 			s->data_end = e->t1;
 		return 0;
 	}
-	if (starts(name, nlen, "Optimizer.step#") || starts(name, nlen, "Optimizer.zero_grad#")) {
+	int op = clen == strlen(PROF_CATNAME_OPERATOR) && !memcmp(cat, PROF_CATNAME_OPERATOR, clen);
+	if (starts(name, nlen, "Optimizer.step#") || starts(name, nlen, "Optimizer.zero_grad#") ||
+	    (op && is_mx_update(name, nlen))) {
 		s->ph[PH_OPTIMIZER] += dur;
 		return 0;
 	}
@@ -297,9 +367,14 @@ static int phases(struct html_data *d, struct model *m, uint32_t image,
 		s->ph[PH_COLLECTIVE] += dur;
 		return 0;
 	}
-	int op = clen == strlen(PROF_CATNAME_OPERATOR) && !memcmp(cat, PROF_CATNAME_OPERATOR, clen);
-	if (op && (contains(name, nlen, "Backward") ||
-		   starts(name, nlen, "autograd::engine::evaluate_function"))) {
+	/* PyTorch's autograd nodes (AddmmBackward0) and engine rows; MXNet's _backward_X */
+	int bwd = op && (contains(name, nlen, "Backward") || starts(name, nlen, "_backward_") ||
+			 starts(name, nlen, "autograd::engine::evaluate_function"));
+	/* MXNet's engine's own tasks are no layer's work */
+	if (op && !(nlen == 14 && !memcmp(name, "DeleteVariable", 14)) &&
+	    !(nlen == 10 && !memcmp(name, "WaitForVar", 10)))
+		*(bwd ? &s->busy_bwd : &s->busy_fwd) += dur;
+	if (bwd) {
 		if (!s->has_bwd || e->t0 < s->bwd_start)
 			s->bwd_start = e->t0;
 		if (e->t1 > s->bwd_end)
@@ -414,7 +489,12 @@ static void finish_steps(struct html_data *d)
 		if (fp && fp < s->data_end && (!s->has_bwd || s->data_end <= s->bwd_start))
 			fp = s->data_end;
 		uint64_t bp_end = s->bp_end ? s->bp_end : s->bwd_end;
-		if (s->has_bwd) {
+		if (d->source == SRC_MXNET) {
+			/* MXNet's engine interleaves one iteration's backward with the next one's
+			 * forward (mx_step_ends): no span is either; each is its operators' time */
+			s->ph[PH_FORWARD] = s->busy_fwd;
+			s->ph[PH_BACKWARD] = s->busy_bwd;
+		} else if (s->has_bwd) {
 			s->ph[PH_FORWARD] = fp && s->bwd_start > fp ? s->bwd_start - fp : 0;
 			s->ph[PH_BACKWARD] = clipped(s, s->bwd_start, bp_end);
 		} else if (fp) {
@@ -461,7 +541,8 @@ static int by_dur(const void *a, const void *b)
 static void write_steps(struct jw *w, struct html_data *d)
 {
 	static const char *const sources[] = {"none", "step marks", "ProfilerStep#N ranges",
-					      "ends of Optimizer.step#"};
+					      "ends of Optimizer.step#",
+					      "MXNet's autograd.record() after each backward"};
 	uint64_t origin = model_origin(&d->first);
 	jw_lit(w, "\"steps\":{\"source\":");
 	jw_cstr(w, sources[d->source]);
@@ -714,6 +795,9 @@ static void html_data_free(struct html_data *d)
 	for (size_t i = 0; i < d->nimg; i++) {
 		free(d->img[i].marks);
 		free(d->img[i].opt_ends);
+		free(d->img[i].mx_bwd);
+		free(d->img[i].mx_rec);
+		free(d->img[i].mx_upd);
 		free(d->img[i].ranges);
 	}
 	free(d->img);

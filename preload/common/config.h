@@ -45,6 +45,7 @@ struct prof_config {
 	char clock[8];              /* "", "tsc" or "mono" */
 	int follow;                 /* record only while the framework's own profiler runs */
 	int mxnet_bulk;             /* 0: MXNet's bulk execution off (its operators named) */
+	int inductor_kernels;       /* 1: inductor's CPU kernels name themselves */
 	int record_shapes;          /* PyTorch operators' input shapes */
 	char framework[16];         /* detect, mxnet, torch, tensorflow, onnxruntime, auto, none */
 	int stack_mode;             /* enum prof_stack_mode */

@@ -20,7 +20,9 @@
 #include "preload/stacks/stack.h"
 #include "preload/core/area.h"
 #include "preload/core/state.h"
+#include "preload/frameworks/frameworks.h"
 #include "preload/frameworks/mxnet.h"
+#include "preload/frameworks/torch_compiled.h"
 #include "preload/core/windows.h"
 #include "preload/trace/trace.h"
 #include "preload/common/env.h"
@@ -326,6 +328,10 @@ __attribute__((constructor(101))) static void prof_init(void)
 	prof_spawn_env_save(environ);
 	if (!prof_cfg.mxnet_bulk)
 		prof_mxnet_bulk_off();
+	/* where torch's preset may apply: detected at its load, or named */
+	if (prof_cfg.inductor_kernels && (!strcmp(prof_cfg.framework, "detect") ||
+					  (prof_framework_presets(prof_cfg.framework) & PROF_FW_TORCH)))
+		prof_torch_inductor_kernel_names();
 	prof_stack_setup();
 	t->busy--;
 	/* A child of a profiled process follows its session even without autostart, and

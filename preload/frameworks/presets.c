@@ -13,6 +13,7 @@
 #include "preload/frameworks/tf.h"
 #include "preload/trace/glob.h"
 #include "preload/frameworks/torch_callbacks.h"
+#include "preload/frameworks/torch_compiled.h"
 #include "preload/core/state.h"
 #include "prof.h"
 
@@ -149,6 +150,18 @@ static const struct prof_framework_hook hooks[] = {
 	 * asks (tf.profiler.experimental.client.trace, TensorBoard's capture button),
 	 * which never passes through the wrapper above (libtensorflow_cc calls it) */
 	{"_ZN3tsl15ProfilerSession6CreateE*", follow_start, 0, PROF_CATNAME_PROFILER, 0},
+	/* torch.compile's ranges that no callback sees with torch's profiler off
+	 * (torch_compiled.c) */
+	{"_ZN2at14RecordFunctionC[12]ENS_11RecordScopeE", prof_torch_rf_constructed,
+	 PROF_FW_TORCH, PROF_CATNAME_OPERATOR, 0},
+	{"_ZN2at14RecordFunction6beforeESt7variantIJSt17basic_string_viewIcSt11char_traitsIcEESt"
+	 "17reference_wrapperIKN3c1014FunctionSchemaEEEEl",
+	 prof_torch_rf_before, PROF_FW_TORCH, PROF_CATNAME_OPERATOR, 0},
+	{"_ZN2at14RecordFunctionD[12]Ev", prof_torch_rf_destroyed, PROF_FW_TORCH,
+	 PROF_CATNAME_OPERATOR, 0},
+	{"aoti_record_function_start", prof_torch_aoti_start, PROF_FW_TORCH, PROF_CATNAME_OPERATOR,
+	 0},
+	{"aoti_record_function_end", prof_torch_aoti_end, PROF_FW_TORCH, PROF_CATNAME_OPERATOR, 0},
 	{"_ZN5mxnet6engine14ThreadedEngine15ExecuteOprBlockE*", prof_mxnet_operator, PROF_FW_MXNET,
 	 PROF_CATNAME_OPERATOR, 0},
 	{"_ZN5mxnet6engine14ThreadedEngine16OnCompleteStaticE*", prof_mxnet_operator_done,

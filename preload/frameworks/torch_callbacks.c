@@ -32,6 +32,7 @@
 #include "preload/common/event.h"
 #include "preload/core/state.h"
 #include "preload/frameworks/torch_callbacks.h"
+#include "preload/frameworks/torch_compiled.h"
 #include "preload/trace/elf_sym.h"
 #include "preload/trace/trace.h"
 #include "preload/wrap/dl.h"
@@ -280,6 +281,8 @@ static uint64_t collective_bytes(const void *fn, const char **dtype)
 static void **user_start(void **ret, const void *fn)
 {
 	*ret = 0;
+	if (prof_torch_compiled_opened(fn))
+		return ret; /* a hook's already (torch_compiled.c) */
 	const char *name = name_of(fn);
 	int coll = is_collective(name);
 	/* counted before the range opens, so that its cost is not the collective's time; and
@@ -301,6 +304,8 @@ static void **user_start(void **ret, const void *fn)
 static void **backward_start(void **ret, const void *fn)
 {
 	*ret = 0;
+	if (prof_torch_compiled_opened(fn))
+		return ret;
 	open_range(fn, op_category(), name_of(fn));
 	return ret;
 }
@@ -415,6 +420,8 @@ static void **function_start(void **ret, const void *fn)
 			record_shapes(fn);
 		return ret; /* recorded at its entry point */
 	}
+	if (prof_torch_compiled_opened(fn))
+		return ret;
 	open_range(fn, op_category(), name);
 	return ret;
 }
@@ -438,6 +445,45 @@ void prof_torch_engine_rows(int on)
 	prof_thr.busy--;
 }
 
+typedef uint64_t (*add_tls_callback_fn)(struct record_function_callback);
+static add_tls_callback_fn add_tls_callback;
+static callback_switch_fn remove_callback;
+static __thread uint64_t region_handle; /* this thread's FUNCTION callback, 0: none */
+
+void prof_torch_region_rows(int on)
+{
+	if (!add_tls_callback || !remove_callback || on == (region_handle != 0))
+		return;
+	prof_thr.busy++; /* what torch allocates here is libprof's doing */
+	if (on) {
+		struct record_function_callback cb = {.start = (void *)function_start,
+						      .end = (void *)range_end,
+						      .sampling_prob = 1.0};
+		cb.scopes[SCOPE_FUNCTION] = true;
+		region_handle = add_tls_callback(cb);
+	} else {
+		remove_callback(region_handle);
+		region_handle = 0;
+	}
+	prof_thr.busy--;
+}
+
+const void *prof_torch_range_innermost(void)
+{
+	struct torch_thread *tt = torch_thr;
+	return (uintptr_t)tt > 1 && tt->nopen ? tt->open_rf[tt->nopen - 1].fn : NULL;
+}
+
+void prof_torch_range_open(const void *key, const char *name)
+{
+	open_range(key, op_category(), name);
+}
+
+void prof_torch_range_end(const void *key)
+{
+	range_end(key, 0);
+}
+
 void prof_torch_callbacks_install(const struct dl_phdr_info *libtorch_cpu)
 {
 	if (__atomic_exchange_n(&installed, 1, __ATOMIC_ACQ_REL))
@@ -455,6 +501,10 @@ void prof_torch_callbacks_install(const struct dl_phdr_info *libtorch_cpu)
 			   libtorch_cpu->dlpi_name);
 		return;
 	}
+	add_tls_callback = (add_tls_callback_fn)prof_elf_symbol(
+		libtorch_cpu, "_ZN2at22addThreadLocalCallbackENS_22RecordFunctionCallbackE");
+	remove_callback = (callback_switch_fn)prof_elf_symbol(libtorch_cpu,
+							    "_ZN2at14removeCallbackEm");
 	disable_callback = (callback_switch_fn)prof_elf_symbol(libtorch_cpu,
 							     "_ZN2at15disableCallbackEm");
 	reenable_callback = (callback_switch_fn)prof_elf_symbol(libtorch_cpu,

@@ -10,6 +10,13 @@ extern int prof_trace_on; /* recording and profile_api, with patterns given */
 /* Called on entry with the integer argument registers (rdi, rsi, rdx, rcx, r8, r9).
  * Returns 0, or a string id + 1 that names this call's event instead of the function. */
 typedef uint32_t (*prof_trace_hook)(const uint64_t *args);
+/* A hook's view of the arguments passed on the stack (the first, k = 0, at the caller's
+ * rsp + 8): trace_x86_64.S saves the registers in 200 bytes below the return address, so
+ * they start 208 bytes past args. */
+static inline uint64_t prof_trace_stack_arg(const uint64_t *args, unsigned k)
+{
+	return args[(200 + 8) / 8 + k];
+}
 /* Or'd into a hook's result: resume recording when this call returns (a profiler's
  * start function: what it runs itself is not the program's work). */
 #define PROF_HOOK_RESUME_AFTER 0x80000000u

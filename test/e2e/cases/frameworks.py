@@ -171,31 +171,77 @@ def mxnet_operators_queued_in_region(c):
                   sorted(their_ms, key=lambda k: -their_ms[k])[:3])))
 
 
+MX_LOOP_STEPS = 6
+
+
+@case
+def mxnet_gluon_loop_steps(c):
+    # a hybridized Gluon loop that marks no step (loss.backward(), trainer.step() as users
+    # write it): prof html finds its iterations from MXNet's own calls, and each step's
+    # phases hold its operators' time: forward layers, _backward_ layers, the updates
+    need_module("mxnet", "pip install mxnet==1.9.1 numpy==1.23.5")
+    script = os.path.join(FRAMEWORKS, "mxnet_gluon_loop.py")
+    r = c.run([sys.executable, script, MX_LOOP_STEPS])
+    check(r.rc == 0 and len(r.kv("loss")) == MX_LOOP_STEPS, "the loop failed: %r" % r)
+    page = html_make(c, [c.path("libprof.prof")])
+    steps = html_island(page)["steps"]
+    eq((steps["source"], steps["count"]),
+       ("MXNet's autograd.record() after each backward", MX_LOOP_STEPS), "the steps found")
+    later = steps["list"][1:]
+    empty = [(x["n"], k) for x in later for k in ("forward", "backward", "optimizer") if not x[k]]
+    eq(empty, [], "steps after the first with a phase of no time (step, phase)")
+    over = [x["n"] for x in later
+            if sum(x[k] for k in ("data", "forward", "backward", "optimizer", "other")) != x["dur_ns"]]
+    eq(over, [], "steps whose phases do not add up to them")
+    # the optimizer phase is the update operators' time: the table's, less what the
+    # first step's start-up (the first update) holds and what a boundary clips
+    rep = c.report_json(c.path("libprof.prof"), "--category", "operator")
+    upd = sum(x["total_ns"] for x in rep["rows"] if x["name"].endswith("_update"))
+    opt = sum(x["optimizer"] for x in steps["list"])
+    check(0.8 * upd <= opt <= upd, "optimizer phases %d ns vs the update operators' %d ns"
+          % (opt, upd))
+    avg = steps["average"]
+    c.note("average step %.1f ms: forward %.1f, backward %.1f, optimizer %.1f, other %.1f ms"
+           % tuple(avg[k] / 1e6 for k in ("dur_ns", "forward", "backward", "optimizer",
+                                          "other")))
+
+
 @case
 def mxnet_hybridized_layers(c):
     # a hybridized Gluon network runs in ImperativeBulk segments unless MXNet's profiler
-    # runs (it turns bulk execution off meanwhile); PROFILER_MXNET_BULK=0 does the same
-    # for the whole run, so the bare command's table names the layers
+    # runs (it turns bulk execution off meanwhile); libprof does the same for the whole
+    # run by default (PROFILER_MXNET_BULK=0), so the bare command's table names the layers;
+    # PROFILER_MXNET_BULK=1 keeps the segments, and the html advice says what they hide
     need_module("mxnet", "pip install mxnet==1.9.1 numpy==1.23.5")
     script = os.path.join(FRAMEWORKS, "mxnet_gluon_cnn.py")
-    counts = {}
-    for bulk in ("1", "0"):
-        r = c.run([sys.executable, script, "hybridize"],
-                  env={"PROFILER_MXNET_BULK": bulk, "PROFILER_OUTPUT": "bulk" + bulk})
+    counts, rules = {}, {}
+    for bulk in ("1", None):
+        tag = bulk or "default"
+        env = {"PROFILER_OUTPUT": "bulk" + tag}
+        if bulk:
+            env["PROFILER_MXNET_BULK"] = bulk
+        r = c.run([sys.executable, script, "hybridize"], env=env)
         check(r.rc == 0, "exit status %s: %r" % (r.rc, r))
-        rep = c.report_json(c.path("bulk%s.prof" % bulk), "--category", "operator")
-        counts[bulk] = {x["name"]: x["count"] for x in rep["rows"]}
+        rep = c.report_json(c.path("bulk%s.prof" % tag), "--category", "operator")
+        counts[tag] = {x["name"]: x["count"] for x in rep["rows"]}
         theirs = mxnet_table(r.out, "operator")
-    check("ImperativeBulk" in counts["1"], "no bulk segment without the setting: %r"
+        page = html_make(c, [c.path("bulk%s.prof" % tag)], name=tag + ".html")
+        rules[tag] = [a for a in html_island(page)["advice"] if a["rule"] == "mxnet_bulk"]
+    check("ImperativeBulk" in counts["1"], "no bulk segment with PROFILER_MXNET_BULK=1: %r"
           % sorted(counts["1"]))
-    check("ImperativeBulk" not in counts["0"], "bulk segments with PROFILER_MXNET_BULK=0")
+    check("ImperativeBulk" not in counts["default"], "bulk segments by default")
     # two iterations, MXNet's profiler on in the second: twice its counts of the layers
     layers = ("Convolution", "Pooling", "FullyConnected", "_backward_Convolution")
-    eq({k: counts["0"].get(k) for k in layers}, {k: 2 * theirs.get(k, 0) for k in layers},
+    eq({k: counts["default"].get(k) for k in layers}, {k: 2 * theirs.get(k, 0) for k in layers},
        "the layers' operators in the whole run vs twice MXNet's (one iteration)")
-    c.note("bulk on: ImperativeBulk x%d, Convolution x%s; off: Convolution x%d"
+    eq(rules["default"], [], "the mxnet_bulk advice without bulk segments")
+    eq(len(rules["1"]), 1, "the mxnet_bulk advice with PROFILER_MXNET_BULK=1")
+    check("%d ImperativeBulk calls" % counts["1"]["ImperativeBulk"] in rules["1"][0]["evidence"]
+          and "PROFILER_MXNET_BULK=0" in rules["1"][0]["action"],
+          "the advice's evidence and action: %r" % rules["1"][0])
+    c.note("bulk kept: ImperativeBulk x%d, Convolution x%s; default: Convolution x%d"
            % (counts["1"]["ImperativeBulk"], counts["1"].get("Convolution"),
-              counts["0"]["Convolution"]))
+              counts["default"]["Convolution"]))
 
 
 @case
@@ -324,6 +370,16 @@ def same_name_children(events):
     return out
 
 
+def torchprof_counts(out):
+    """torch.profiler's key_averages() counts, as the scripts print them: name -> count."""
+    theirs = {}
+    for line in out.splitlines():
+        if line.startswith("TORCHPROF "):
+            k, n = line[10:].rsplit(" ", 1)
+            theirs[k] = int(n)
+    return theirs
+
+
 def torch_follow(c, model, must_have, slack=0, python=None):
     """python: another torch's interpreter (torch2.py's venv); Debian's by default."""
     if python is None:
@@ -332,11 +388,7 @@ def torch_follow(c, model, must_have, slack=0, python=None):
     r, t = profile(c, [python or "/usr/bin/python3", script, model],
                    env={"PROFILER_FRAMEWORK": "torch", "PROFILER_FOLLOW": "1",
                         "PROFILER_PROFILE_MEMORY": "0"})
-    theirs = {}
-    for line in r.out.splitlines():
-        if line.startswith("TORCHPROF "):
-            k, n = line[10:].rsplit(" ", 1)
-            theirs[k] = int(n)
+    theirs = torchprof_counts(r.out)
     # An overload that forwards to another overload of the same operator (div_.Scalar
     # calling div_.Tensor) is two events in the trace and, by torch's rule (a call whose
     # only child has its name is one call), one call in its table and in libprof's

@@ -174,3 +174,39 @@ def torch2_follows_kineto_on_demand(c):
            % (version, iters, theirs["aten::mm"], ours.get("aten::mm", 0),
               "; Kineto's trace was empty in %d run%s before" % (k, "s" if k > 1 else "")
               if k else ""))
+
+
+T2_COMPILE_STEPS = 5
+
+
+@case
+def torch2_compiled_rows(c):
+    # a torch.compile'd MLP training loop under the bare command: the compiled code's rows
+    # torch.profiler shows (CompiledFunction, CompiledFunctionBackward, the compiled
+    # region, dynamo's cache lookup) and inductor's generated CPU kernels by name (libprof
+    # sets TORCHINDUCTOR_CPP_ENABLE_KERNEL_PROFILE=1, so torch.profiler names them too),
+    # counted over the whole run: torch.profiler's count of its steps, plus the steps run
+    # outside it
+    py, version = torch2_python()
+    script = os.path.join(FRAMEWORKS, "torch_compile_mlp.py")
+    r = c.run([py, script, T2_COMPILE_STEPS], timeout=400,
+              env={"TORCHINDUCTOR_CACHE_DIR": c.path("inductor")})
+    check(r.rc == 0, "exit status %s: %r" % (r.rc, r))
+    outside = int(r.kv("outside")[0])
+    theirs = torchprof_counts(r.out)
+    rep = c.report_json(c.path("libprof.prof"), "--category", "operator")
+    ours = {x["name"]: x["count"] for x in rep["rows"] if x["category"] == "operator"}
+    compiled = ["CompiledFunction", "CompiledFunctionBackward", "Torch-Compiled Region: 0/0"]
+    kernels = sorted(k for k in theirs if k.startswith("graph_0_cpp_fused_"))
+    check(kernels, "no inductor kernel in torch.profiler's table: %r" % sorted(theirs))
+    eq({k: theirs.get(k) for k in compiled + kernels},
+       {k: T2_COMPILE_STEPS for k in compiled + kernels}, "torch.profiler's counts")
+    eq({k: ours.get(k) for k in compiled + kernels},
+       {k: theirs[k] + outside for k in compiled + kernels},
+       "libprof's counts (torch.profiler's + %d steps outside it)" % outside)
+    # the first call compiles: its frame has no cache entry to look up yet
+    eq(ours.get("TorchDynamo Cache Lookup"), theirs.get("TorchDynamo Cache Lookup", 0) + outside - 1,
+       "dynamo's cache lookups (every call but the first)")
+    eq(sorted(k for k in ours if k.startswith("graph_0_cpp_fused_")), kernels,
+       "the kernels libprof names")
+    c.note("torch %s: %s" % (version, ", ".join("%s x%d" % (k, ours[k]) for k in kernels)))

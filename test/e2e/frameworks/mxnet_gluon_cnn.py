@@ -4,52 +4,23 @@
 # argv "nowait": no waitall before set_state('run'), as the tutorial has it: the first
 # iteration's operators still run after the profiler started; "hybridize": the network
 # hybridized (a CachedOp, which MXNet runs in bulk segments while its profiler is off).
+import os
 import sys
 
 import mxnet as mx
-from mxnet import autograd, gluon, profiler
+from mxnet import profiler
 
-mx.random.seed(0)
-net = gluon.nn.HybridSequential()
-with net.name_scope():
-    net.add(gluon.nn.Conv2D(channels=20, kernel_size=5, activation='relu'))
-    net.add(gluon.nn.MaxPool2D(pool_size=2, strides=2))
-    net.add(gluon.nn.Conv2D(channels=50, kernel_size=5, activation='relu'))
-    net.add(gluon.nn.MaxPool2D(pool_size=2, strides=2))
-    net.add(gluon.nn.Flatten())
-    net.add(gluon.nn.Dense(512, activation="relu"))
-    net.add(gluon.nn.Dense(10))
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from mxnet_seed_cnn import mnist_batch, seed_cnn, train_step  # noqa: E402
 
-if "hybridize" in sys.argv[1:]:
-    net.hybridize()
-ctx = mx.cpu()
-net.collect_params().initialize(mx.init.Xavier(), ctx=ctx)
-trainer = gluon.Trainer(net.collect_params(), 'sgd', {'learning_rate': 0.1})
-softmax_cross_entropy = gluon.loss.SoftmaxCrossEntropyLoss()
-
-
-def run_training_iteration(data, label):
-    data = data.as_in_context(ctx)
-    label = label.as_in_context(ctx)
-    with autograd.record():
-        output = net(data)
-        loss = softmax_cross_entropy(output, label)
-    loss.backward()
-    trainer.step(data.shape[0])
-
-
-def batch():
-    return (mx.nd.random.uniform(shape=(64, 1, 28, 28)),
-            mx.nd.random.randint(0, 10, shape=(64,)).astype('float32'))
-
-
+net, trainer, loss_fn = seed_cnn("hybridize" in sys.argv[1:], mx.cpu())
 profiler.set_config(profile_all=True, aggregate_stats=True, filename='gluon_profile.json')
-run_training_iteration(*batch())
-data, label = batch()
+train_step(net, trainer, loss_fn, *mnist_batch(64))
+data, label = mnist_batch(64)
 if "nowait" not in sys.argv[1:]:
     mx.nd.waitall()
 profiler.set_state('run')
-run_training_iteration(data, label)
+train_step(net, trainer, loss_fn, data, label)
 mx.nd.waitall()
 profiler.set_state('stop')
 print(profiler.dumps())
