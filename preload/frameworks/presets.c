@@ -114,26 +114,28 @@ static uint32_t follow_stop(const uint64_t *args)
 }
 
 /* The same, where the torch preset applies: torch's profiler also turns on the rows of
- * the dispatcher's RecordFunction calls (torch_callbacks.c), following or not. */
+ * the dispatcher's RecordFunction calls (torch_callbacks.c), following or not (not
+ * following, the calls are no events). By address: torch's Python binding takes their
+ * addresses (pybind11), so no PLT slot leads to them. */
 static uint32_t torch_profiler_start(const uint64_t *args)
 {
 	prof_torch_engine_rows(1);
-	return prof_cfg.follow ? follow_start(args) : 0;
+	return prof_cfg.follow ? follow_start(args) : PROF_HOOK_PASS;
 }
 
 static uint32_t torch_profiler_stop(const uint64_t *args)
 {
 	prof_torch_engine_rows(0);
-	return prof_cfg.follow ? follow_stop(args) : 0;
+	return prof_cfg.follow ? follow_stop(args) : PROF_HOOK_PASS;
 }
 
 static const struct prof_framework_hook hooks[] = {
 	{"MXSetProcessProfilerState", prof_mxnet_follow, 0, PROF_CATNAME_MXNET_C_API, 0},
 	{"MXSetProfilerState", prof_mxnet_follow, 0, PROF_CATNAME_MXNET_C_API, 0},
 	{"_ZN5torch8autograd8profiler14enableProfilerE*", torch_profiler_start, PROF_FW_TORCH,
-	 PROF_CATNAME_PROFILER, 0},
+	 PROF_CATNAME_PROFILER, 1},
 	{"_ZN5torch8autograd8profiler15disableProfilerEv", torch_profiler_stop, PROF_FW_TORCH,
-	 PROF_CATNAME_PROFILER, 0},
+	 PROF_CATNAME_PROFILER, 1},
 	{"_ZN5torch8autograd8profiler14enableProfilerE*", follow_start, 0, PROF_CATNAME_PROFILER, 0},
 	{"_ZN5torch8autograd8profiler15disableProfilerEv", follow_stop, 0, PROF_CATNAME_PROFILER, 0},
 	/* tf.profiler.experimental.start/stop (and the TensorBoard callback's profiling):

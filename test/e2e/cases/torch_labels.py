@@ -66,6 +66,25 @@ def labels_follow(c, python):
 on_both_torches(labels_follow, "torch_labels_match_torch_profiler")
 
 
+def engine_rows_bare(c, python):
+    """The same script under the bare command (not following): libprof records the whole
+    run, and the engine's evaluate_function rows, which cost every operator a
+    RecordFunction, only while torch.profiler runs (torch's binding takes the address of
+    its start and stop, hooked by address): their counts are torch's."""
+    r = c.run([python, LABELS_SCRIPT, "follow"], timeout=300)
+    check(r.rc == 0, "exit status %s: %r" % (r.rc, r))
+    engine = "autograd::engine::evaluate_function: "
+    theirs = {k: n for k, n in torchprof_counts(r.out).items() if k.startswith(engine)}
+    check(len(theirs) >= 3, "torch.profiler's engine rows: %r" % theirs)
+    ours, _, _ = labels_rows(c)
+    eq({k: n for k, n in ours.items() if k.startswith(engine)}, theirs,
+       "the engine's rows, libprof's (whole run) and torch.profiler's (its steps)")
+    c.note("%d engine rows, e.g. %s" % (len(theirs), sorted(theirs.items())[0]))
+
+
+on_both_torches(engine_rows_bare, "torch_engine_rows_bare_command")
+
+
 def labels_bare(c, python):
     # no setting at all: the labels, optimizer and DataLoader rows, autograd nodes
     r = c.run([python, LABELS_SCRIPT, "bare"], timeout=300)
