@@ -175,13 +175,14 @@ const struct prof_setting prof_settings[] = {
 	 .when = PROF_WHEN_LOAD, FIELD(mxnet_bulk), .def = "0",
 	 .help = "0: MXNet runs every operator on its own, as while its own profiler runs "
 		 "(bulk execution off), so a hybridized Gluon network's layers are operators "
-		 "rather than `ImperativeBulk`; 1: MXNet's bulk segments kept (faster, the "
-		 "layers hidden)"},
+		 "rather than `ImperativeBulk` (set in a Python interpreter, before MXNet's "
+		 "import); 1: MXNet's bulk segments kept (faster, the layers hidden)"},
 	{.name = "inductor_kernels", .env = "PROFILER_INDUCTOR_KERNELS", .type = PROF_SETTING_BOOL,
 	 .when = PROF_WHEN_LOAD, FIELD(inductor_kernels), .def = "1",
 	 .help = "1: torch.compile's generated CPU kernels are rows by name (`graph_0_cpp_fused_"
-		 "relu_0`): libprof sets TORCHINDUCTOR_CPP_ENABLE_KERNEL_PROFILE=1, so each "
-		 "kernel makes a RecordFunction; 0: kernels run unnamed inside their graph"},
+		 "relu_0`): libprof sets TORCHINDUCTOR_CPP_ENABLE_KERNEL_PROFILE=1 in a Python "
+		 "interpreter, so each kernel makes a RecordFunction; 0: kernels run unnamed "
+		 "inside their graph"},
 	{.name = "record_shapes", .env = "PROFILER_RECORD_SHAPES", .type = PROF_SETTING_BOOL,
 	 .when = PROF_WHEN_START, FIELD(record_shapes), .def = "0",
 	 .help = "PyTorch operators' input shapes, as torch.profiler's `record_shapes` "

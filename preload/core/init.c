@@ -312,6 +312,24 @@ static void wait_for_outputs(void)
 	}
 }
 
+/* The settings frameworks read from the environment when Python imports them (MXNet's
+ * bulk execution, inductor's kernel profile; a value already there wins): set only in a
+ * Python interpreter (by its name: python, python3.11, ...; a lookup of its symbols would
+ * leave dlerror's text in the program's heap), so no other program's environment, nor
+ * its heap, holds anything libprof did not need. */
+static void framework_environment(void)
+{
+	int torch = !strcmp(prof_cfg.framework, "detect") ||
+		    (prof_framework_presets(prof_cfg.framework) & PROF_FW_TORCH);
+	if ((prof_cfg.mxnet_bulk && !(prof_cfg.inductor_kernels && torch)) ||
+	    strncmp(program_invocation_short_name, "python", 6))
+		return;
+	if (!prof_cfg.mxnet_bulk)
+		prof_mxnet_bulk_off();
+	if (prof_cfg.inductor_kernels && torch)
+		prof_torch_inductor_kernel_names();
+}
+
 __attribute__((constructor(101))) static void prof_init(void)
 {
 	struct prof_thread *t = &prof_thr;
@@ -326,12 +344,7 @@ __attribute__((constructor(101))) static void prof_init(void)
 			     prof_getenv("PROFILER_SESSION") ? ignore_line : warn_line);
 	pthread_atfork(0, 0, prof_after_fork_child);
 	prof_spawn_env_save(environ);
-	if (!prof_cfg.mxnet_bulk)
-		prof_mxnet_bulk_off();
-	/* where torch's preset may apply: detected at its load, or named */
-	if (prof_cfg.inductor_kernels && (!strcmp(prof_cfg.framework, "detect") ||
-					  (prof_framework_presets(prof_cfg.framework) & PROF_FW_TORCH)))
-		prof_torch_inductor_kernel_names();
+	framework_environment();
 	prof_stack_setup();
 	t->busy--;
 	/* A child of a profiled process follows its session even without autostart, and
