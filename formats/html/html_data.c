@@ -1,7 +1,6 @@
 /* The data of prof html's page (html_data.h): two reads of the capture. The first finds
  * the steps (step marks, else ProfilerStep#N ranges, else the ends of Optimizer.step#,
- * else the ends of MXNet's optimizer updates after each autograd backward) of the process
- * that has most, and keeps the live-bytes curves; the second gives each
+ * else an MXNet Gluon loop's iterations: mx_step_ends) of the process that has most, and keeps the live-bytes curves; the second gives each
  * step its phases and keeps the timeline's window. */
 #include "formats/html/html_data.h"
 
@@ -86,11 +85,13 @@ static int contains(const char *s, size_t n, const char *word)
 }
 
 /* An MXNet optimizer's update operator (sgd_update, multi_sgd_mom_update, adam_update,
- * lamb_update_phase1, ...): MXNet's names have no namespace, unlike PyTorch's. */
+ * lamb_update_phase1, ...): MXNet's names have no namespace, unlike PyTorch's. Asked of
+ * every event's name: the endings first. */
 static int is_mx_update(const char *s, size_t n)
 {
-	return !contains(s, n, "::") &&
-	       ((n > 7 && !memcmp(s + n - 7, "_update", 7)) || contains(s, n, "_update_phase"));
+	return ((n > 7 && !memcmp(s + n - 7, "_update", 7)) ||
+		(n > 14 && !memcmp(s + n - 14, "_update_phase", 13))) &&
+	       !contains(s, n, "::");
 }
 
 static const char *str(struct model *m, uint32_t gid, size_t *len)
