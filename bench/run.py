@@ -8,9 +8,10 @@ what a long run costs after it ends (bench/long_run.py), what continuous dumps c
 busy run (bench/continuous_dump.py), what a new thread costs (bench/thread_cost.py), what
 is lost at 2 M events/s with every core busy (bench/loaded_rate.py), the CPU of all of
 a profiler's processes per event against heaptrack and uftrace (bench/all_cpu.py), the
-wall a short program's start and exit add (bench/start_exit.py) and
+wall a short program's start and exit add (bench/start_exit.py),
 what call stacks on allocations cost PyTorch training steps against torch.profiler
-(bench/torch_stacks.py)."""
+(bench/torch_stacks.py), and what compiled graphs' steps cost: a torch.compile'd MLP
+(bench/torch_compile_step.py) and a hybridized MXNet CNN (bench/mxnet_step.py)."""
 import json
 import os
 import re
