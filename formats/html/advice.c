@@ -353,7 +353,7 @@ static void mxnet_bulk(struct jw *w, int *first, const struct jnode *report)
 		const struct jnode *r = &rows->items[i], *cat = json_get(r, "category"),
 				   *name = json_get(r, "name");
 		uint64_t count, total;
-		if (!cat || cat->type != J_STR || strcmp(cat->s, "operator") || !name ||
+		if (!cat || cat->type != J_STR || strcmp(cat->s, PROF_CATNAME_OPERATOR) || !name ||
 		    name->type != J_STR || json_u64(json_get(r, "total_ns"), &total))
 			continue;
 		op_ns += total;

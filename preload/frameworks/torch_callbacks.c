@@ -92,7 +92,8 @@ static uint32_t operator_cat_once;
 struct open_rf {
 	const void *fn;
 	uint32_t level;
-	uint32_t step; /* an optimizer.step(): its end is a step boundary */
+	uint16_t step;   /* an optimizer.step(): its end is a step boundary */
+	uint16_t hooked; /* opened by torch_compiled.c's hooks: ends at its destructor */
 };
 /* The text's string id by the shapes' hash, per thread: formatting and interning the
  * same shapes again was a third of what recording them cost. */
@@ -154,6 +155,7 @@ static void open_range(const void *fn, uint8_t cat, const char *name)
 	tt->open_rf[tt->nopen].level = prof_thr.nranges;
 	/* torch.optim's Optimizer.step wraps each step in "Optimizer.step#SGD.step" */
 	tt->open_rf[tt->nopen].step = cat == PROF_CAT_USER && step_boundary(tt, name);
+	tt->open_rf[tt->nopen].hooked = 0;
 	tt->nopen++;
 	prof_range_open(cat, name);
 }
@@ -477,11 +479,21 @@ const void *prof_torch_range_innermost(void)
 void prof_torch_range_open(const void *key, const char *name)
 {
 	open_range(key, op_category(), name);
+	struct torch_thread *tt = torch_thr;
+	if ((uintptr_t)tt > 1 && tt->nopen && tt->open_rf[tt->nopen - 1].fn == key)
+		tt->open_rf[tt->nopen - 1].hooked = 1;
 }
 
-void prof_torch_range_end(const void *key)
+int prof_torch_range_end(const void *key)
 {
+	struct torch_thread *tt = torch_thr;
+	uint32_t k = (uintptr_t)tt > 1 ? tt->nopen : 0;
+	while (k && tt->open_rf[k - 1].fn != key)
+		k--;
+	if (!k || !tt->open_rf[k - 1].hooked)
+		return 0;
 	range_end(key, 0);
+	return 1;
 }
 
 void prof_torch_callbacks_install(const struct dl_phdr_info *libtorch_cpu)

@@ -14,10 +14,11 @@ void prof_torch_engine_rows(int on);
 
 /* For the ranges of RecordFunctions the callbacks do not see (torch_compiled.c): a range
  * of the operator category opened for key (a RecordFunction, or any address its end
- * names) and ended by the same key, innermost first, on this thread; the key of the
- * innermost range open on this thread (NULL: none). */
+ * names) and ended by the same key, innermost first, on this thread, if it was opened so
+ * (1: ended; one a callback opened ends where torch ends it, maybe on another thread);
+ * the key of the innermost range open on this thread (NULL: none). */
 void prof_torch_range_open(const void *key, const char *name);
-void prof_torch_range_end(const void *key);
+int prof_torch_range_end(const void *key);
 const void *prof_torch_range_innermost(void);
 /* A FUNCTION callback on this thread only, while a compiled region runs (on 1, off 0):
  * the few RecordFunctions it makes (CompiledFunction, ...) are named only when one is on,

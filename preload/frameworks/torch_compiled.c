@@ -40,13 +40,6 @@ static __thread uint64_t constructed_scope;
  * through its last argument, not by anything the start was given. */
 static const char aoti_key;
 
-/* The RecordFunctions whose ranges the hooks opened on this thread, innermost last: only
- * those end at their destructor (one a callback opened ends where torch ends it, maybe
- * on another thread, and is not to be ended again where it is destroyed). */
-#define HOOKED_MAX 16
-static __thread const void *hooked[HOOKED_MAX];
-static __thread unsigned nhooked;
-
 /* The outermost compiled region open on this thread ("Torch-Compiled Region: F/N"): its
  * RecordFunction, the callback on this thread on till it ends. */
 static __thread const void *region;
@@ -82,13 +75,10 @@ uint32_t prof_torch_rf_before(const uint64_t *args)
 	char name[256];
 	if (index != 0 || !p || !len || (len > 6 && !memcmp(p, "aten::", 6)))
 		return PROF_HOOK_PASS;
-	if (nhooked == HOOKED_MAX)
-		return PROF_HOOK_PASS; /* nested that deep: not ours to end */
 	if (len >= sizeof name)
 		len = sizeof name - 1;
 	memcpy(name, p, len);
 	name[len] = 0;
-	hooked[nhooked++] = rf;
 	prof_torch_range_open(rf, name);
 	if (!region && len >= sizeof REGION_PREFIX - 1 &&
 	    !memcmp(name, REGION_PREFIX, sizeof REGION_PREFIX - 1)) {
@@ -101,13 +91,6 @@ uint32_t prof_torch_rf_before(const uint64_t *args)
 uint32_t prof_torch_rf_destroyed(const uint64_t *args)
 {
 	const void *rf = (const void *)args[0];
-	unsigned k = nhooked;
-	while (k && hooked[k - 1] != rf)
-		k--;
-	if (!k)
-		return PROF_HOOK_PASS;
-	for (nhooked--, k--; k < nhooked; k++)
-		hooked[k] = hooked[k + 1];
 	prof_torch_range_end(rf);
 	if (rf == region) {
 		region = 0;
